@@ -1,0 +1,158 @@
+"""What agents yield and what they may ask of their host (the engine).
+
+Agents are async generators of `AgentEvent`s that always clean up in `finally`. They never
+touch storage or the wire: permission questions and editor access go through `AgentHost`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from milk_lsp.sessions.model import Agent
+
+
+class ToolStatus(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    DENIED = "denied"
+
+
+class PermissionOption(enum.StrEnum):
+    ALLOW_ONCE = "allow_once"
+    ALLOW_SESSION = "allow_session"
+    DENY = "deny"
+
+
+class FailureReason(enum.StrEnum):
+    """`TurnResult.error.reason` values of PROTOCOL.md."""
+
+    LOCAL_UNREACHABLE = "local_unreachable"
+    LOCAL_FAILED = "local_failed"
+    CLAUDE_NOT_FOUND = "claude_not_found"
+    CLAUDE_NOT_LOGGED_IN = "claude_not_logged_in"
+    CLAUDE_FAILED = "claude_failed"
+    RATE_LIMITED = "rate_limited"
+    PROMPT_TOO_LONG = "prompt_too_long"
+    TOOL_ROUNDS_EXCEEDED = "tool_rounds_exceeded"
+    STORAGE_FAILED = "storage_failed"
+    INTERNAL = "internal"
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """A tool call appeared or changed status."""
+
+    tool_call_id: str
+    name: str
+    input: dict[str, Any]
+    status: ToolStatus
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    tool_call_id: str
+    output: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class NoticeEvent:
+    severity: str
+    """"info", "warning" or "error"."""
+    message: str
+
+
+@dataclass(frozen=True)
+class EscalationRequested:
+    """The local model called `escalate_to_claude(reason)`; its part of the turn is over."""
+
+    reason: str
+    tool_call_id: str = ""
+
+
+@dataclass(frozen=True)
+class ClaudeSessionStarted:
+    """Claude Code reported the id of the conversation this turn runs in."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
+class TurnDone:
+    """The agent finished normally. `stop_reason` is "end_turn" or "max_turns"."""
+
+    stop_reason: str = "end_turn"
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    reason: FailureReason
+    message: str
+    resume_rejected: bool = False
+    """Claude only: the `--resume` id was unknown; the engine retries as a fresh start."""
+
+
+AgentEvent = (
+    TextDelta
+    | ThinkingDelta
+    | ToolCallEvent
+    | ToolResultEvent
+    | UsageEvent
+    | NoticeEvent
+    | EscalationRequested
+    | ClaudeSessionStarted
+    | TurnDone
+    | TurnFailed
+)
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    agent: Agent
+    tool_call_id: str
+    tool: str
+    input: dict[str, Any]
+    description: str = ""
+    options: tuple[PermissionOption, ...] = field(
+        default=(PermissionOption.ALLOW_ONCE, PermissionOption.ALLOW_SESSION, PermissionOption.DENY)
+    )
+
+
+class AgentHost(Protocol):
+    """What the engine offers an agent during one turn."""
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionOption:
+        """Ask the user; `allow_session` answers are remembered by the host per tool."""
+        ...
+
+    def open_document_text(self, path: Path) -> str | None:
+        """The editor's (possibly unsaved) text of an open file, else None."""
+        ...
+
+    async def apply_edit(self, path: Path, new_text: str) -> bool:
+        """Replace an open file's whole text through the editor; False when not open/possible."""
+        ...

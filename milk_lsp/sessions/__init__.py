@@ -1,0 +1,1 @@
+"""Sessions: the data model, its SQLite store and the summary bricks."""
