@@ -1,0 +1,201 @@
+--- `:checkhealth milk`: Neovim version, the server command and its `--version`, and what
+--- the server's `milk/status` says about the local model, Claude Code and storage.
+local M = {}
+
+local methods = require('milk.methods')
+
+local function start_section(name)
+  vim.health.start(name)
+end
+
+--- Ask a running milk client for `milk/status`.
+local function status_from_client(client, timeout)
+  local res, err = require('milk.client').call(client, 'request_sync', methods.STATUS, vim.empty_dict(), timeout)
+  if not res then
+    return nil, err or 'no answer'
+  end
+  if res.err then
+    return nil, require('milk.client').error_text(res.err)
+  end
+  return res.result
+end
+
+--- Start the server just for this check (initialize, milk/status, shutdown, exit).
+local function status_from_new_server(cfg, timeout)
+  local settings = cfg.settings and cfg.settings[methods.CONFIG_SECTION]
+  local exited = false
+  local dispatchers = {
+    server_request = function(method, params)
+      if method == 'workspace/configuration' then
+        local out = {}
+        for _, it in ipairs(params and params.items or {}) do
+          table.insert(out, (it.section == methods.CONFIG_SECTION and settings) or vim.NIL)
+        end
+        return out
+      end
+      if method == 'window/workDoneProgress/create' then
+        return vim.NIL
+      end
+      return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound)
+    end,
+    notification = function() end,
+    on_exit = function()
+      exited = true
+    end,
+    on_error = function() end,
+  }
+  local root = vim.fn.getcwd()
+  local ok, rpc = pcall(vim.lsp.rpc.start, cfg.cmd, dispatchers, { cwd = root, env = cfg.cmd_env })
+  if not ok or not rpc then
+    return nil, 'could not start the server: ' .. tostring(rpc)
+  end
+  local function call(method, params)
+    local done, err, result = false, nil, nil
+    rpc.request(method, params, function(e, r)
+      done, err, result = true, e, r
+    end)
+    vim.wait(timeout, function()
+      return done or exited
+    end, 20)
+    if not done then
+      return nil, exited and 'the server exited' or ('no answer to ' .. method .. ' in ' .. timeout .. ' ms')
+    end
+    if err then
+      return nil, require('milk.client').error_text(err)
+    end
+    return result
+  end
+  local uri = vim.uri_from_fname(root)
+  local init, err = call('initialize', {
+    processId = vim.uv.os_getpid(),
+    clientInfo = { name = 'Neovim :checkhealth milk' },
+    rootUri = uri,
+    workspaceFolders = { { uri = uri, name = root } },
+    capabilities = require('milk.client').capabilities(),
+    initializationOptions = settings,
+  })
+  local status
+  if init then
+    rpc.notify('initialized', vim.empty_dict())
+    status, err = call(methods.STATUS, vim.empty_dict())
+    call('shutdown', vim.NIL)
+    rpc.notify('exit', vim.NIL)
+    vim.wait(2000, function()
+      return exited
+    end, 20)
+  end
+  if not exited then
+    rpc.terminate()
+  end
+  return status, err, init
+end
+
+local function opt(v)
+  return v ~= nil and v ~= vim.NIL and v ~= ''
+end
+
+function M.check()
+  local config = require('milk.config')
+  local client_mod = require('milk.client')
+
+  start_section('milk: Neovim')
+  local v = vim.version()
+  local version = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
+  if vim.fn.has('nvim-0.10') == 1 then
+    vim.health.ok('Neovim ' .. version)
+  else
+    vim.health.error('Neovim ' .. version .. ' is too old', 'milk.nvim needs Neovim 0.10 or newer')
+  end
+  if vim.fn.has('nvim-0.11') ~= 1 then
+    vim.health.info('vim.lsp.enable("milk") needs Neovim 0.11; use require("milk").setup() instead')
+  end
+
+  start_section('milk: server')
+  local cfg = client_mod.resolved_config()
+  local cmd = cfg.cmd
+  if type(cmd) ~= 'table' or not cmd[1] then
+    vim.health.warn('the server command is a function; it is not checked here')
+    return
+  end
+  local exe = vim.fn.exepath(cmd[1])
+  if exe == '' then
+    vim.health.error(('server `%s` not found'):format(cmd[1]), {
+      'Install it: `pipx install milk-lsp` (or `pip install milk-lsp` into a venv on PATH)',
+      "Or point the plugin at it: require('milk').setup({ cmd = { '/path/to/milk-lsp' } })",
+    })
+    return
+  end
+  vim.health.ok(('server `%s` found: %s'):format(cmd[1], exe))
+  local argv = vim.deepcopy(cmd)
+  table.insert(argv, '--version')
+  local ok, res = pcall(function()
+    return vim.system(argv, { text = true, env = cfg.cmd_env }):wait(config.options.health_timeout_ms)
+  end)
+  if ok and res and res.code == 0 then
+    vim.health.ok('`' .. table.concat(argv, ' ') .. '`: ' .. vim.trim(res.stdout or ''))
+  else
+    vim.health.error(
+      '`' .. table.concat(argv, ' ') .. '` failed: ' .. vim.trim(ok and res and ((res.stderr or '') .. ' exit ' .. tostring(res.code)) or tostring(res)),
+      'Reinstall milk-lsp; it may be broken or an old version'
+    )
+    return
+  end
+
+  local running = client_mod.find()
+  local status, err, init
+  local timeout = config.options.health_timeout_ms
+  if running then
+    status, err = status_from_client(running, timeout)
+    init = running.initialized and { capabilities = running.server_capabilities } or nil
+    vim.health.info(('a milk client is running (id %d, root %s)'):format(running.id, tostring(client_mod.root_of(running))))
+  else
+    status, err, init = status_from_new_server(cfg, timeout)
+  end
+  if not status then
+    vim.health.error('milk/status failed: ' .. tostring(err), 'See :LspLog, or run the server by hand: milk-lsp --help')
+    return
+  end
+  local proto = init and init.capabilities and init.capabilities.experimental
+    and init.capabilities.experimental.milk and init.capabilities.experimental.milk.protocolVersion
+  if proto == nil and running then
+    local caps = running.server_capabilities or {}
+    proto = caps.experimental and caps.experimental.milk and caps.experimental.milk.protocolVersion
+  end
+  if proto == methods.PROTOCOL_VERSION then
+    vim.health.ok(('milk/status answered: milk-lsp %s, protocol version %d'):format(tostring(status.version), proto))
+  else
+    vim.health.warn(
+      ('milk/status answered: milk-lsp %s, but protocol version %s (this plugin speaks %d)'):format(
+        tostring(status.version), tostring(proto), methods.PROTOCOL_VERSION),
+      'Update the plugin and the server together'
+    )
+  end
+
+  start_section('milk: local model')
+  local l = status['local'] or {}
+  local where = tostring(l.baseUrl) .. (opt(l.model) and (' (model ' .. l.model .. ')') or '')
+  if l.reachable then
+    vim.health.ok('reachable: ' .. where)
+  else
+    vim.health.warn('not reachable: ' .. where .. (opt(l.error) and (': ' .. l.error) or ''), {
+      'Start your local model server (Ollama, llama-server, LM Studio, vLLM)',
+      "or set settings['local'].baseUrl in require('milk').setup()",
+    })
+  end
+
+  start_section('milk: Claude Code')
+  local c = status.claude or {}
+  if c.found then
+    vim.health.ok('found: ' .. tostring(c.path) .. (opt(c.version) and (' (' .. c.version .. ')') or ''))
+  else
+    vim.health.warn('not found: ' .. tostring(c.path) .. (opt(c.error) and (': ' .. c.error) or ''), {
+      'Install Claude Code (the `claude` CLI) or set settings.claude.path',
+    })
+  end
+
+  start_section('milk: storage')
+  vim.health.ok('sessions are stored in ' .. tostring(status.storage))
+  vim.health.info('statusline: ' .. vim.inspect(require('milk').status()))
+end
+
+return M

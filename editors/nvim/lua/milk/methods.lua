@@ -1,0 +1,55 @@
+--- The wire names of milk-lsp, mirroring `milk_lsp/wire.py` and
+--- `shared/design/PROTOCOL.md` (protocol version 1).
+---
+--- Every method string the plugin sends or handles is spelled here and only here; the
+--- project's wire test scans this file to keep it in step with the server.
+local M = {}
+
+M.PROTOCOL_VERSION = 1
+
+-- Requests, client to server.
+M.SESSION_NEW = 'milk/session/new'
+M.SESSION_LIST = 'milk/session/list'
+M.SESSION_GET = 'milk/session/get'
+M.SESSION_DELETE = 'milk/session/delete'
+M.CHAT = 'milk/chat'
+M.ESCALATE = 'milk/escalate'
+M.CANCEL = 'milk/cancel'
+M.CONTEXT = 'milk/context'
+M.STATUS = 'milk/status'
+
+-- Notification, server to client.
+M.UPDATE = 'milk/update'
+
+-- Request, server to client.
+M.REQUEST_PERMISSION = 'milk/requestPermission'
+
+-- Standard LSP methods the plugin uses by name.
+M.CANCEL_REQUEST = '$/cancelRequest'
+M.DID_CHANGE_CONFIGURATION = 'workspace/didChangeConfiguration'
+
+--- The configuration section the server pulls with `workspace/configuration`.
+M.CONFIG_SECTION = 'milk'
+
+--- `milk/update` kinds.
+M.kind = {
+  TURN_STARTED = 'turn_started',
+  TEXT = 'text',
+  THINKING = 'thinking',
+  TOOL_CALL = 'tool_call',
+  TOOL_RESULT = 'tool_result',
+  ESCALATED = 'escalated',
+  NEED = 'need',
+  USAGE = 'usage',
+  NOTICE = 'notice',
+  TURN_ENDED = 'turn_ended',
+}
+
+--- `milk/requestPermission` option ids.
+M.permission = {
+  ALLOW_ONCE = 'allow_once',
+  ALLOW_SESSION = 'allow_session',
+  DENY = 'deny',
+}
+
+return M

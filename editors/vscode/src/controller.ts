@@ -1,0 +1,288 @@
+// Chat session logic between the server and the chat view: which session is active, sending
+// chat/escalate/cancel, history, the session list, and which agent is running. No `vscode`
+// import: it talks to anything with sendRequest/onNotification (a vscode-languageclient
+// LanguageClient, or a vscode-jsonrpc MessageConnection in the tests).
+
+import {
+  Methods,
+  type AgentName,
+  type ChatParams,
+  type ContextItem,
+  type ContextPreview,
+  type EscalateParams,
+  type Route,
+  type SessionGetResult,
+  type SessionInfo,
+  type SessionListResult,
+  type Status,
+  type TurnResult,
+  type Update,
+} from './methods';
+import type { ServerState, ToWebview } from './viewMessages';
+
+export interface Disposable {
+  dispose(): void;
+}
+
+export interface RpcLike {
+  sendRequest<R>(method: string, params: unknown): Promise<R>;
+  onNotification(method: string, handler: (params: any) => void): Disposable;
+}
+
+export type Busy = AgentName | 'pending' | undefined;
+
+export interface ControllerHost {
+  /** to the chat webview (dropped when there is none) */
+  post(msg: ToWebview): void;
+  /** URI of the workspace folder chats belong to */
+  workspaceFolder(): string | undefined;
+  onBusyChanged?(busy: Busy): void;
+  onTurnResult?(result: TurnResult): void;
+  log?(line: string): void;
+}
+
+export interface RequestFailure {
+  message: string;
+  code?: number;
+  reason?: string;
+}
+
+/** Normalize a JSON-RPC error (vscode-jsonrpc ResponseError or anything thrown). */
+export function describeError(err: unknown): RequestFailure {
+  const e = err as { message?: string; code?: number; data?: { reason?: string } };
+  return {
+    message: e?.message ?? String(err),
+    code: typeof e?.code === 'number' ? e.code : undefined,
+    reason: e?.data?.reason,
+  };
+}
+
+export class ChatController {
+  activeSessionId: string | undefined;
+  sessions: SessionInfo[] = [];
+  localModel: string | undefined;
+  lastStatus: Status | undefined;
+  serverState: ServerState = 'starting';
+  problem: string | undefined;
+  /** running (or about to run) turns, by session id ('' = not yet known) */
+  readonly running = new Map<string, Busy>();
+  private rpc: RpcLike | undefined;
+  private sub: Disposable | undefined;
+  private gapTurns = new Set<string>();
+
+  constructor(private readonly host: ControllerHost) {}
+
+  attach(rpc: RpcLike | undefined): void {
+    this.sub?.dispose();
+    this.sub = undefined;
+    this.rpc = rpc;
+    if (rpc) this.sub = rpc.onNotification(Methods.UPDATE, (u: Update) => this.onUpdate(u));
+    if (!rpc) {
+      this.running.clear();
+      this.busyChanged();
+    }
+  }
+
+  setServerState(state: ServerState, problem?: string): void {
+    this.serverState = state;
+    this.problem = problem;
+    this.postMeta();
+  }
+
+  private request<R>(method: string, params: unknown): Promise<R> {
+    if (!this.rpc) return Promise.reject(new Error(this.problem ?? 'milk: the server is not running'));
+    return this.rpc.sendRequest<R>(method, params);
+  }
+
+  private postMeta(): void {
+    this.host.post({ type: 'meta', localModel: this.localModel, serverState: this.serverState, problem: this.problem });
+  }
+
+  busy(): Busy {
+    for (const v of this.running.values()) if (v === 'claude') return 'claude';
+    for (const v of this.running.values()) if (v === 'local') return 'local';
+    for (const v of this.running.values()) if (v === 'pending') return 'pending';
+    return undefined;
+  }
+
+  isActiveRunning(): boolean {
+    return this.activeSessionId !== undefined && this.running.has(this.activeSessionId);
+  }
+
+  private busyChanged(): void {
+    this.host.onBusyChanged?.(this.busy());
+  }
+
+  private onUpdate(u: Update): void {
+    if (!u || typeof u !== 'object') return;
+    // the first turn of a window without a session: the server picked or created one
+    if (this.activeSessionId === undefined && this.running.has('')) {
+      this.activeSessionId = u.sessionId;
+      this.running.delete('');
+      void this.refreshSessions();
+    }
+    switch (u.kind) {
+      case 'turn_started':
+        this.running.set(u.sessionId, u.agent);
+        this.busyChanged();
+        break;
+      case 'escalated':
+        this.running.set(u.sessionId, 'claude');
+        this.busyChanged();
+        break;
+      case 'turn_ended':
+        this.running.delete(u.sessionId);
+        this.busyChanged();
+        break;
+    }
+    if (u.sessionId === this.activeSessionId) this.host.post({ type: 'update', update: u });
+  }
+
+  /** Snapshot for a (re)opened chat view: sessions, meta and the active session's history. */
+  async showActive(): Promise<void> {
+    this.postMeta();
+    if (!this.rpc) {
+      this.host.post({ type: 'history', data: null });
+      return;
+    }
+    await this.refreshSessions();
+    if (this.activeSessionId === undefined && this.sessions.length) this.activeSessionId = this.sessions[0].sessionId;
+    await this.loadHistory();
+  }
+
+  async loadHistory(): Promise<void> {
+    if (this.activeSessionId === undefined) {
+      this.host.post({ type: 'history', data: null });
+      return;
+    }
+    try {
+      const data = await this.request<SessionGetResult>(Methods.SESSION_GET, { sessionId: this.activeSessionId });
+      this.host.post({ type: 'history', data });
+    } catch (err) {
+      const f = describeError(err);
+      if (f.reason === 'session_not_found') {
+        this.activeSessionId = undefined;
+        this.host.post({ type: 'history', data: null });
+        await this.refreshSessions();
+        return;
+      }
+      this.host.post({ type: 'failed', ...f });
+    }
+  }
+
+  async refreshSessions(): Promise<SessionInfo[]> {
+    const ws = this.host.workspaceFolder();
+    try {
+      const r = await this.request<SessionListResult>(Methods.SESSION_LIST, ws ? { workspaceFolder: ws } : {});
+      this.sessions = r?.sessions ?? [];
+    } catch (err) {
+      this.host.log?.(`session/list failed: ${describeError(err).message}`);
+    }
+    this.host.post({ type: 'sessions', sessions: this.sessions, activeId: this.activeSessionId });
+    return this.sessions;
+  }
+
+  async status(): Promise<Status> {
+    const s = await this.request<Status>(Methods.STATUS, {});
+    this.lastStatus = s;
+    this.localModel = s?.local?.model ?? undefined;
+    this.postMeta();
+    return s;
+  }
+
+  private async runTurn(method: string, params: ChatParams | EscalateParams, key: string): Promise<TurnResult | undefined> {
+    this.running.set(key, this.running.get(key) ?? 'pending');
+    this.busyChanged();
+    try {
+      const result = await this.request<TurnResult>(method, params);
+      if (result.sessionId === this.activeSessionId) this.host.post({ type: 'result', result });
+      this.host.onTurnResult?.(result);
+      if (this.gapTurns.delete(result.turnId) && result.sessionId === this.activeSessionId) await this.loadHistory();
+      void this.refreshSessions();
+      return result;
+    } catch (err) {
+      const f = describeError(err);
+      if (f.code !== -32800) this.host.post({ type: 'failed', ...f });
+      throw Object.assign(new Error(f.message), f);
+    } finally {
+      // the server always sends turn_ended first; this covers requests that failed before a turn
+      if (this.running.get(key) === 'pending') this.running.delete(key);
+      this.busyChanged();
+    }
+  }
+
+  /** Send a chat message in the active session (or let the server pick/create one). */
+  async send(text: string, opts: { context?: ContextItem[]; route?: Route; attachments?: string[] } = {}): Promise<TurnResult | undefined> {
+    const ws = this.host.workspaceFolder();
+    const params: ChatParams = { text };
+    if (this.activeSessionId) params.sessionId = this.activeSessionId;
+    else if (ws) params.workspaceFolder = ws;
+    if (opts.route) params.route = opts.route;
+    if (opts.context?.length) params.context = opts.context;
+    this.host.post({ type: 'user', text, attachments: opts.attachments });
+    return this.runTurn(Methods.CHAT, params, this.activeSessionId ?? '');
+  }
+
+  /** Hand the active session to Claude (`text` optional: Claude carries on with the need). */
+  async escalate(text?: string, reason?: string): Promise<TurnResult | undefined> {
+    if (!this.activeSessionId) {
+      // nothing to escalate yet: a first message straight to Claude
+      if (text) return this.send(text, { route: 'claude' });
+      const msg = 'milk: there is no session to escalate yet; type a message first.';
+      this.host.post({ type: 'failed', message: msg, reason: 'session_not_found' });
+      throw new Error(msg);
+    }
+    const params: EscalateParams = { sessionId: this.activeSessionId };
+    if (text) params.text = text;
+    if (reason) params.reason = reason;
+    this.host.post({ type: 'user', text: text ?? '' });
+    return this.runTurn(Methods.ESCALATE, params, this.activeSessionId);
+  }
+
+  async cancel(): Promise<boolean> {
+    const id = this.activeSessionId;
+    if (!id) return false;
+    const r = await this.request<{ cancelled: boolean }>(Methods.CANCEL, { sessionId: id });
+    return !!r?.cancelled;
+  }
+
+  async newSession(title?: string): Promise<SessionInfo> {
+    const ws = this.host.workspaceFolder();
+    const params: Record<string, string> = {};
+    if (ws) params.workspaceFolder = ws;
+    if (title) params.title = title;
+    const info = await this.request<SessionInfo>(Methods.SESSION_NEW, params);
+    this.activeSessionId = info.sessionId;
+    await this.refreshSessions();
+    await this.loadHistory();
+    return info;
+  }
+
+  async switchSession(sessionId: string): Promise<void> {
+    this.activeSessionId = sessionId;
+    this.host.post({ type: 'sessions', sessions: this.sessions, activeId: sessionId });
+    await this.loadHistory();
+  }
+
+  async deleteSession(sessionId: string): Promise<void> {
+    await this.request<null>(Methods.SESSION_DELETE, { sessionId });
+    const wasActive = sessionId === this.activeSessionId;
+    await this.refreshSessions();
+    if (wasActive) {
+      this.activeSessionId = this.sessions[0]?.sessionId;
+      this.host.post({ type: 'sessions', sessions: this.sessions, activeId: this.activeSessionId });
+      await this.loadHistory();
+    }
+  }
+
+  async context(reason?: string): Promise<ContextPreview> {
+    if (!this.activeSessionId) throw new Error('milk: there is no session yet; type a message first.');
+    const params: Record<string, string> = { sessionId: this.activeSessionId };
+    if (reason) params.reason = reason;
+    return this.request<ContextPreview>(Methods.CONTEXT, params);
+  }
+
+  dispose(): void {
+    this.sub?.dispose();
+  }
+}

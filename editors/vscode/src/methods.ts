@@ -1,0 +1,280 @@
+// The milk-lsp wire contract (shared/design/PROTOCOL.md, version 1), mirroring the server's
+// milk_lsp/wire.py. Nothing else in the extension spells a method name: handlers and requests
+// use these constants. No `vscode` import here (used by the unit tests and the webview).
+
+export const PROTOCOL_VERSION = 1;
+
+export const Methods = {
+  SESSION_NEW: 'milk/session/new',
+  SESSION_LIST: 'milk/session/list',
+  SESSION_GET: 'milk/session/get',
+  SESSION_DELETE: 'milk/session/delete',
+  CHAT: 'milk/chat',
+  ESCALATE: 'milk/escalate',
+  CANCEL: 'milk/cancel',
+  CONTEXT: 'milk/context',
+  STATUS: 'milk/status',
+  /** notification, server to client */
+  UPDATE: 'milk/update',
+  /** request, server to client */
+  REQUEST_PERMISSION: 'milk/requestPermission',
+} as const;
+
+export type AgentName = 'local' | 'claude';
+export type Route = 'auto' | 'local' | 'claude';
+export type StopReason = 'end_turn' | 'cancelled' | 'error' | 'max_turns';
+export type SessionState = 'routing' | 'local' | 'escalation' | 'escalation_waiting';
+export type EscalationMode = 'first' | 'resume' | 'returning' | 'fresh';
+
+/** LSP `Position` / `Range` (0-based, UTF-16 characters). */
+export interface Position {
+  line: number;
+  character: number;
+}
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+// ---- params ---------------------------------------------------------------------------
+
+export interface SessionNewParams {
+  workspaceFolder?: string;
+  title?: string;
+}
+export interface SessionListParams {
+  workspaceFolder?: string;
+}
+export interface SessionGetParams {
+  sessionId: string;
+  /** newest `limit` turns (default 50) */
+  limit?: number;
+}
+export interface SessionIdParams {
+  sessionId: string;
+}
+/** A file or selection the user attached; `text` is the editor's (possibly unsaved) content. */
+export interface ContextItem {
+  uri: string;
+  range?: Range;
+  text?: string;
+}
+export interface ChatParams {
+  sessionId?: string;
+  workspaceFolder?: string;
+  text: string;
+  route?: Route;
+  context?: ContextItem[];
+}
+export interface EscalateParams {
+  sessionId: string;
+  /** with no text, Claude carries on with the current need */
+  text?: string;
+  /** shown in the `escalated` update and recorded on the turn */
+  reason?: string;
+}
+export interface ContextParams {
+  sessionId: string;
+  reason?: string;
+}
+
+// ---- results --------------------------------------------------------------------------
+
+export interface SessionInfo {
+  sessionId: string;
+  workspaceFolder: string;
+  title: string;
+  state: SessionState;
+  activeAgent: AgentName;
+  /** ISO 8601 UTC */
+  createdAt: string;
+  updatedAt: string;
+  /** number of user messages */
+  turnCount: number;
+  currentNeed?: string | null;
+  claudeSessionId?: string | null;
+}
+export interface SessionListResult {
+  sessions: SessionInfo[];
+}
+export interface ToolCallRecord {
+  toolCallId: string;
+  name: string;
+  input: Record<string, unknown>;
+  output?: string | null;
+  isError?: boolean | null;
+}
+export interface TurnRecord {
+  turnId: string;
+  role: 'user' | 'assistant';
+  agent: AgentName;
+  text: string;
+  toolCalls?: ToolCallRecord[] | null;
+  status: 'ok' | 'cancelled' | 'error';
+  createdAt: string;
+}
+export interface Bricks {
+  currentNeed: string;
+  escalationBrief: string;
+  lastLocalSummary: string;
+  lastClaudeSummary: string;
+}
+export interface SessionGetResult {
+  session: SessionInfo;
+  turns: TurnRecord[];
+  bricks: Bricks;
+}
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens?: number | null;
+  cacheCreationTokens?: number | null;
+  costUsd?: number | null;
+}
+export interface TurnError {
+  reason: string;
+  message: string;
+}
+export interface TurnResult {
+  sessionId: string;
+  turnId: string;
+  agent: AgentName;
+  stopReason: StopReason;
+  text: string;
+  escalated?: { by: 'user' | 'agent'; reason: string } | null;
+  usage?: Usage | null;
+  error?: TurnError | null;
+}
+export interface ContextPreview {
+  mode: EscalationMode;
+  argv: string[];
+  contextFile: string;
+  userMessagePrefix: string;
+  chars: { contextFile: number; userMessagePrefix: number };
+}
+export interface Status {
+  version: string;
+  local: { baseUrl: string; model?: string | null; reachable: boolean; error?: string | null };
+  claude: {
+    path?: string | null;
+    found: boolean;
+    version?: string | null;
+    error?: string | null;
+    skipPermissions?: boolean | null;
+  };
+  storage: string;
+}
+
+// ---- milk/update ----------------------------------------------------------------------
+
+export type ToolStatus = 'pending' | 'running' | 'completed' | 'failed' | 'denied';
+
+interface UpdateBase {
+  sessionId: string;
+  turnId: string;
+  /** starts at 1 for each turn, +1 per update */
+  seq: number;
+}
+export interface TurnStartedUpdate extends UpdateBase {
+  kind: 'turn_started';
+  agent: AgentName;
+  route: Route;
+  reason: string;
+}
+export interface TextUpdate extends UpdateBase {
+  kind: 'text' | 'thinking';
+  agent: AgentName;
+  delta: string;
+}
+export interface ToolCallUpdate extends UpdateBase {
+  kind: 'tool_call';
+  agent: AgentName;
+  toolCallId: string;
+  name: string;
+  input: Record<string, unknown>;
+  status: ToolStatus;
+}
+export interface ToolResultUpdate extends UpdateBase {
+  kind: 'tool_result';
+  agent: AgentName;
+  toolCallId: string;
+  /** cut to 2000 characters */
+  output: string;
+  isError: boolean;
+}
+export interface EscalatedUpdate extends UpdateBase {
+  kind: 'escalated';
+  by: 'user' | 'agent';
+  reason: string;
+  mode: EscalationMode;
+  contextChars: number;
+}
+export interface NeedUpdate extends UpdateBase {
+  kind: 'need';
+  currentNeed: string;
+}
+export interface UsageUpdate extends UpdateBase, Usage {
+  kind: 'usage';
+  agent: AgentName;
+}
+export interface NoticeUpdate extends UpdateBase {
+  kind: 'notice';
+  severity: 'info' | 'warning' | 'error';
+  message: string;
+}
+export interface TurnEndedUpdate extends UpdateBase {
+  kind: 'turn_ended';
+  agent: AgentName;
+  stopReason: StopReason;
+}
+export type Update =
+  | TurnStartedUpdate
+  | TextUpdate
+  | ToolCallUpdate
+  | ToolResultUpdate
+  | EscalatedUpdate
+  | NeedUpdate
+  | UsageUpdate
+  | NoticeUpdate
+  | TurnEndedUpdate;
+
+// ---- milk/requestPermission -----------------------------------------------------------
+
+export type PermissionOptionId = 'allow_once' | 'allow_session' | 'deny';
+export interface PermissionOption {
+  optionId: PermissionOptionId;
+  label: string;
+}
+export interface RequestPermissionParams {
+  sessionId: string;
+  turnId: string;
+  agent: AgentName;
+  toolCallId: string;
+  tool: string;
+  input: Record<string, unknown>;
+  description?: string | null;
+  options: PermissionOption[];
+}
+export interface RequestPermissionResult {
+  optionId: PermissionOptionId;
+}
+
+// ---- errors ---------------------------------------------------------------------------
+
+export const ErrorCodes = {
+  InvalidParams: -32602,
+  RequestFailed: -32803,
+  RequestCancelled: -32800,
+} as const;
+
+export type RequestFailedReason =
+  | 'session_not_found'
+  | 'session_busy'
+  | 'workspace_unknown'
+  | 'local_unreachable'
+  | 'claude_not_found'
+  | 'claude_failed'
+  | 'storage_failed';
+
+/** Client capability advertised in `initialize` (experimental.milk). */
+export const CLIENT_EXPERIMENTAL_CAPABILITY = { requestPermission: true } as const;

@@ -1,0 +1,68 @@
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { buildServerSettings, classifyChange, answerConfiguration, SERVER_SETTING_KEYS } = require('../out/lib/config.js');
+const pkg = require('../package.json');
+
+test('flat milk.* settings become the nested object of PROTOCOL.md', () => {
+  const flat = {
+    'local.baseUrl': 'http://127.0.0.1:9/v1',
+    'local.model': 'qwen',
+    'local.apiKey': '',
+    'local.maxToolRounds': 5,
+    'claude.path': '/opt/claude',
+    'claude.allowedTools': ['Read'],
+    'claude.addDirs': [],
+    'claude.model': '',
+    'claude.skipPermissions': false,
+    contextBudgetChars: 12000,
+    route: 'auto',
+    storageDir: '',
+    'server.path': '/ignored',
+  };
+  const s = buildServerSettings((k) => flat[k]);
+  assert.deepEqual(s, {
+    local: { baseUrl: 'http://127.0.0.1:9/v1', model: 'qwen', maxToolRounds: 5 },
+    claude: { path: '/opt/claude', allowedTools: ['Read'], addDirs: [], skipPermissions: false },
+    contextBudgetChars: 12000,
+    route: 'auto',
+  });
+});
+
+test('nothing set gives an empty object', () => {
+  assert.deepEqual(buildServerSettings(() => undefined), {});
+});
+
+test('every server key is declared in package.json with a default and a description', () => {
+  const props = pkg.contributes.configuration.properties;
+  for (const k of SERVER_SETTING_KEYS) {
+    const p = props[`milk.${k}`];
+    assert.ok(p, `milk.${k} declared`);
+    assert.ok('default' in p, `milk.${k} default`);
+    assert.ok(p.markdownDescription || p.description, `milk.${k} description`);
+  }
+  // and nothing else under milk.* except the client's own server.* keys
+  const extra = Object.keys(props).filter((k) => !SERVER_SETTING_KEYS.includes(k.slice(5)) && !k.startsWith('milk.server.'));
+  assert.deepEqual(extra, []);
+  // the defaults match PROTOCOL.md's table
+  assert.equal(props['milk.local.baseUrl'].default, 'http://127.0.0.1:11434/v1');
+  assert.equal(props['milk.local.maxToolRounds'].default, 20);
+  assert.equal(props['milk.contextBudgetChars'].default, 12000);
+  assert.equal(props['milk.route'].default, 'auto');
+  assert.equal(props['milk.claude.skipPermissions'].default, false);
+});
+
+test('classifyChange: server.* restarts, others are pushed', () => {
+  assert.equal(classifyChange((k) => k === 'milk' || k === 'milk.server.path'), 'restart');
+  assert.equal(classifyChange((k) => k === 'milk' || k === 'milk.local.model'), 'push');
+  assert.equal(classifyChange(() => false), 'none');
+});
+
+test('answerConfiguration answers section milk and sub-sections, null otherwise', () => {
+  const s = { local: { model: 'm' } };
+  assert.deepEqual(answerConfiguration([{ section: 'milk' }, { section: 'milk.local.model' }, { section: 'python' }, {}], s), [
+    s,
+    'm',
+    null,
+    null,
+  ]);
+});

@@ -1,0 +1,84 @@
+// Safe Markdown: model output must never produce script, event handlers or unsafe links.
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { renderMarkdown, escapeHtml } = require('../out/lib/markdown.js');
+
+const TAGS = new Set(['p', 'a', 'code', 'pre', 'em', 'strong', 's', 'ul', 'ol', 'li', 'blockquote', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'br', 'table', 'thead', 'tbody', 'tr', 'th', 'td']);
+const ATTRS = new Set(['href', 'rel', 'title', 'class', 'start', 'style']);
+/** Every tag in `html` is an allowed Markdown tag with allowed attributes and safe links. */
+function assertSafe(html, what) {
+  const tag = /<\/?([a-zA-Z][\w-]*)((?:\s+[\w-]+="[^"<>]*")*)\s*\/?>/g;
+  const stripped = html.replace(tag, (all, name, attrs) => {
+    assert.ok(TAGS.has(name.toLowerCase()), `${what}: tag <${name}> in ${html}`);
+    for (const [, k, v] of attrs.matchAll(/([\w-]+)="([^"]*)"/g)) {
+      assert.ok(ATTRS.has(k), `${what}: attribute ${k} in ${html}`);
+      if (k === 'href') assert.match(v, /^(https?:|mailto:)/, `${what}: href ${v}`);
+      if (k === 'style') assert.match(v, /^text-align:(left|right|center)$/, `${what}: style ${v}`);
+    }
+    return '';
+  });
+  assert.doesNotMatch(stripped, /</, `${what}: stray '<' in ${html}`);
+}
+
+test('renders ordinary Markdown', () => {
+  const html = renderMarkdown('# Title\n\nSome **bold** and `code`.\n\n```py\nprint("hi")\n```\n\n- a\n- b');
+  assert.match(html, /<h1>Title<\/h1>/);
+  assert.match(html, /<strong>bold<\/strong>/);
+  assert.match(html, /<code>code<\/code>/);
+  assert.match(html, /<pre><code class="language-py">print\(&quot;hi&quot;\)/);
+  assert.match(html, /<li>a<\/li>/);
+});
+
+test('raw HTML is shown as text, never as tags', () => {
+  const attacks = [
+    '<script>alert(1)</script>',
+    '<img src=x onerror="alert(1)">',
+    '<iframe src="https://evil.example"></iframe>',
+    'inline <b onmouseover=alert(1)>x</b>',
+    '<svg><script>alert(1)</script></svg>',
+    '<a href="javascript:alert(1)">x</a>',
+    '<style>body{display:none}</style>',
+  ];
+  for (const a of attacks) {
+    const html = renderMarkdown(a);
+    assertSafe(html, a);
+    assert.doesNotMatch(html, /<(script|img|iframe|svg|style|b[ >])/i, `${a} -> ${html}`);
+    assert.match(html, /&lt;/, `escaped: ${html}`);
+  }
+});
+
+test('links: only http(s) and mailto become links', () => {
+  assert.match(renderMarkdown('[ok](https://example.com/a?b=1)'), /<a href="https:\/\/example.com\/a\?b=1" rel="noopener noreferrer"/);
+  assert.match(renderMarkdown('<mailto:me@example.com>'), /href="mailto:me@example.com"/);
+  for (const bad of ['javascript:alert(1)', 'JaVaScRiPt:alert(1)', 'vbscript:x', 'data:text/html;base64,PHNjcmlwdD4=', 'file:///etc/passwd', 'command:workbench.action.quit']) {
+    const html = renderMarkdown(`[x](${bad})`);
+    assert.doesNotMatch(html, /<a /, `${bad} -> ${html}`);
+  }
+});
+
+test('images are not rendered (no remote loads)', () => {
+  const html = renderMarkdown('![pixel](https://tracker.example/p.png)');
+  assert.doesNotMatch(html, /<img/);
+});
+
+test('attribute injection through a link title or text is escaped', () => {
+  const html = renderMarkdown('[x" onclick="alert(1)](https://example.com/"onmouseover="alert(1))\n\n<a href=x onclick=alert(1)>t</a>');
+  assertSafe(html, 'attribute injection');
+  assert.doesNotMatch(html, /\sonclick="/);
+  assert.doesNotMatch(html, /\sonmouseover="/);
+});
+
+test('fuzz: odd mixes stay within the allowed tags', () => {
+  const pieces = ['<', '>', '"', "'", '`', '[', ']', '(', ')', 'javascript:', 'https://a.b/', '<script>', '</p>', '&', '*', '_', '\n', ' ', 'onerror=', '![', '<img ', '```', '|', '-'];
+  let seed = 42;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  for (let i = 0; i < 300; i++) {
+    let s = '';
+    for (let j = 0; j < 30; j++) s += pieces[Math.floor(rnd() * pieces.length)];
+    assertSafe(renderMarkdown(s), JSON.stringify(s));
+  }
+});
+
+test('escapeHtml', () => {
+  assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+});

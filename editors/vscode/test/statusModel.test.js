@@ -1,0 +1,44 @@
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { statusBarView, doctorReport } = require('../out/lib/statusModel.js');
+
+const ok = {
+  version: '0.1.0',
+  local: { baseUrl: 'http://127.0.0.1:11434/v1', model: 'qwen3', reachable: true },
+  claude: { path: '/usr/bin/claude', found: true, version: '2.0.0' },
+  storage: '/tmp/s',
+};
+
+test('idle shows the local model', () => {
+  const v = statusBarView({ serverState: 'running', busy: undefined, status: ok });
+  assert.match(v.text, /milk · qwen3/);
+  assert.equal(v.warning, false);
+});
+
+test('running local / Claude', () => {
+  assert.match(statusBarView({ serverState: 'running', busy: 'local', status: ok }).text, /local running · qwen3/);
+  assert.match(statusBarView({ serverState: 'running', busy: 'claude', status: ok }).text, /Claude running/);
+});
+
+test('warning when the model or claude is unreachable', () => {
+  let v = statusBarView({ serverState: 'running', busy: undefined, status: { ...ok, local: { ...ok.local, reachable: false, error: 'connection refused' } } });
+  assert.equal(v.warning, true);
+  assert.match(v.text, /model unreachable/);
+  assert.match(v.tooltip, /connection refused/);
+  v = statusBarView({ serverState: 'running', busy: undefined, status: { ...ok, claude: { found: false, error: 'not on PATH' } } });
+  assert.equal(v.warning, true);
+  assert.match(v.text, /claude not found/);
+});
+
+test('server failed', () => {
+  const v = statusBarView({ serverState: 'failed', busy: undefined, problem: 'not found' });
+  assert.equal(v.warning, true);
+  assert.equal(v.tooltip, 'not found');
+});
+
+test('doctor report', () => {
+  const r = doctorReport(ok, { serverCommand: '/venv/bin/milk-lsp' });
+  assert.match(r, /milk-lsp version: 0.1.0/);
+  assert.match(r, /✅ endpoint: http:\/\/127.0.0.1:11434\/v1/);
+  assert.match(r, /"reachable": true/);
+});

@@ -1,0 +1,770 @@
+"""The Claude Code agent: runs one escalated turn in the `claude` CLI and streams its events.
+
+Driver: the CLI is driven **directly** (`asyncio.create_subprocess_exec`, stream-json in and
+out), not through `claude-agent-sdk`. The SDK is still used for one thing: its wheel bundles
+the `claude` binary, which is the fallback when `claude.path` is unset and no `claude` is on
+PATH (found on disk without importing the SDK). Why not the SDK's client:
+
+* `build_argv` must be exactly the command that runs (``milk/context`` previews it). The SDK
+  builds its command line privately (`SubprocessCLITransport._build_command`) and adds flags
+  of its own, so a preview could only match by calling private API.
+* Cancellation must interrupt, then SIGTERM/SIGKILL the CLI's *process group*, and the server
+  must be able to kill every live CLI on exit. The SDK spawns without a new session (no
+  group to signal, no tool children reaped with it) and its close waits a fixed 5 s.
+* The SDK forces ``CLAUDE_CODE_ENTRYPOINT=sdk-py`` into the environment; milk drops it.
+* Importing the SDK costs ~0.45 s (mostly `mcp`), for a protocol of a handful of line types.
+
+What the driver does, per turn (one process per turn; no CLI outlives its turn):
+
+* argv: ``--print``, stream-json input and output, ``--verbose``, partial messages, user
+  setting sources (user, project, local), ``--permission-prompt-tool stdio`` (permission
+  questions arrive as ``can_use_tool`` control requests on stdout) or
+  ``--dangerously-skip-permissions``, ``--model``/``--allowedTools``/``--add-dir`` from the
+  settings, ``--session-id=`` (first/fresh) or ``--resume=``, and ONE
+  ``--append-system-prompt-file`` (only the last such flag counts). Claude Code's preset
+  system prompt is kept (no ``--system-prompt``). Values use the ``--flag=value`` form so
+  they can never be read as flags.
+* The prompt goes to stdin as a stream-json user message marked ``client_composed`` (the
+  CLI then sends it verbatim: no ``@path`` expansion). No user text is ever on the argv.
+* The context file lives in a private temp dir (0700, file 0600) removed after the run.
+* Environment: inherited, minus ``CLAUDE_CODE_SESSION_ID``, ``CLAUDE_CODE_ENTRYPOINT`` and
+  ``CLAUDECODE``, with ``CLAUDE_CODE_MAX_RETRIES`` bounded (a dead API fails in seconds).
+* stdout lines up to 16 MiB; stderr captured and quoted (its tail) in failures.
+* Cancel: the interrupt control request and stdin EOF, a short grace, then SIGTERM and
+  SIGKILL of the process group. `kill_all_running()` kills every live CLI group (also run
+  at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import importlib.util
+import logging
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncGenerator, Coroutine, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from milk_lsp.agents.base import (
+    AgentEvent,
+    AgentHost,
+    FailureReason,
+    NoticeEvent,
+    PermissionOption,
+    PermissionRequest,
+    TurnDone,
+    TurnFailed,
+)
+from milk_lsp.agents.claude_stream import (
+    INSTALL_HINT,
+    StreamMapper,
+    StreamParseError,
+    allow_line,
+    deny_line,
+    error_response_line,
+    interrupt_line,
+    outcome_from_exit,
+    outcome_from_result,
+    parse_line,
+    user_message_line,
+)
+from milk_lsp.sessions.model import Agent
+
+__all__ = [
+    "CONTEXT_FILE_PLACEHOLDER",
+    "ClaudeAgent",
+    "ClaudeSettings",
+    "ClaudeTurnRequest",
+    "ResolvedCli",
+    "build_argv",
+    "build_env",
+    "bundled_cli_path",
+    "cli_version",
+    "kill_all_running",
+    "resolve_cli",
+    "running_pids",
+]
+
+logger = logging.getLogger(__name__)
+
+LINE_LIMIT_BYTES = 16 * 1024 * 1024
+"""stdout line limit; asyncio's default is 64 KiB and one stream-json line can be far larger."""
+STDERR_KEEP_BYTES = 64 * 1024
+"""How much of the CLI's stderr is kept (its end) for failure messages."""
+VERSION_TIMEOUT_SECONDS = 5.0
+INTERRUPT_GRACE_SECONDS = 2.0
+"""After the interrupt and stdin EOF, how long the CLI gets to write its transcript and exit."""
+TERMINATE_GRACE_SECONDS = 1.0
+"""After SIGTERM of the process group, how long before SIGKILL."""
+EXIT_AFTER_RESULT_SECONDS = 5.0
+"""After the ``result`` line and stdin EOF, how long the CLI gets to exit on its own."""
+DRAIN_SECONDS = 1.0
+"""After the process is gone, how long the pipe readers get to reach EOF."""
+CONTEXT_FILE_PLACEHOLDER = "<context-file>"
+CONTEXT_FILE_NAME = "milk-context.md"
+SETTING_SOURCES = "user,project,local"
+DENIED_MESSAGE = "The user denied this tool use in the editor."
+ASK_IN_TEXT_MESSAGE = (
+    "The editor cannot show this question dialog. Ask your questions in your reply "
+    "instead and end your turn; the user will answer in the chat."
+)
+DROPPED_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDECODE")
+"""Inherited variables that would make the CLI think it runs inside another Claude Code."""
+
+
+@dataclass(frozen=True)
+class ClaudeSettings:
+    """The ``claude.*`` settings that shape a run."""
+
+    path: str | None = None
+    model: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    add_dirs: tuple[str, ...] = ()
+    skip_permissions: bool = False
+    permission_timeout_seconds: float = 600.0
+    max_retries: int = 2
+    """``CLAUDE_CODE_MAX_RETRIES`` for the CLI (its default of 10 takes ~3 minutes)."""
+
+
+@dataclass(frozen=True)
+class ResolvedCli:
+    path: str | None
+    source: str
+    """"setting" | "path" | "bundled" | "missing"."""
+
+
+@dataclass(frozen=True)
+class ClaudeTurnRequest:
+    workspace: Path
+    prompt: str
+    """The user's text, already prefixed with any ``<milk-context>`` block."""
+    context_file_text: str
+    """The one ``--append-system-prompt-file`` content ("" → no flag)."""
+    session_id: str
+    """A new uuid4 for a first/fresh start (``--session-id``), or the id to ``--resume``."""
+    resume: bool
+    settings: ClaudeSettings
+
+
+# -- finding the CLI ----------------------------------------------------------------------------
+
+
+def bundled_cli_path() -> str | None:
+    """The `claude` binary inside the installed claude-agent-sdk wheel, without importing it."""
+    try:
+        spec = importlib.util.find_spec("claude_agent_sdk")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    name = "claude.exe" if sys.platform == "win32" else "claude"
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "_bundled" / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def resolve_cli(settings: ClaudeSettings) -> ResolvedCli:
+    """``claude.path``, then ``claude`` on PATH, then the SDK's bundled binary.
+
+    A ``claude.path`` that does not point at an executable is "missing": it is never
+    silently replaced by another CLI.
+    """
+    if settings.path:
+        configured = os.path.expanduser(settings.path)
+        if os.sep not in configured and not (os.altsep and os.altsep in configured):
+            found = shutil.which(configured)
+            return ResolvedCli(found, "setting") if found else ResolvedCli(None, "missing")
+        if os.path.isfile(configured) and os.access(configured, os.X_OK):
+            return ResolvedCli(configured, "setting")
+        return ResolvedCli(None, "missing")
+    found = shutil.which("claude")
+    if found:
+        return ResolvedCli(found, "path")
+    bundled = bundled_cli_path()
+    if bundled:
+        return ResolvedCli(bundled, "bundled")
+    return ResolvedCli(None, "missing")
+
+
+def not_found_message(settings: ClaudeSettings) -> str:
+    if settings.path:
+        return f"Claude Code was not found at claude.path = {settings.path!r}. {INSTALL_HINT}"
+    return (
+        "Claude Code (`claude`) was not found on PATH and no bundled copy is installed. "
+        f"{INSTALL_HINT}"
+    )
+
+
+async def cli_version(path: str) -> str | None:
+    """The version `claude --version` reports (e.g. "2.1.332"), or None if it cannot run."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            path,
+            "--version",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), VERSION_TIMEOUT_SECONDS)
+    except TimeoutError:
+        _signal_group(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        return None
+    except asyncio.CancelledError:
+        _signal_group(proc.pid, signal.SIGKILL)
+        raise
+    if proc.returncode != 0 or not out:
+        return None
+    line = out.decode("utf-8", "replace").strip().splitlines()[0] if out.strip() else ""
+    match = re.match(r"\d+\.\d+\.\d+\S*", line)
+    return match.group(0) if match else (line or None)
+
+
+# -- the command line and environment ------------------------------------------------------------
+
+
+def build_argv(request: ClaudeTurnRequest, cli_path: str, context_file_path: str) -> list[str]:
+    """The exact argv of the turn; ``milk/context`` previews it with ``"<context-file>"``."""
+    settings = request.settings
+    argv = [
+        cli_path,
+        "--print",
+        "--output-format",
+        "stream-json",
+        "--input-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        f"--setting-sources={SETTING_SOURCES}",
+    ]
+    if settings.skip_permissions:
+        argv.append("--dangerously-skip-permissions")
+    else:
+        argv += ["--permission-prompt-tool", "stdio"]
+    if settings.model:
+        argv.append(f"--model={settings.model}")
+    if settings.allowed_tools:
+        argv.append(f"--allowedTools={','.join(settings.allowed_tools)}")
+    argv += [f"--add-dir={directory}" for directory in settings.add_dirs]
+    if request.resume:
+        argv.append(f"--resume={request.session_id}")
+    else:
+        argv.append(f"--session-id={request.session_id}")
+    if request.context_file_text:
+        argv.append(f"--append-system-prompt-file={context_file_path}")
+    return argv
+
+
+def build_env(
+    settings: ClaudeSettings,
+    workspace: Path,
+    overrides: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The CLI's environment: inherited, minus the nested-session variables, retries bounded."""
+    env = dict(os.environ if base is None else base)
+    for name in DROPPED_ENV:
+        env.pop(name, None)
+    if overrides:
+        env.update(overrides)
+    env["CLAUDE_CODE_MAX_RETRIES"] = str(max(0, settings.max_retries))
+    env["PWD"] = str(workspace)
+    return env
+
+
+# -- live process groups ---------------------------------------------------------------------------
+
+_LIVE: dict[int, asyncio.subprocess.Process] = {}
+"""Running CLI processes by pid (= their process group id: they start a new session)."""
+
+
+def running_pids() -> list[int]:
+    """Pids (= process group ids) of the CLI processes of turns still running."""
+    return [pid for pid, proc in _LIVE.items() if proc.returncode is None]
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to a process group; False when it no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        logger.warning("not allowed to signal process group %d", pgid)
+        return False
+    return True
+
+
+def kill_all_running(grace_seconds: float = 0.0) -> int:
+    """Kill every live CLI process group (server shutdown / SIGTERM); returns how many.
+
+    Sends SIGTERM, waits up to `grace_seconds` for the groups to go, then SIGKILLs what is
+    left. Synchronous, so it can run from a signal handler or `atexit`.
+    """
+    groups = list(_LIVE)
+    alive = [pgid for pgid in groups if _signal_group(pgid, signal.SIGTERM)]
+    deadline = time.monotonic() + grace_seconds
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+        alive = [pgid for pgid in alive if _group_has_live_members(pgid)]
+    for pgid in alive:
+        _signal_group(pgid, signal.SIGKILL)
+    return len(groups)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+atexit.register(kill_all_running)
+
+
+# -- the agent ---------------------------------------------------------------------------------------
+
+
+class ClaudeAgent:
+    """Runs Claude Code turns. Stateless between turns; safe to share."""
+
+    def __init__(
+        self, *, env: Mapping[str, str] | None = None, temp_root: Path | None = None
+    ) -> None:
+        self._env = dict(env or {})
+        """Extra environment for the CLI, applied over the inherited one."""
+        self._temp_root = temp_root
+        """Where the private context-file dirs are made (default: the system temp dir)."""
+
+    async def run(
+        self, request: ClaudeTurnRequest, host: AgentHost
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Run one turn; yields events and ends with `TurnDone` or `TurnFailed`.
+
+        Never raises except `CancelledError`/`GeneratorExit`; whatever happens, the CLI's
+        process group is gone and the context file removed when the generator ends.
+        """
+        resolved = resolve_cli(request.settings)
+        if resolved.path is None:
+            yield TurnFailed(FailureReason.CLAUDE_NOT_FOUND, not_found_message(request.settings))
+            return
+        turn = _Turn(request, host, resolved.path, self._env, self._temp_root)
+        try:
+            async for event in turn.events():
+                yield event
+        finally:
+            await _shielded(turn.close())
+
+
+async def _shielded(coro: Coroutine[Any, Any, None]) -> None:
+    """Run a cleanup to completion even if the awaiting task is cancelled meanwhile."""
+    task = asyncio.ensure_future(coro)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        # Cancelled again while cleaning up: the cleanup goes on in the background.
+        raise
+
+
+class _Eof:
+    """The stdout reader has finished."""
+
+
+@dataclass(frozen=True)
+class _Fatal:
+    failure: TurnFailed
+
+
+_Item = AgentEvent | _Eof | _Fatal
+
+
+class _Turn:
+    """One CLI process: spawn, pump stdout into events, answer control requests, clean up."""
+
+    def __init__(
+        self,
+        request: ClaudeTurnRequest,
+        host: AgentHost,
+        cli_path: str,
+        env: Mapping[str, str],
+        temp_root: Path | None,
+    ) -> None:
+        self.request = request
+        self.host = host
+        self.cli_path = cli_path
+        self.env_overrides = env
+        self.temp_root = temp_root
+        self.mapper = StreamMapper()
+        self.queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self.proc: asyncio.subprocess.Process | None = None
+        self.temp_dir: str | None = None
+        self.stderr = bytearray()
+        self.stdin_closed = False
+        self.closed = False
+        self.reader: asyncio.Task[None] | None = None
+        self.stderr_reader: asyncio.Task[None] | None = None
+        self.permission_tasks: dict[str, asyncio.Task[None]] = {}
+        """Open ``can_use_tool`` questions by control request id."""
+
+    # -- main flow -------------------------------------------------------------------------
+
+    async def events(self) -> AsyncGenerator[AgentEvent, None]:
+        try:
+            async for event in self._events():
+                yield event
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception as exc:  # a bug here must still end the turn cleanly
+            logger.exception("Claude turn failed")
+            await self.close()
+            yield TurnFailed(
+                FailureReason.INTERNAL, f"milk-lsp failed running Claude Code: {exc!r}"
+            )
+
+    async def _events(self) -> AsyncGenerator[AgentEvent, None]:
+        request = self.request
+        if not request.workspace.is_dir():
+            yield TurnFailed(
+                FailureReason.CLAUDE_FAILED,
+                f"The workspace folder {str(request.workspace)!r} does not exist.",
+            )
+            return
+        context_path = CONTEXT_FILE_PLACEHOLDER
+        if request.context_file_text:
+            context_path = self._write_context_file(request.context_file_text)
+        argv = build_argv(request, self.cli_path, context_path)
+        env = build_env(request.settings, request.workspace, self.env_overrides)
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=str(request.workspace),
+                env=env,
+                start_new_session=True,
+                limit=LINE_LIMIT_BYTES,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            yield TurnFailed(
+                FailureReason.CLAUDE_NOT_FOUND,
+                f"Claude Code could not be started from {self.cli_path!r}: {exc.strerror or exc}. "
+                f"{INSTALL_HINT}",
+            )
+            return
+        except OSError as exc:
+            yield TurnFailed(
+                FailureReason.CLAUDE_FAILED, f"Claude Code could not be started: {exc}"
+            )
+            return
+        _LIVE[self.proc.pid] = self.proc
+        self.stderr_reader = asyncio.create_task(self._read_stderr())
+        self.reader = asyncio.create_task(self._read_stdout())
+        await self._write(user_message_line(request.prompt))
+
+        while True:
+            item = await self.queue.get()
+            if isinstance(item, _Eof):
+                break
+            if isinstance(item, _Fatal):
+                await self.close()
+                yield item.failure
+                return
+            yield item
+
+        returncode = await self._wait_exit(EXIT_AFTER_RESULT_SECONDS)
+        if returncode is None:
+            await self._terminate()
+        outcome: TurnDone | TurnFailed
+        if self.mapper.result is not None:
+            outcome = outcome_from_result(self.mapper.result, resume=request.resume)
+        else:
+            await self._drain_readers()
+            outcome = outcome_from_exit(
+                self.proc.returncode, self._stderr_text(), resume=request.resume
+            )
+        await self.close()
+        yield outcome
+
+    def _write_context_file(self, text: str) -> str:
+        root = str(self.temp_root) if self.temp_root is not None else None
+        if self.temp_root is not None:
+            self.temp_root.mkdir(parents=True, exist_ok=True)
+        self.temp_dir = tempfile.mkdtemp(prefix="milk-claude-", dir=root)  # mode 0700
+        path = os.path.join(self.temp_dir, CONTEXT_FILE_NAME)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            data = text.encode("utf-8")
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        finally:
+            os.close(fd)
+        return path
+
+    # -- stdout / stderr ---------------------------------------------------------------------
+
+    async def _read_stdout(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        stdout = self.proc.stdout
+        try:
+            while True:
+                try:
+                    raw = await stdout.readline()
+                except ValueError:
+                    self.queue.put_nowait(
+                        _Fatal(
+                            TurnFailed(
+                                FailureReason.CLAUDE_FAILED,
+                                "A line of Claude Code's output exceeded "
+                                f"{LINE_LIMIT_BYTES // (1024 * 1024)} MiB.",
+                            )
+                        )
+                    )
+                    return
+                if not raw:
+                    return
+                try:
+                    msg = parse_line(raw)
+                except StreamParseError as exc:
+                    self.queue.put_nowait(_Fatal(TurnFailed(FailureReason.CLAUDE_FAILED, str(exc))))
+                    return
+                if msg is not None:
+                    await self._dispatch(msg)
+        except Exception as exc:
+            logger.exception("reading Claude Code's output failed")
+            self.queue.put_nowait(
+                _Fatal(
+                    TurnFailed(
+                        FailureReason.INTERNAL, f"reading Claude Code's output failed: {exc!r}"
+                    )
+                )
+            )
+        finally:
+            self.queue.put_nowait(_Eof())
+
+    async def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        stderr = self.proc.stderr
+        while True:
+            chunk = await stderr.read(65536)
+            if not chunk:
+                return
+            self.stderr += chunk
+            if len(self.stderr) > STDERR_KEEP_BYTES:
+                del self.stderr[: len(self.stderr) - STDERR_KEEP_BYTES]
+
+    def _stderr_text(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+    def _emit(self, events: list[AgentEvent]) -> None:
+        for event in events:
+            self.queue.put_nowait(event)
+
+    async def _dispatch(self, msg: dict[str, Any]) -> None:
+        kind = msg.get("type")
+        if kind == "control_request":
+            await self._control_request(msg)
+        elif kind == "control_cancel_request":
+            task = self.permission_tasks.pop(str(msg.get("request_id")), None)
+            if task is not None:
+                task.cancel()
+        elif kind in ("control_response", "keep_alive"):
+            return
+        else:
+            self._emit(self.mapper.feed(msg))
+            if kind == "result":
+                # One turn per process: EOF lets the CLI finish and exit.
+                await self._close_stdin()
+
+    async def _control_request(self, msg: dict[str, Any]) -> None:
+        request_id = str(msg.get("request_id") or "")
+        body = msg.get("request")
+        if not isinstance(body, dict) or body.get("subtype") != "can_use_tool":
+            subtype = body.get("subtype") if isinstance(body, dict) else None
+            await self._write(
+                error_response_line(request_id, f"milk-lsp does not serve {subtype!r}")
+            )
+            return
+        tool_use_id = str(body.get("tool_use_id") or request_id)
+        tool_name = str(body.get("tool_name") or "")
+        tool_input = body.get("input") if isinstance(body.get("input"), dict) else {}
+        self._emit(self.mapper.permission_asked(tool_use_id, tool_name, tool_input))
+        task = asyncio.create_task(self._answer_permission(request_id, tool_use_id, body))
+        self.permission_tasks[request_id] = task
+        task.add_done_callback(lambda _t: self.permission_tasks.pop(request_id, None))
+
+    async def _answer_permission(
+        self, request_id: str, tool_use_id: str, body: dict[str, Any]
+    ) -> None:
+        tool_name = str(body.get("tool_name") or "")
+        tool_input: dict[str, Any] = body["input"] if isinstance(body.get("input"), dict) else {}
+        if tool_name == "AskUserQuestion" or body.get("requires_user_interaction"):
+            self._emit(self.mapper.permission_decided(tool_use_id, allowed=False))
+            await self._write(deny_line(request_id, ASK_IN_TEXT_MESSAGE))
+            return
+        description = str(body.get("title") or body.get("description") or "")
+        question = PermissionRequest(
+            agent=Agent.CLAUDE,
+            tool_call_id=tool_use_id,
+            tool=tool_name,
+            input=tool_input,
+            description=description,
+        )
+        timeout = self.request.settings.permission_timeout_seconds
+        try:
+            answer = await asyncio.wait_for(self.host.request_permission(question), timeout)
+        except TimeoutError:
+            self._emit(
+                [
+                    NoticeEvent(
+                        "warning",
+                        f"No answer to the {tool_name} permission question within {timeout:g} s; denied.",
+                    )
+                ]
+            )
+            self._emit(self.mapper.permission_decided(tool_use_id, allowed=False))
+            await self._write(
+                deny_line(
+                    request_id,
+                    f"The user did not answer the permission question within {timeout:g} seconds, so it was denied.",
+                )
+            )
+            return
+        except asyncio.CancelledError:
+            # The CLI withdrew the question, or the turn is being cancelled (then the
+            # interrupt makes the CLI reject the call itself).
+            self._emit(self.mapper.permission_decided(tool_use_id, allowed=False))
+            raise
+        except Exception as exc:
+            logger.warning("permission question failed: %r", exc)
+            self._emit(self.mapper.permission_decided(tool_use_id, allowed=False))
+            await self._write(
+                deny_line(request_id, f"The editor could not ask the user ({exc}); denied.")
+            )
+            return
+        allowed = answer in (PermissionOption.ALLOW_ONCE, PermissionOption.ALLOW_SESSION)
+        self._emit(self.mapper.permission_decided(tool_use_id, allowed=allowed))
+        if allowed:
+            await self._write(allow_line(request_id, tool_input))
+        else:
+            await self._write(deny_line(request_id, DENIED_MESSAGE))
+
+    # -- stdin -----------------------------------------------------------------------------
+
+    async def _write(self, data: bytes) -> bool:
+        proc = self.proc
+        if proc is None or proc.stdin is None or self.stdin_closed or proc.returncode is not None:
+            return False
+        try:
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError, RuntimeError, OSError):
+            return False
+        return True
+
+    async def _close_stdin(self) -> None:
+        proc = self.proc
+        if proc is None or proc.stdin is None or self.stdin_closed:
+            return
+        self.stdin_closed = True
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.stdin.wait_closed(), 1.0)
+
+    # -- ending ------------------------------------------------------------------------------
+
+    async def _wait_exit(self, seconds: float) -> int | None:
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.returncode is not None:
+            return proc.returncode
+        try:
+            return await asyncio.wait_for(asyncio.shield(proc.wait()), seconds)
+        except TimeoutError:
+            return None
+
+    async def _interrupt(self) -> None:
+        """Ask the CLI to stop (it records the partial turn), then close its stdin."""
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        sent = await self._write(interrupt_line(f"milk-interrupt-{uuid.uuid4().hex[:8]}"))
+        await self._close_stdin()
+        if not sent:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
+
+    async def _terminate(self) -> None:
+        """SIGTERM the process group, then SIGKILL it; reap the CLI."""
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.returncode is None:
+            _signal_group(proc.pid, signal.SIGTERM)
+            if await self._wait_exit(TERMINATE_GRACE_SECONDS) is None:
+                _signal_group(proc.pid, signal.SIGKILL)
+                await self._wait_exit(10.0)
+        # Whatever the CLI started in its group (tools) goes with it.
+        _signal_group(proc.pid, signal.SIGKILL)
+
+    async def _drain_readers(self) -> None:
+        tasks = [t for t in (self.reader, self.stderr_reader) if t is not None]
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=DRAIN_SECONDS)
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def close(self) -> None:
+        """Stop the CLI if it still runs, reap it and its group, remove the temp dir. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            for task in list(self.permission_tasks.values()):
+                task.cancel()
+            proc = self.proc
+            if proc is not None:
+                if proc.returncode is None:
+                    await self._interrupt()
+                    if await self._wait_exit(INTERRUPT_GRACE_SECONDS) is None:
+                        await self._terminate()
+                _signal_group(proc.pid, signal.SIGKILL)
+                await self._close_stdin()
+                await self._drain_readers()
+                transport = getattr(proc, "_transport", None)
+                if transport is not None:
+                    with contextlib.suppress(Exception):
+                        transport.close()
+                _LIVE.pop(proc.pid, None)
+            if self.permission_tasks:
+                await asyncio.wait(list(self.permission_tasks.values()), timeout=1.0)
+        finally:
+            if self.temp_dir is not None:
+                shutil.rmtree(self.temp_dir, ignore_errors=True)
+                self.temp_dir = None

@@ -1,0 +1,160 @@
+"""`milk-lsp chat`: a terminal client that drives the real server over LSP like an editor.
+
+It starts `python -m milk_lsp` as a subprocess, initializes it with the workspace folder,
+sends one `milk/chat`, prints the streamed text as it arrives (agents and tool calls marked
+on stderr-free lines), answers permission questions on the terminal, and exits non-zero
+with the server's reason when the turn fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pygls.lsp.client import LanguageClient
+
+from milk_lsp import __version__, wire
+
+_MARK = {"local": "local", "claude": "Claude"}
+
+
+class ChatPrinter:
+    """Renders `milk/update` notifications on the terminal as they arrive."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.out = out or sys.stdout
+        self._agent: str | None = None
+        self._mid_line = False
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        if text:
+            self._mid_line = not text.endswith("\n")
+
+    def _line(self, text: str) -> None:
+        if self._mid_line:
+            self._write("\n")
+        self._write(text + "\n")
+
+    def on_update(self, update: dict[str, Any]) -> None:
+        kind = update.get("kind")
+        agent = update.get("agent")
+        if kind == "turn_started":
+            self._line(f"── {_MARK.get(str(agent), agent)} ({update.get('reason')})")
+            self._agent = agent
+        elif kind == "text":
+            if agent != self._agent:
+                self._line(f"── {_MARK.get(str(agent), agent)}")
+                self._agent = agent
+            self._write(str(update.get("delta", "")))
+        elif kind == "tool_call":
+            status = update.get("status")
+            if status in ("running", "denied", "failed"):
+                summary = json.dumps(update.get("input"), ensure_ascii=False)[:120]
+                self._line(f"  ⚙ {update.get('name')} {summary} [{status}]")
+        elif kind == "tool_result":
+            output = str(update.get("output", "")).strip().splitlines()
+            first = output[0][:100] if output else ""
+            mark = "✗" if update.get("isError") else "→"
+            self._line(f"    {mark} {first}{' …' if len(output) > 1 else ''}")
+        elif kind == "escalated":
+            self._line(
+                f"⇧ escalated to Claude by {update.get('by')}: {update.get('reason')} "
+                f"(mode {update.get('mode')}, {update.get('contextChars')} chars of context)"
+            )
+        elif kind == "need":
+            self._line(f"◎ goal: {update.get('currentNeed')}")
+        elif kind == "notice":
+            self._line(f"[{update.get('severity')}] {update.get('message')}")
+        elif kind == "turn_ended":
+            self._line(f"── {update.get('stopReason')}")
+
+
+def _ask_on_terminal(params: dict[str, Any]) -> str:
+    if not sys.stdin.isatty():
+        sys.stderr.write(f"milk: denied {params.get('tool')} (no terminal to ask on)\n")
+        return "deny"
+    prompt = (
+        f"\n{params.get('agent')} wants to run {params.get('tool')} "
+        f"{json.dumps(params.get('input'), ensure_ascii=False)[:400]}\n"
+        "  [o] allow once  [s] allow for this session  [d] deny > "
+    )
+    answer = input(prompt).strip().lower()
+    return {"o": "allow_once", "s": "allow_session"}.get(answer[:1], "deny")
+
+
+async def run_chat(
+    text: str, workspace: Path, route: str, session_id: str | None, settings: dict[str, Any]
+) -> int:
+    client = LanguageClient("milk-chat", __version__, converter_factory=get_converter)
+    printer = ChatPrinter()
+
+    @client.feature(wire.UPDATE)
+    def on_update(ls: LanguageClient, params: Any) -> None:
+        printer.on_update(params if isinstance(params, dict) else {})
+
+    @client.feature(wire.REQUEST_PERMISSION)
+    async def on_permission(ls: LanguageClient, params: Any) -> dict[str, str]:
+        answer = await asyncio.to_thread(_ask_on_terminal, params)
+        return {"optionId": answer}
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def on_show_message(ls: LanguageClient, params: types.ShowMessageParams) -> None:
+        sys.stderr.write(f"milk: {params.message}\n")
+
+    @client.feature(types.WORKSPACE_CONFIGURATION)
+    def on_configuration(ls: LanguageClient, params: types.ConfigurationParams) -> list[Any]:
+        return [settings or None for _ in params.items]
+
+    await client.start_io(sys.executable, "-m", "milk_lsp", env=dict(os.environ))
+    try:
+        await client.initialize_async(
+            types.InitializeParams(
+                process_id=os.getpid(),
+                root_uri=workspace.as_uri(),
+                workspace_folders=[
+                    types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)
+                ],
+                capabilities=types.ClientCapabilities(
+                    workspace=types.WorkspaceClientCapabilities(configuration=True),
+                    experimental={"milk": {"requestPermission": True}},
+                ),
+                initialization_options=settings or None,
+            )
+        )
+        client.initialized(types.InitializedParams())
+        request: dict[str, Any] = {
+            "text": text,
+            "route": route,
+            "workspaceFolder": workspace.as_uri(),
+        }
+        if session_id:
+            request["sessionId"] = session_id
+        try:
+            result = await client.protocol.send_request_async(wire.CHAT, request)
+        except Exception as exc:  # a RequestFailed/InvalidParams answer
+            sys.stderr.write(f"milk: {exc}\n")
+            return 2
+        outcome = result if isinstance(result, dict) else {}
+        if outcome.get("stopReason") == "error":
+            error = outcome.get("error") or {}
+            sys.stderr.write(f"milk: turn failed ({error.get('reason')}): {error.get('message')}\n")
+            return 1
+        if outcome.get("stopReason") == "cancelled":
+            return 130
+        sys.stderr.write(f"milk: session {outcome.get('sessionId')}\n")
+        return 0
+    finally:
+        try:
+            await asyncio.wait_for(client.shutdown_async(None), 10)
+            client.exit(None)
+        except Exception:
+            pass
+        await client.stop()

@@ -1,0 +1,133 @@
+"""Command line: serve LSP on stdio (default), `chat` from a terminal, `doctor`, `--version`.
+
+stdout carries the protocol when serving: every log line goes to stderr and to a file in
+the user log dir, never to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from milk_lsp import __version__
+
+logger = logging.getLogger("milk_lsp")
+
+LOG_FILE_BYTES = 2_000_000
+
+
+def setup_logging(verbose: bool) -> Path | None:
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setFormatter(fmt)
+    stderr.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    root.addHandler(stderr)
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    from milk_lsp.config import log_dir
+
+    log_path = Path(os.environ.get("MILK_LOG_DIR") or log_dir()) / "milk-lsp.log"
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        file_handler = logging.handlers.RotatingFileHandler(
+            log_path, maxBytes=LOG_FILE_BYTES, backupCount=2, encoding="utf-8"
+        )
+    except OSError as exc:
+        logger.warning("cannot write the log file %s: %s", log_path, exc)
+        return None
+    file_handler.setFormatter(fmt)
+    root.addHandler(file_handler)
+    return log_path
+
+
+def _settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    local: dict[str, Any] = {}
+    if args.base_url:
+        local["baseUrl"] = args.base_url
+    if args.model:
+        local["model"] = args.model
+    if local:
+        settings["local"] = local
+    if args.claude_path:
+        settings["claude"] = {"path": args.claude_path}
+    if args.storage_dir:
+        settings["storageDir"] = args.storage_dir
+    return settings
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-url", help="local.baseUrl: the OpenAI-compatible endpoint")
+    parser.add_argument("--model", help="local.model")
+    parser.add_argument("--claude-path", help="claude.path: the Claude Code CLI")
+    parser.add_argument("--storage-dir", help="storageDir: where sessions live")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="milk-lsp",
+        description="milk-lsp: a language server pairing a local model with Claude Code. "
+        "With no command it serves LSP on stdio.",
+    )
+    parser.add_argument("--version", action="version", version=f"milk-lsp {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    commands = parser.add_subparsers(dest="command")
+    chat = commands.add_parser("chat", help="send one message from the terminal")
+    chat.add_argument("text", nargs="+", help="the message")
+    chat.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder")
+    chat.add_argument("--route", choices=["auto", "local", "claude"], default="auto")
+    chat.add_argument("--session", help="session id (default: the folder's latest)")
+    _add_setting_flags(chat)
+    doctor = commands.add_parser("doctor", help="check the local model, claude and storage")
+    doctor.add_argument("--workspace", type=Path, default=Path.cwd())
+    _add_setting_flags(doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "chat":
+        from milk_lsp.chat_client import run_chat
+
+        workspace = args.workspace.resolve()
+        if not workspace.is_dir():
+            print(f"milk: workspace folder not found: {workspace}", file=sys.stderr)
+            return 2
+        return asyncio.run(
+            run_chat(
+                " ".join(args.text), workspace, args.route, args.session, _settings_from_args(args)
+            )
+        )
+    if args.command == "doctor":
+        from milk_lsp.doctor import run_doctor
+
+        return asyncio.run(run_doctor(_settings_from_args(args)))
+    setup_logging(args.verbose)
+    return serve()
+
+
+def serve() -> int:
+    from milk_lsp.agents.claude import kill_all_running
+    from milk_lsp.server import server
+
+    def on_term(signum: int, frame: object) -> None:
+        # A killed host must not leave Claude Code running until its turn ends.
+        kill_all_running()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    logger.info("milk-lsp %s serving on stdio", __version__)
+    try:
+        server.start_io()
+    finally:
+        kill_all_running()
+    return 0

@@ -1,0 +1,163 @@
+"""Settings: the PROTOCOL.md configuration table as pydantic models, and how sources merge.
+
+Sources, later wins: defaults < user `config.json` < `initializationOptions` <
+`workspace/configuration` section `milk`. Each source is merged key by key: an unknown key
+is reported and ignored, a value of the wrong type is reported and the key keeps its
+previous value, so one typo never throws away the rest of the user's settings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+logger = logging.getLogger(__name__)
+
+APP_NAME = "milk"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        extra="ignore",
+        validate_assignment=True,
+    )
+
+
+class LocalConfig(_Section):
+    base_url: str = Field(default="http://127.0.0.1:11434/v1", min_length=1)
+    model: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    """A secret: kept out of reprs and logs."""
+    max_tool_rounds: int = Field(default=20, ge=1, le=1000)
+    request_timeout_seconds: float = Field(default=120.0, gt=0)
+    """Longest silence from the model server before the turn fails (milk addition)."""
+
+
+class ClaudeConfig(_Section):
+    path: str | None = None
+    allowed_tools: list[str] = Field(default_factory=list)
+    add_dirs: list[str] = Field(default_factory=list)
+    model: str | None = None
+    skip_permissions: bool = False
+    permission_timeout_seconds: float = Field(default=600.0, gt=0)
+    """How long a permission question may stay open before it counts as deny (milk addition)."""
+
+
+class MilkConfig(_Section):
+    local: LocalConfig = Field(default_factory=LocalConfig)
+    claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
+    context_budget_chars: int = Field(default=12000, ge=0)
+    route: Literal["auto", "local", "claude"] = "auto"
+    storage_dir: str | None = None
+
+    def storage_path(self) -> Path:
+        """The SQLite database file."""
+        base = Path(self.storage_dir).expanduser() if self.storage_dir else default_data_dir()
+        return base / "sessions.sqlite3"
+
+
+@dataclass(frozen=True)
+class SettingProblem:
+    key: str
+    message: str
+    unknown: bool
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def user_config_file() -> Path:
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.json"
+
+
+def log_dir() -> Path:
+    return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
+
+
+_CAMEL_BOUNDARY = re.compile(r"_([a-z0-9])")
+
+
+def _camel(key: str) -> str:
+    """Accept snake_case keys (the config file may use them) by folding them to camelCase."""
+    return _CAMEL_BOUNDARY.sub(lambda m: m.group(1).upper(), key)
+
+
+_SECTIONS: dict[str, type[_Section]] = {"local": LocalConfig, "claude": ClaudeConfig}
+
+
+def _fields_by_alias(model: type[_Section]) -> dict[str, str]:
+    return {(info.alias or name): name for name, info in model.model_fields.items()}
+
+
+def merge_settings(
+    current: MilkConfig, raw: Any, source: str
+) -> tuple[MilkConfig, list[SettingProblem]]:
+    """Merge one source over `current`, leaf by leaf; returns the result and what was wrong."""
+    problems: list[SettingProblem] = []
+    if raw is None:
+        return current, problems
+    if not isinstance(raw, dict):
+        problems.append(SettingProblem(source, "settings must be an object", unknown=False))
+        return current, problems
+    merged = current.model_copy(deep=True)
+    top_fields = _fields_by_alias(MilkConfig)
+    for raw_key, value in raw.items():
+        key = _camel(str(raw_key))
+        if key in _SECTIONS:
+            section_cls = _SECTIONS[key]
+            section = getattr(merged, key)
+            if not isinstance(value, dict):
+                if value is not None:
+                    problems.append(SettingProblem(key, "must be an object", unknown=False))
+                continue
+            fields = _fields_by_alias(section_cls)
+            for raw_sub, sub_value in value.items():
+                sub = _camel(str(raw_sub))
+                dotted = f"{key}.{sub}"
+                if sub not in fields:
+                    problems.append(SettingProblem(dotted, "unknown setting", unknown=True))
+                    continue
+                _assign(section, fields[sub], sub_value, dotted, problems)
+        elif key in top_fields:
+            _assign(merged, top_fields[key], value, key, problems)
+        else:
+            problems.append(SettingProblem(key, "unknown setting", unknown=True))
+    return merged, problems
+
+
+def _assign(
+    target: BaseModel, field: str, value: Any, dotted: str, problems: list[SettingProblem]
+) -> None:
+    try:
+        setattr(target, field, value)
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"] if exc.errors() else "invalid value"
+        problems.append(SettingProblem(dotted, f"{reason} (got {value!r})", unknown=False))
+
+
+def load_user_file(path: Path | None = None) -> tuple[Any, str | None]:
+    """Read the user's config.json; returns (data or None, error message or None)."""
+    file = path or Path(os.environ.get("MILK_CONFIG_FILE") or user_config_file())
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot read {file}: {exc.strerror}"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"{file} is not valid JSON (line {exc.lineno}): fix or remove it"

@@ -1,0 +1,187 @@
+"""The editor side of the engine's `ClientBridge`: updates, permission prompts, documents,
+edits and work-done progress, each mapped onto what this client supports."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+
+from milk_lsp import wire
+
+if TYPE_CHECKING:
+    from milk_lsp.server import MilkServer
+
+logger = logging.getLogger(__name__)
+
+_SEVERITY = {
+    "error": types.MessageType.Error,
+    "warn": types.MessageType.Warning,
+    "info": types.MessageType.Info,
+}
+
+
+class EditorBridge:
+    """Implements `milk_lsp.turn.ClientBridge` over a pygls server."""
+
+    def __init__(self, server: MilkServer) -> None:
+        self._server = server
+        self._capabilities = types.ClientCapabilities()
+
+    def set_client_capabilities(self, capabilities: types.ClientCapabilities) -> None:
+        self._capabilities = capabilities
+
+    def supports(self, dotted: str) -> bool:
+        return bool(get_capability(self._capabilities, dotted, False))  # type: ignore[call-overload]
+
+    @property
+    def asks_milk_permission(self) -> bool:
+        experimental = self._capabilities.experimental
+        if not isinstance(experimental, dict):
+            return False
+        milk = experimental.get("milk")
+        return isinstance(milk, dict) and bool(milk.get("requestPermission"))
+
+    # ---- messages ---------------------------------------------------------------------
+
+    def send_update(self, payload: dict[str, Any]) -> None:
+        self._server.protocol.notify(wire.UPDATE, payload)
+
+    def log(self, message: str, level: str = "info") -> None:
+        logger.info("%s", message)
+        self._server.window_log_message(
+            types.LogMessageParams(
+                type=_SEVERITY.get(level, types.MessageType.Log), message=message
+            )
+        )
+
+    def show(self, message: str, level: str = "info") -> None:
+        logger.warning("%s", message)
+        self._server.window_show_message(
+            types.ShowMessageParams(
+                type=_SEVERITY.get(level, types.MessageType.Info), message=message
+            )
+        )
+
+    # ---- permissions ------------------------------------------------------------------
+
+    async def ask_permission(self, params: dict[str, Any]) -> str:
+        """milk/requestPermission, or window/showMessageRequest for clients without it."""
+        option_ids: list[str] = params["options"]
+        if self.asks_milk_permission:
+            request = wire.RequestPermissionParams.model_validate(
+                {**params, "options": wire.permission_options(option_ids)}
+            )
+            answer = await self._request(wire.REQUEST_PERMISSION, request.to_wire())
+            if isinstance(answer, dict) and answer.get("optionId") in option_ids:
+                return str(answer["optionId"])
+            return "deny"
+        labels = {wire.PERMISSION_LABELS[oid]: oid for oid in option_ids}
+        tool_input = _short_json(params.get("input"))
+        message = f"{params['agent']} wants to use {params['tool']}: {tool_input}"
+        if params.get("description"):
+            message = f"{message}\n{params['description']}"
+        show = types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=message,
+            actions=[types.MessageActionItem(title=label) for label in labels],
+        )
+        answer = await self._request(types.WINDOW_SHOW_MESSAGE_REQUEST, show)
+        title = getattr(answer, "title", None)
+        if title is None and isinstance(answer, dict):
+            title = answer.get("title")
+        return labels.get(str(title), "deny") if title is not None else "deny"
+
+    async def _request(self, method: str, params: Any) -> Any:
+        """A server→client request that is cancelled on the client when we stop waiting."""
+        msg_id = str(uuid.uuid4())
+        future = self._server.protocol.send_request_async(method, params, msg_id=msg_id)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._server.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            raise
+        except Exception as exc:  # an error answer or a broken client counts as deny
+            logger.warning("%s failed: %s", method, exc)
+            return None
+
+    # ---- documents --------------------------------------------------------------------
+
+    def _document(self, path: Path) -> Any:
+        uri = path.resolve().as_uri()
+        docs = self._server.workspace.text_documents
+        if uri in docs:
+            return docs[uri]
+        for doc_uri, doc in docs.items():
+            doc_path = doc.path
+            if doc_path and Path(doc_path).resolve() == path.resolve():
+                return doc
+            del doc_uri
+        return None
+
+    def open_document_text(self, path: Path) -> str | None:
+        doc = self._document(path)
+        return None if doc is None else str(doc.source)
+
+    async def apply_edit(self, path: Path, new_text: str) -> bool:
+        if not self.supports("workspace.apply_edit"):
+            return False
+        doc = self._document(path)
+        if doc is None:
+            return False
+        lines = doc.lines
+        end = types.Position(line=len(lines), character=0)
+        edit = types.WorkspaceEdit(
+            changes={
+                doc.uri: [
+                    types.TextEdit(
+                        range=types.Range(start=types.Position(line=0, character=0), end=end),
+                        new_text=new_text,
+                    )
+                ]
+            }
+        )
+        try:
+            result = await self._server.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label="milk: edit file")
+            )
+        except Exception as exc:
+            logger.warning("workspace/applyEdit failed: %s", exc)
+            return False
+        return bool(getattr(result, "applied", False))
+
+    # ---- progress ---------------------------------------------------------------------
+
+    async def progress_begin(self, title: str) -> object | None:
+        if not self.supports("window.work_done_progress"):
+            return None
+        token = f"milk-{uuid.uuid4()}"
+        try:
+            await self._server.work_done_progress.create_async(token)
+        except Exception as exc:
+            logger.info("work done progress refused: %s", exc)
+            return None
+        self._server.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title))
+        return token
+
+    def progress_report(self, token: object | None, message: str) -> None:
+        if isinstance(token, str):
+            self._server.work_done_progress.report(
+                token, types.WorkDoneProgressReport(message=message)
+            )
+
+    def progress_end(self, token: object | None, message: str) -> None:
+        if isinstance(token, str):
+            self._server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+
+def _short_json(value: Any, limit: int = 300) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,570 @@
+"""The engine: sessions, routing and one turn from the user's text to the stored answer.
+
+A turn: resolve the session (busy first), route it, store the user's message, run the
+local agent and/or Claude while folding their events into `milk/update`s, then store the
+answers, the rebuilt bricks and the session in one transaction. The engine owns the
+running turns, so `milk/cancel` and `$/cancelRequest` stop them at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from contextlib import aclosing, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from collections.abc import Callable
+from typing import Literal, TypeVar
+from urllib.parse import unquote, urlparse
+
+from milk_lsp import prompts
+from milk_lsp.agents.base import (
+    AgentEvent,
+    ClaudeSessionStarted,
+    EscalationRequested,
+    FailureReason,
+    TurnDone,
+    TurnFailed,
+)
+from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings, ClaudeTurnRequest, resolve_cli
+from milk_lsp.agents.local import LocalAgent, LocalSettings
+from milk_lsp.agents.tools import WorkspaceTools
+from milk_lsp.config import MilkConfig
+from milk_lsp.context import (
+    ContextInputs,
+    ContextMode,
+    ContextPlan,
+    generate_nonce,
+    plan_escalation,
+)
+from milk_lsp.escalation import EscalationBook, claude_prompt_for_escalate
+from milk_lsp.sessions.bricks import is_empty_claude_run, render_brick
+from milk_lsp.sessions.model import (
+    Agent,
+    RecordStatus,
+    Role,
+    Session,
+    SessionState,
+    TurnRecord,
+)
+from milk_lsp.sessions.store import SessionStore, StorageError, StoreReader
+from milk_lsp.turn import ClientBridge, Turn, TurnHost
+from milk_lsp.wire import (
+    ChatParams,
+    ContextItem,
+    Escalated,
+    EscalateParams,
+    TurnError,
+    TurnResult,
+    Usage,
+)
+
+logger = logging.getLogger(__name__)
+
+StopReason = Literal["end_turn", "cancelled", "error", "max_turns"]
+T = TypeVar("T")
+
+
+class EngineError(Exception):
+    """A request that cannot be served; `reason` is PROTOCOL.md's RequestFailed reason."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass
+class _Plan:
+    """How this turn is routed."""
+
+    agent: Agent
+    route: str
+    reason: str
+    offer_escalation: bool = True
+    escalated_by: Literal["user", "agent"] | None = None
+    escalation_reason: str = ""
+
+
+class Engine:
+    """Sessions and turns, independent of the wire."""
+
+    def __init__(self, config: MilkConfig, bridge: ClientBridge) -> None:
+        self.config = config
+        self.bridge = bridge
+        self.workspaces: list[str] = []
+        self._store: SessionStore | None = None
+        self._local: LocalAgent | None = None
+        self._claude = ClaudeAgent()
+        self._running: dict[str, asyncio.Task[TurnResult]] = {}
+        self._allowed_tools: dict[str, set[str]] = {}
+        self.escalations = EscalationBook(self)
+
+    # ---- collaborators --------------------------------------------------------------
+
+    @property
+    def store(self) -> SessionStore:
+        if self._store is None:
+            try:
+                self._store = SessionStore(self.config.storage_path())
+            except StorageError as exc:
+                raise EngineError("storage_failed", str(exc)) from exc
+        return self._store
+
+    @property
+    def local(self) -> LocalAgent:
+        if self._local is None:
+            cfg = self.config.local
+            self._local = LocalAgent(
+                LocalSettings(
+                    base_url=cfg.base_url,
+                    model=cfg.model,
+                    api_key=cfg.api_key,
+                    max_tool_rounds=cfg.max_tool_rounds,
+                    read_timeout_seconds=cfg.request_timeout_seconds,
+                )
+            )
+        return self._local
+
+    @property
+    def claude(self) -> ClaudeAgent:
+        return self._claude
+
+    def claude_settings(self) -> ClaudeSettings:
+        cfg = self.config.claude
+        return ClaudeSettings(
+            path=cfg.path,
+            model=cfg.model,
+            allowed_tools=tuple(cfg.allowed_tools),
+            add_dirs=tuple(cfg.add_dirs),
+            skip_permissions=cfg.skip_permissions,
+            permission_timeout_seconds=cfg.permission_timeout_seconds,
+        )
+
+    async def set_config(self, config: MilkConfig) -> None:
+        """Take new settings; collaborators that depend on changed ones are rebuilt."""
+        old = self.config
+        self.config = config
+        if old.local != config.local and self._local is not None:
+            local, self._local = self._local, None
+            await local.aclose()
+        if old.storage_path() != config.storage_path() and self._store is not None:
+            store, self._store = self._store, None
+            store.close()
+
+    async def aclose(self) -> None:
+        for task in list(self._running.values()):
+            task.cancel()
+        for task in list(self._running.values()):
+            with suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._local is not None:
+            await self._local.aclose()
+        if self._store is not None:
+            self._store.close()
+
+    # ---- workspaces and sessions ----------------------------------------------------
+
+    def set_workspaces(self, folders: list[str]) -> None:
+        self.workspaces = [str(Path(folder).resolve()) for folder in folders]
+
+    def resolve_workspace(self, uri: str | None) -> str:
+        """A workspace folder URI (or the first folder) as a resolved absolute path."""
+        if uri is None:
+            if not self.workspaces:
+                raise EngineError(
+                    "workspace_unknown",
+                    "no workspace folder: open a folder in the editor or pass workspaceFolder",
+                )
+            return self.workspaces[0]
+        path = uri_to_path(uri)
+        if path is None or not path.is_dir():
+            raise EngineError("workspace_unknown", f"workspace folder not found: {uri}")
+        return str(path.resolve())
+
+    def new_session(self, workspace_uri: str | None, title: str | None) -> Session:
+        workspace = self.resolve_workspace(workspace_uri)
+        return self._storage(
+            lambda: self.store.create_session(workspace, title or "", generate_nonce())
+        )
+
+    def list_sessions(self, workspace_uri: str | None) -> list[Session]:
+        if workspace_uri is None:
+            return self._storage(lambda: self.store.list_sessions(self.workspaces or None))
+        workspace = self.resolve_workspace(workspace_uri)
+        return self._storage(lambda: self.store.list_sessions([workspace]))
+
+    def get_session(self, session_id: str) -> Session:
+        session = self._storage(lambda: self.store.get_session(session_id))
+        if session is None:
+            raise EngineError("session_not_found", f"no session with id {session_id}")
+        return session
+
+    def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
+        return self._storage(lambda: self.store.recent_turn_records(session_id, turn_limit))
+
+    async def delete_session(self, session_id: str) -> None:
+        self.get_session(session_id)
+        await self.cancel(session_id)
+        self._storage(lambda: self.store.delete_session(session_id))
+        self._allowed_tools.pop(session_id, None)
+
+    def is_busy(self, session_id: str) -> bool:
+        task = self._running.get(session_id)
+        return task is not None and not task.done()
+
+    def _storage(self, action: Callable[[], T]) -> T:
+        try:
+            return action()
+        except StorageError as exc:
+            raise EngineError("storage_failed", str(exc)) from exc
+
+    # ---- turns ----------------------------------------------------------------------
+
+    async def chat(self, params: ChatParams) -> TurnResult:
+        if params.session_id is not None and self.is_busy(params.session_id):
+            raise _busy(params.session_id)
+        session = self._session_for_chat(params)
+        if self.is_busy(session.id):
+            raise _busy(session.id)
+        plan = self._route(session, params.route or self.config.route)
+        text = prompts.user_message(
+            params.text, self._fill_context(params.context, session), session.workspace_folder
+        )
+        return await self._run(session, text, plan, display_text=params.text)
+
+    async def escalate(self, params: EscalateParams) -> TurnResult:
+        if self.is_busy(params.session_id):
+            raise _busy(params.session_id)
+        session = self.get_session(params.session_id)
+        session.user_escalated = True
+        reason = params.reason or "user asked"
+        plan = _Plan(Agent.CLAUDE, "claude", "user asked", False, "user", reason)
+        text = params.text or claude_prompt_for_escalate(session.current_need)
+        return await self._run(session, text, plan, display_text=params.text or text)
+
+    async def cancel(self, session_id: str) -> bool:
+        task = self._running.get(session_id)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+        return True
+
+    def _session_for_chat(self, params: ChatParams) -> Session:
+        if params.session_id is not None:
+            return self.get_session(params.session_id)
+        workspace = self.resolve_workspace(params.workspace_folder)
+        sessions = self._storage(lambda: self.store.list_sessions([workspace]))
+        if sessions:
+            return sessions[0]
+        return self.new_session(path_to_uri(workspace), None)
+
+    def _route(self, session: Session, route: str) -> _Plan:
+        if route == "local":
+            session.user_escalated = False
+            if session.state is SessionState.ESCALATION_WAITING:
+                session.state = SessionState.ROUTING
+            return _Plan(Agent.LOCAL, "local", "user chose the local agent", False)
+        if route == "claude":
+            session.user_escalated = True
+            return _Plan(Agent.CLAUDE, "claude", "user asked", False, "user", "user asked")
+        if session.state is SessionState.ESCALATION_WAITING and session.claude_session_id:
+            return _Plan(
+                Agent.CLAUDE, "auto", "session waiting on Claude", False, "user", "Claude asked"
+            )
+        if session.user_escalated:
+            return _Plan(
+                Agent.CLAUDE, "auto", "session escalated by the user", False, "user", "user asked"
+            )
+        return _Plan(Agent.LOCAL, "auto", "default", True)
+
+    def _fill_context(self, items: list[ContextItem], session: Session) -> list[ContextItem]:
+        """Attachments without text get the editor's text, or the file's (inside the workspace)."""
+        filled = []
+        for item in items:
+            if item.text is None:
+                path = uri_to_path(item.uri)
+                text = None
+                if path is not None:
+                    text = self.bridge.open_document_text(path)
+                    if text is None and path.is_file():
+                        root = Path(session.workspace_folder)
+                        if path.resolve().is_relative_to(root):
+                            with suppress(OSError, UnicodeDecodeError):
+                                text = path.read_text(encoding="utf-8")
+                item = item.model_copy(update={"text": text})
+            filled.append(item)
+        return filled
+
+    async def _run(self, session: Session, text: str, plan: _Plan, display_text: str) -> TurnResult:
+        turn_id = str(uuid.uuid4())
+        task = asyncio.create_task(self._turn(session, turn_id, text, plan, display_text))
+        self._running[session.id] = task
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+            raise
+        finally:
+            if self._running.get(session.id) is task:
+                del self._running[session.id]
+
+    async def _turn(
+        self, session: Session, turn_id: str, text: str, plan: _Plan, display_text: str
+    ) -> TurnResult:
+        if not session.escalation_nonce:
+            session.escalation_nonce = generate_nonce()
+        user_record = TurnRecord(turn_id, Role.USER, plan.agent, display_text)
+        turn = Turn(
+            session.id,
+            turn_id,
+            session.escalation_nonce,
+            self.bridge,
+            on_need=lambda need: self._record_need(session, turn, user_record, need),
+        )
+        turn.allowed_tools = self._allowed_tools.setdefault(session.id, set())
+        try:
+            self.store.begin_turn(session, user_record)
+        except (StorageError, EngineError) as exc:
+            raise EngineError("storage_failed", f"could not store the message: {exc}") from exc
+        turn.update("turn_started", agent=plan.agent.value, route=plan.route, reason=plan.reason)
+        title = "milk: Claude" if plan.agent is Agent.CLAUDE else "milk: local"
+        turn.progress_token = await self.bridge.progress_begin(title)
+        stop: StopReason = "end_turn"
+        escalated: Escalated | None = None
+        try:
+            if plan.agent is Agent.LOCAL:
+                request = await self._local_part(session, turn, text, plan.offer_escalation)
+                if request is not None:
+                    escalated = Escalated(by="agent", reason=request.reason)
+                    session.escalation_brief = request.reason
+                    self.bridge.progress_report(turn.progress_token, "escalating to Claude")
+                    stop = await self.escalations.run(session, turn, text, "agent", request.reason)
+                else:
+                    stop = "error" if turn.failure else "end_turn"
+            else:
+                escalated = Escalated(by=plan.escalated_by or "user", reason=plan.escalation_reason)
+                self.bridge.progress_report(turn.progress_token, "escalating to Claude")
+                stop = await self.escalations.run(
+                    session, turn, text, plan.escalated_by or "user", plan.escalation_reason
+                )
+        except asyncio.CancelledError:
+            stop = "cancelled"
+            turn.flush_text()
+        except Exception as exc:  # a bug must end the turn, not the server
+            logger.exception("turn %s failed", turn_id)
+            turn.failure = (FailureReason.INTERNAL, f"internal error: {exc}")
+            stop = "error"
+        if turn.failure is not None and stop != "cancelled":
+            stop = "error"
+        return self._finish(session, turn, stop, escalated)
+
+    async def _local_part(
+        self, session: Session, turn: Turn, text: str, offer_escalation: bool
+    ) -> EscalationRequested | None:
+        turn.start_part(Agent.LOCAL)
+        session.state = SessionState.LOCAL
+        percepts = self._storage(lambda: self.store.percepts(session.workspace_folder))
+        history = self._storage(
+            lambda: self.store.recent_turn_records(session.id, prompts.HISTORY_TURNS + 1)
+        )
+        history = [record for record in history if record.turn_id != turn.turn_id]
+        messages = [
+            {
+                "role": "system",
+                "content": prompts.local_system_prompt(
+                    session.workspace_folder,
+                    session.escalation_nonce,
+                    session.current_need,
+                    percepts,
+                    offer_escalation,
+                ),
+            },
+            *prompts.history_messages(history),
+            {"role": "user", "content": text},
+        ]
+        tools = WorkspaceTools(
+            Path(session.workspace_folder),
+            TurnHost(turn, self.config.claude.permission_timeout_seconds),
+        )
+        escalation: EscalationRequested | None = None
+        async with aclosing(
+            self.local.run(messages, tools, offer_escalation=offer_escalation)
+        ) as events:
+            async for event in events:
+                if isinstance(event, EscalationRequested):
+                    escalation = event
+                    break
+                self._apply(turn, event)
+        turn.flush_text()
+        if not turn.part.is_empty:
+            session.local_turns_since_claude += 1
+        if turn.failure is not None and turn.failure[0] is FailureReason.LOCAL_UNREACHABLE:
+            turn.notice(
+                "info",
+                "The local model is unreachable; you can still ask Claude (Escalate, or route "
+                "claude).",
+            )
+        return escalation
+
+    def _apply(self, turn: Turn, event: AgentEvent) -> None:
+        match event:
+            case TurnFailed(reason=reason, message=message):
+                turn.failure = (reason, message)
+            case TurnDone() | ClaudeSessionStarted():
+                pass
+            case _:
+                turn.apply(event)
+
+    def _record_need(self, session: Session, turn: Turn, user: TurnRecord, need: str) -> None:
+        need = " ".join(need.split())
+        if not need or need == session.current_need:
+            return
+        session.current_need = need
+        session.current_need_set_at = user.position
+        if turn.part.agent is Agent.LOCAL:
+            session.need_changed_since_claude = True
+        turn.update("need", currentNeed=need)
+
+    def _finish(
+        self, session: Session, turn: Turn, stop: StopReason, escalated: Escalated | None
+    ) -> TurnResult:
+        status = {
+            "end_turn": RecordStatus.OK,
+            "max_turns": RecordStatus.OK,
+            "cancelled": RecordStatus.CANCELLED,
+            "error": RecordStatus.ERROR,
+        }[stop]
+        answers = [part.record(turn.turn_id) for part in turn.parts if not part.is_empty]
+        if session.state in (SessionState.LOCAL, SessionState.ESCALATION):
+            session.state = SessionState.ROUTING
+        last_agent = turn.parts[-1].agent if turn.parts else Agent.LOCAL
+        session.active_agent = last_agent
+        try:
+            if turn.percepts:
+                for agent in (Agent.LOCAL, Agent.CLAUDE):
+                    texts = [text for who, text in turn.percepts if who is agent]
+                    if texts:
+                        self.store.add_percepts(session.workspace_folder, texts, agent)
+            self.store.finish_turn(session, turn.turn_id, status, answers, self._rebuild_bricks)
+        except (StorageError, EngineError) as exc:
+            logger.error("turn %s: storage failed: %s", turn.turn_id, exc)
+            turn.failure = (
+                FailureReason.STORAGE_FAILED,
+                f"the turn could not be saved: {exc}. Free disk space or check {self.config.storage_path()}.",
+            )
+            stop = "error"
+        error = None
+        if stop == "error" and turn.failure is not None:
+            reason, message = turn.failure
+            error = TurnError(reason=reason.value, message=message)
+            turn.notice("error", message)
+        turn.update("turn_ended", agent=last_agent.value, stopReason=stop)
+        self.bridge.progress_end(turn.progress_token, stop.replace("_", " "))
+        usage = None
+        if turn.usage.seen:
+            usage = Usage(
+                input_tokens=turn.usage.input_tokens,
+                output_tokens=turn.usage.output_tokens,
+                cache_read_tokens=turn.usage.cache_read_tokens,
+                cache_creation_tokens=turn.usage.cache_creation_tokens,
+                cost_usd=turn.usage.cost_usd,
+            )
+        return TurnResult(
+            session_id=session.id,
+            turn_id=turn.turn_id,
+            agent=last_agent.value,
+            stop_reason=stop,
+            text=turn.text,
+            escalated=escalated,
+            usage=usage,
+            error=error,
+        )
+
+    def _rebuild_bricks(self, reader: StoreReader, session: Session) -> tuple[str, str]:
+        budget = self.config.context_budget_chars
+        claude_at = reader.last_assistant_position(session.id, Agent.CLAUDE)
+        local = render_brick(
+            reader.records_newest_first(session.id, claude_at), Agent.LOCAL, budget
+        )
+        local_at = reader.last_assistant_position(session.id, Agent.LOCAL)
+        claude = session.last_claude_summary
+        if claude_at > local_at and not is_empty_claude_run(
+            reader.records_newest_first(session.id, local_at)
+        ):
+            claude = render_brick(
+                reader.records_newest_first(session.id, local_at), Agent.CLAUDE, budget
+            )
+        return local, claude
+
+    # ---- context ----------------------------------------------------------------------
+
+    def context_inputs(self, session: Session, *, resume_rejected: bool = False) -> ContextInputs:
+        percepts = self._storage(lambda: self.store.percepts(session.workspace_folder))
+        need_ago = None
+        if session.current_need and session.current_need_set_at:
+            # Records since the need's user record, counting the turn about to run.
+            need_ago = session.record_count + 1 - (session.current_need_set_at - 1)
+        return ContextInputs(
+            nonce=session.escalation_nonce,
+            percepts=tuple(percepts),
+            current_need=session.current_need,
+            need_records_ago=need_ago,
+            escalation_brief=session.escalation_brief,
+            last_local_summary=session.last_local_summary,
+            last_claude_summary=session.last_claude_summary,
+            claude_session_id=session.claude_session_id,
+            waiting_on_claude=session.state is SessionState.ESCALATION_WAITING,
+            local_turns_since_claude=session.local_turns_since_claude,
+            need_changed_since_claude=session.need_changed_since_claude,
+            resume_rejected=resume_rejected,
+            last_resumed_context_hash=session.last_resumed_context_hash,
+            claude_turns_since_injection=session.claude_turn_count
+            - session.instructions_injected_at,
+            claude_bytes_since_injection=session.claude_bytes_since_injection,
+        )
+
+    def plan_context(
+        self, session: Session, *, by_agent: bool, resume_rejected: bool = False
+    ) -> ContextPlan:
+        return plan_escalation(
+            self.context_inputs(session, resume_rejected=resume_rejected), by_agent=by_agent
+        )
+
+    def claude_request(self, session: Session, plan: ContextPlan, prompt: str) -> ClaudeTurnRequest:
+        fresh = plan.mode in (ContextMode.FIRST, ContextMode.FRESH)
+        return ClaudeTurnRequest(
+            workspace=Path(session.workspace_folder),
+            prompt=plan.user_message_prefix + prompt,
+            context_file_text=plan.context_file,
+            session_id=str(uuid.uuid4()) if fresh else session.claude_session_id,
+            resume=not fresh,
+            settings=self.claude_settings(),
+        )
+
+    def claude_path(self) -> str | None:
+        return resolve_cli(self.claude_settings()).path
+
+
+def _busy(session_id: str) -> EngineError:
+    return EngineError(
+        "session_busy", f"session {session_id} is still running a turn; cancel it or wait"
+    )
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if parsed.scheme == "" and uri.startswith("/"):
+        return Path(uri)
+    return None
+
+
+def path_to_uri(path: str) -> str:
+    return Path(path).as_uri()

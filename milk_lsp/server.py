@@ -1,0 +1,260 @@
+"""The pygls glue: every handler parses its params, calls the engine and maps the result.
+
+This module and `editor.py` are the only ones that import pygls/lsprotocol.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from typing import Any
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from milk_lsp import __version__, wire
+from milk_lsp.config import MilkConfig, load_user_file, merge_settings
+from milk_lsp.editor import EditorBridge
+from milk_lsp.engine import Engine, EngineError, uri_to_path
+from milk_lsp.status import collect_status
+from milk_lsp.views import context_preview, session_info, turn_record
+
+logger = logging.getLogger(__name__)
+
+
+class MilkProtocol(LanguageServerProtocol):
+    """Adds `capabilities.experimental.milk` to the initialize result."""
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        result: types.InitializeResult = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {"milk": {"protocolVersion": wire.PROTOCOL_VERSION}}
+        return result
+
+
+class MilkServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "milk-lsp",
+            __version__,
+            protocol_cls=MilkProtocol,
+            converter_factory=get_converter,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.bridge = EditorBridge(self)
+        self.engine = Engine(MilkConfig(), self.bridge)
+        self._base_config = MilkConfig()
+        """Defaults < user file < initializationOptions: what workspace settings merge over."""
+
+    def settle_config(self, raw: Any, source: str, over: MilkConfig | None = None) -> MilkConfig:
+        """Merge one settings source, telling the user about unknown and invalid keys."""
+        merged, problems = merge_settings(over or self.engine.config, raw, source)
+        for problem in problems:
+            if problem.unknown:
+                self.bridge.log(f"milk: unknown setting '{problem.key}' ignored ({source})", "warn")
+            else:
+                self.bridge.show(
+                    f"milk: setting '{problem.key}' is invalid ({problem.message}); "
+                    "keeping its previous value",
+                    "warn",
+                )
+        return merged
+
+    async def pull_configuration(self) -> None:
+        if not self.bridge.supports("workspace.configuration"):
+            return
+        try:
+            answer = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="milk")])
+            )
+        except Exception as exc:  # a client that fails here still gets a working server
+            logger.warning("workspace/configuration failed: %s", exc)
+            return
+        raw = answer[0] if answer else None
+        await self.engine.set_config(self.settle_config(raw, "workspace settings"))
+
+
+server = MilkServer()
+
+
+def _params(model: type[wire.M], raw: Any) -> wire.M:
+    try:
+        return wire.parse(model, _plain(raw))
+    except wire.ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+
+
+def _plain(raw: Any) -> Any:
+    """Params arrive as plain JSON values with lsprotocol's converter; guard the odd case."""
+    if raw is None or isinstance(raw, dict | list | str | int | float | bool):
+        return raw
+    return get_converter().unstructure(raw)
+
+
+def _failed(exc: EngineError) -> JsonRpcException:
+    return JsonRpcException(
+        exc.message, code=types.LSPErrorCodes.RequestFailed.value, data={"reason": exc.reason}
+    )
+
+
+# ---- lifecycle ---------------------------------------------------------------------------
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: MilkServer, params: types.InitializeParams) -> None:
+    ls.bridge.set_client_capabilities(params.capabilities)
+    folders = [f.uri for f in params.workspace_folders or []]
+    if not folders and params.root_uri:
+        folders = [params.root_uri]
+    paths = [str(p) for p in (uri_to_path(uri) for uri in folders) if p is not None]
+    ls.engine.set_workspaces(paths)
+    config = MilkConfig()
+    file_data, file_error = load_user_file()
+    if file_error:
+        ls.bridge.show(f"milk: {file_error}", "warn")
+    config = ls.settle_config(file_data, "config.json", over=config)
+    config = ls.settle_config(params.initialization_options, "initializationOptions", over=config)
+    ls._base_config = config
+    ls.engine.config = config
+
+
+@server.feature(types.INITIALIZED)
+async def on_initialized(ls: MilkServer, params: types.InitializedParams) -> None:
+    await ls.pull_configuration()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def on_did_change_configuration(
+    ls: MilkServer, params: types.DidChangeConfigurationParams
+) -> None:
+    if ls.bridge.supports("workspace.configuration"):
+        await ls.pull_configuration()
+        return
+    settings = params.settings
+    if isinstance(settings, dict) and "milk" in settings:
+        await ls.engine.set_config(ls.settle_config(settings["milk"], "didChangeConfiguration"))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def on_did_change_workspace_folders(
+    ls: MilkServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    current = list(ls.engine.workspaces)
+    for removed in params.event.removed:
+        path = uri_to_path(removed.uri)
+        if path is not None and str(path.resolve()) in current:
+            current.remove(str(path.resolve()))
+    for added in params.event.added:
+        path = uri_to_path(added.uri)
+        if path is not None:
+            current.append(str(path))
+    ls.engine.set_workspaces(current)
+
+
+@server.feature(types.SHUTDOWN)
+async def on_shutdown(ls: MilkServer, params: None) -> None:
+    await ls.engine.aclose()
+
+
+# ---- sessions ----------------------------------------------------------------------------
+
+
+@server.feature(wire.SESSION_NEW)
+def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = _params(wire.SessionNewParams, params)
+    try:
+        session = ls.engine.new_session(parsed.workspace_folder, parsed.title)
+    except EngineError as exc:
+        raise _failed(exc) from None
+    return session_info(session).to_wire()
+
+
+@server.feature(wire.SESSION_LIST)
+def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = _params(wire.SessionListParams, params)
+    try:
+        sessions = ls.engine.list_sessions(parsed.workspace_folder)
+    except EngineError as exc:
+        raise _failed(exc) from None
+    return {"sessions": [session_info(s).to_wire() for s in sessions]}
+
+
+@server.feature(wire.SESSION_GET)
+def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = _params(wire.SessionGetParams, params)
+    try:
+        session = ls.engine.get_session(parsed.session_id)
+        records = ls.engine.session_records(session.id, parsed.limit)
+    except EngineError as exc:
+        raise _failed(exc) from None
+    result = wire.SessionGetResult(
+        session=session_info(session),
+        turns=[turn_record(record) for record in records],
+        bricks=wire.Bricks(
+            current_need=session.current_need,
+            escalation_brief=session.escalation_brief,
+            last_local_summary=session.last_local_summary,
+            last_claude_summary=session.last_claude_summary,
+        ),
+    )
+    return result.to_wire()
+
+
+@server.feature(wire.SESSION_DELETE)
+async def on_session_delete(ls: MilkServer, params: Any) -> None:
+    parsed = _params(wire.SessionIdParams, params)
+    try:
+        await ls.engine.delete_session(parsed.session_id)
+    except EngineError as exc:
+        raise _failed(exc) from None
+
+
+# ---- turns -------------------------------------------------------------------------------
+
+
+@server.feature(wire.CHAT)
+async def on_chat(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = _params(wire.ChatParams, params)
+    try:
+        result = await ls.engine.chat(parsed)
+    except EngineError as exc:
+        raise _failed(exc) from None
+    return result.to_wire()
+
+
+@server.feature(wire.ESCALATE)
+async def on_escalate(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = _params(wire.EscalateParams, params)
+    try:
+        result = await ls.engine.escalate(parsed)
+    except EngineError as exc:
+        raise _failed(exc) from None
+    return result.to_wire()
+
+
+@server.feature(wire.CANCEL)
+async def on_cancel(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = _params(wire.SessionIdParams, params)
+    return {"cancelled": await ls.engine.cancel(parsed.session_id)}
+
+
+@server.feature(wire.CONTEXT)
+def on_context(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = _params(wire.ContextParams, params)
+    try:
+        preview = context_preview(ls.engine, parsed.session_id, parsed.reason)
+    except EngineError as exc:
+        raise _failed(exc) from None
+    return preview.to_wire()
+
+
+@server.feature(wire.STATUS)
+async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
+    _params(wire.WireModel, params if isinstance(params, dict) else {})
+    status = await collect_status(ls.engine)
+    return status.to_wire()

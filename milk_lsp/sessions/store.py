@@ -1,0 +1,504 @@
+"""SQLite storage of sessions, their turn records and the workspace percepts.
+
+One database (WAL) shared by every server process of the user. A turn touches storage
+twice: `begin_turn` stores the user's message pessimistically marked `error` (so a crash
+mid-turn leaves a readable, never-`ok` record and no half turn), and `finish_turn` writes
+the answers, the final status, the rebuilt bricks and the session row in one transaction.
+Reads for the bricks walk records newest first in small pages, so their cost follows the
+budget, not the length of the session.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from milk_lsp.sessions.model import (
+    Agent,
+    RecordStatus,
+    Role,
+    Session,
+    SessionState,
+    ToolCallRecord,
+    TurnRecord,
+    utc_now,
+)
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 2
+BUSY_TIMEOUT_SECONDS = 10.0
+PAGE_RECORDS = 64
+
+# v1 is the schema from before bricks existed; v2 adds the ADR 0029 / ADR 0004 columns.
+_MIGRATIONS: dict[int, str] = {
+    1: """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            workspace TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'routing',
+            active_agent TEXT NOT NULL DEFAULT 'local',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            turn_count INTEGER NOT NULL DEFAULT 0,
+            record_count INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX sessions_by_workspace ON sessions (workspace, updated_at);
+        CREATE TABLE records (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            turn_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            text TEXT NOT NULL,
+            tool_calls TEXT NOT NULL DEFAULT '[]',
+            status TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, position)
+        );
+        CREATE INDEX records_by_agent ON records (session_id, role, agent, position);
+        CREATE INDEX records_by_turn ON records (turn_id);
+        CREATE TABLE percepts (
+            workspace TEXT NOT NULL,
+            text TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (workspace, text)
+        );
+    """,
+    2: """
+        ALTER TABLE sessions ADD COLUMN current_need TEXT;
+        ALTER TABLE sessions ADD COLUMN current_need_set_at INTEGER;
+        ALTER TABLE sessions ADD COLUMN escalation_brief TEXT;
+        ALTER TABLE sessions ADD COLUMN last_local_summary TEXT;
+        ALTER TABLE sessions ADD COLUMN last_claude_summary TEXT;
+        ALTER TABLE sessions ADD COLUMN handoff TEXT;
+    """,
+}
+
+_BRICK_COLUMNS = (
+    "current_need",
+    "current_need_set_at",
+    "escalation_brief",
+    "last_local_summary",
+    "last_claude_summary",
+)
+_HANDOFF_FIELDS = (
+    "escalation_nonce",
+    "claude_session_id",
+    "last_resumed_context_hash",
+    "claude_turn_count",
+    "instructions_injected_at",
+    "claude_bytes_since_injection",
+    "local_turns_since_claude",
+    "need_changed_since_claude",
+    "user_escalated",
+)
+
+
+class StorageError(RuntimeError):
+    """The database could not be read or written (disk full, locked, corrupt)."""
+
+
+BrickBuilder = Callable[["StoreReader", Session], tuple[str, str]]
+"""Given read access inside the turn's transaction, returns (local, claude) summaries."""
+
+
+class StoreReader:
+    """Read access handed to the brick rebuild inside `finish_turn`'s transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def last_assistant_position(self, session_id: str, agent: Agent) -> int:
+        row = self._conn.execute(
+            "SELECT max(position) FROM records WHERE session_id = ? AND role = 'assistant'"
+            " AND agent = ?",
+            (session_id, agent.value),
+        ).fetchone()
+        return int(row[0] or 0)
+
+    def records_newest_first(self, session_id: str, after_position: int) -> Iterator[TurnRecord]:
+        """Records with position > after_position, newest first, fetched a page at a time."""
+        upper = None
+        while True:
+            if upper is None:
+                rows = self._conn.execute(
+                    "SELECT * FROM records WHERE session_id = ? AND position > ?"
+                    " ORDER BY position DESC LIMIT ?",
+                    (session_id, after_position, PAGE_RECORDS),
+                ).fetchall()
+            else:
+                rows = self._conn.execute(
+                    "SELECT * FROM records WHERE session_id = ? AND position > ? AND position < ?"
+                    " ORDER BY position DESC LIMIT ?",
+                    (session_id, after_position, upper, PAGE_RECORDS),
+                ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _record_from_row(row)
+            upper = rows[-1]["position"]
+
+
+class SessionStore:
+    """All access to the database; thread-safe, one connection per store."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._conn = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+            )
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageError(f"cannot open the session database {path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # ---- schema -----------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._transaction() as conn:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise StorageError(
+                    f"{self.path} was written by a newer milk-lsp (schema {version}); upgrade"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[target].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {target}")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE: writers from other processes queue on the lock, never interleave."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StorageError(f"session database is unavailable: {exc}") from exc
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._conn.execute("ROLLBACK")
+                raise StorageError(f"could not save to {self.path}: {exc}") from exc
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise StorageError(f"could not read {self.path}: {exc}") from exc
+
+    # ---- sessions -----------------------------------------------------------------------
+
+    def create_session(self, workspace: str, title: str = "", nonce: str = "") -> Session:
+        now = utc_now()
+        session = Session(
+            id=str(uuid.uuid4()),
+            workspace_folder=workspace,
+            title=title,
+            created_at=now,
+            updated_at=now,
+            escalation_nonce=nonce,
+            bricks_built=True,
+        )
+        try:
+            with self._transaction() as conn:
+                conn.execute(
+                    "INSERT INTO sessions (id, workspace, title, state, active_agent, created_at,"
+                    " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session.id,
+                        workspace,
+                        title,
+                        session.state.value,
+                        session.active_agent.value,
+                        _iso(now),
+                        _iso(now),
+                    ),
+                )
+                self._write_session(conn, session)
+        except sqlite3.Error as exc:
+            raise StorageError(f"could not create a session in {self.path}: {exc}") from exc
+        return session
+
+    def get_session(self, session_id: str) -> Session | None:
+        rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return _session_from_row(rows[0]) if rows else None
+
+    def list_sessions(self, workspaces: Sequence[str] | None = None) -> list[Session]:
+        """Sessions, most recently used first; all of them when `workspaces` is None."""
+        if workspaces is None:
+            rows = self._read("SELECT * FROM sessions ORDER BY updated_at DESC, rowid DESC")
+        elif not workspaces:
+            return []
+        else:
+            marks = ",".join("?" for _ in workspaces)
+            rows = self._read(
+                f"SELECT * FROM sessions WHERE workspace IN ({marks})"
+                " ORDER BY updated_at DESC, rowid DESC",
+                list(workspaces),
+            )
+        return [_session_from_row(row) for row in rows]
+
+    def delete_session(self, session_id: str) -> bool:
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM records WHERE session_id = ?", (session_id,))
+            cursor = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            return cursor.rowcount > 0
+
+    def save_session(self, session: Session) -> None:
+        """Write the session's own fields (state, bricks, hand-off state); not its records."""
+        with self._transaction() as conn:
+            self._write_session(conn, session)
+
+    def _write_session(self, conn: sqlite3.Connection, session: Session) -> None:
+        handoff = {name: getattr(session, name) for name in _HANDOFF_FIELDS}
+        session.updated_at = utc_now()
+        conn.execute(
+            "UPDATE sessions SET title = ?, state = ?, active_agent = ?, updated_at = ?,"
+            " current_need = ?, current_need_set_at = ?, escalation_brief = ?,"
+            " last_local_summary = ?, last_claude_summary = ?, handoff = ? WHERE id = ?",
+            (
+                session.title,
+                session.state.value,
+                session.active_agent.value,
+                _iso(session.updated_at),
+                session.current_need,
+                session.current_need_set_at,
+                session.escalation_brief,
+                session.last_local_summary,
+                session.last_claude_summary,
+                json.dumps(handoff),
+                session.id,
+            ),
+        )
+
+    # ---- turns --------------------------------------------------------------------------
+
+    def begin_turn(self, session: Session, user_record: TurnRecord) -> None:
+        """Store the user's message, marked `error` until `finish_turn` says otherwise."""
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT record_count, turn_count FROM sessions WHERE id = ?", (session.id,)
+            ).fetchone()
+            if row is None:
+                raise StorageError(f"session {session.id} no longer exists")
+            user_record.position = int(row["record_count"]) + 1
+            user_record.status = RecordStatus.ERROR
+            self._insert_record(conn, session.id, user_record)
+            session.record_count = user_record.position
+            session.turn_count = int(row["turn_count"]) + 1
+            if not session.title:
+                session.title = _title_from(user_record.text)
+            conn.execute(
+                "UPDATE sessions SET record_count = ?, turn_count = ?, title = ?, updated_at = ?"
+                " WHERE id = ?",
+                (
+                    session.record_count,
+                    session.turn_count,
+                    session.title,
+                    _iso(utc_now()),
+                    session.id,
+                ),
+            )
+
+    def finish_turn(
+        self,
+        session: Session,
+        turn_id: str,
+        status: RecordStatus,
+        answers: Sequence[TurnRecord],
+        rebuild_bricks: BrickBuilder,
+        on_positions: Callable[[Session], None] | None = None,
+    ) -> None:
+        """Store the answers and the final status, rebuild the bricks, save the session.
+
+        `on_positions` runs after the answers have their positions and before the bricks
+        are rebuilt, so that the caller can update counters that depend on them.
+        """
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT record_count FROM sessions WHERE id = ?", (session.id,)
+            ).fetchone()
+            if row is None:
+                raise StorageError(f"session {session.id} was deleted during the turn")
+            position = int(row["record_count"])
+            for answer in answers:
+                position += 1
+                answer.position = position
+                answer.status = status
+                self._insert_record(conn, session.id, answer)
+            conn.execute(
+                "UPDATE records SET status = ? WHERE session_id = ? AND turn_id = ?",
+                (status.value, session.id, turn_id),
+            )
+            session.record_count = position
+            conn.execute(
+                "UPDATE sessions SET record_count = ? WHERE id = ?", (position, session.id)
+            )
+            if on_positions is not None:
+                on_positions(session)
+            local, claude = rebuild_bricks(StoreReader(conn), session)
+            session.last_local_summary = local
+            session.last_claude_summary = claude
+            session.bricks_built = True
+            self._write_session(conn, session)
+
+    def _insert_record(self, conn: sqlite3.Connection, session_id: str, record: TurnRecord) -> None:
+        conn.execute(
+            "INSERT INTO records (session_id, position, turn_id, role, agent, text, tool_calls,"
+            " status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                record.position,
+                record.turn_id,
+                record.role.value,
+                record.agent.value,
+                record.text,
+                json.dumps([_tool_call_dict(call) for call in record.tool_calls]),
+                record.status.value,
+                _iso(record.created_at),
+            ),
+        )
+
+    def recent_records(self, session_id: str, limit: int) -> list[TurnRecord]:
+        """The newest `limit` records, oldest first."""
+        rows = self._read(
+            "SELECT * FROM records WHERE session_id = ? ORDER BY position DESC LIMIT ?",
+            (session_id, limit),
+        )
+        return [_record_from_row(row) for row in reversed(rows)]
+
+    def recent_turn_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
+        """All records of the newest `turn_limit` turns, oldest first."""
+        rows = self._read(
+            "SELECT * FROM records WHERE session_id = ? AND position >= coalesce(("
+            " SELECT position FROM records WHERE session_id = ? AND role = 'user'"
+            " ORDER BY position DESC LIMIT 1 OFFSET ?), 0) ORDER BY position",
+            (session_id, session_id, max(turn_limit - 1, 0)),
+        )
+        return [_record_from_row(row) for row in rows]
+
+    def reader(self) -> StoreReader:
+        return StoreReader(self._conn)
+
+    # ---- percepts -----------------------------------------------------------------------
+
+    def percepts(self, workspace: str) -> list[str]:
+        rows = self._read(
+            "SELECT text FROM percepts WHERE workspace = ? ORDER BY rowid", (workspace,)
+        )
+        return [str(row["text"]) for row in rows]
+
+    def add_percepts(self, workspace: str, texts: Sequence[str], agent: Agent) -> int:
+        """Remember facts for the workspace; returns how many were new."""
+        added = 0
+        with self._transaction() as conn:
+            for text in texts:
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO percepts (workspace, text, agent, created_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (workspace, text, agent.value, _iso(utc_now())),
+                )
+                added += cursor.rowcount
+        return added
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _title_from(text: str) -> str:
+    line = " ".join(text.split())
+    return line[:60] + ("…" if len(line) > 60 else "")
+
+
+def _tool_call_dict(call: ToolCallRecord) -> dict[str, Any]:
+    return {
+        "id": call.tool_call_id,
+        "name": call.name,
+        "input": call.input,
+        "output": call.output,
+        "isError": call.is_error,
+    }
+
+
+def _record_from_row(row: sqlite3.Row) -> TurnRecord:
+    calls = [
+        ToolCallRecord(
+            tool_call_id=str(item.get("id", "")),
+            name=str(item.get("name", "")),
+            input=item.get("input") if isinstance(item.get("input"), dict) else {},
+            output=item.get("output"),
+            is_error=bool(item.get("isError", False)),
+        )
+        for item in json.loads(row["tool_calls"] or "[]")
+    ]
+    return TurnRecord(
+        turn_id=row["turn_id"],
+        role=Role(row["role"]),
+        agent=Agent(row["agent"]),
+        text=row["text"],
+        tool_calls=calls,
+        status=RecordStatus(row["status"]),
+        created_at=_parse_time(row["created_at"]),
+        position=int(row["position"]),
+    )
+
+
+def _session_from_row(row: sqlite3.Row) -> Session:
+    session = Session(
+        id=row["id"],
+        workspace_folder=row["workspace"],
+        title=row["title"],
+        state=SessionState(row["state"]),
+        active_agent=Agent(row["active_agent"]),
+        created_at=_parse_time(row["created_at"]),
+        updated_at=_parse_time(row["updated_at"]),
+        turn_count=int(row["turn_count"]),
+        record_count=int(row["record_count"]),
+    )
+    # A row from before bricks existed has NULL brick columns: it loads with empty bricks
+    # and `bricks_built` False, and its next turn builds them (ADR 0029).
+    session.bricks_built = row["last_local_summary"] is not None
+    for column in _BRICK_COLUMNS:
+        value = row[column]
+        if value is not None:
+            setattr(session, column, value)
+    known = {f.name for f in fields(Session)}
+    handoff = json.loads(row["handoff"]) if row["handoff"] else {}
+    for name, value in handoff.items():
+        if name in known and name in _HANDOFF_FIELDS:
+            setattr(session, name, value)
+    return session

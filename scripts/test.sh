@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything the tests need into .venv (from the package registries) and runs them:
+# lint, types, the Python suite (unit + end-to-end with the real server and the real Claude
+# Code CLI against local stand-ins), then the Neovim and VS Code suites.
+# MILK_SKIP_EDITORS=1 runs only the Python part.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+export MILK_VENV="$PWD/.venv"
+
+echo "== ruff"
+.venv/bin/ruff check milk_lsp tests bench
+.venv/bin/ruff format --check milk_lsp
+echo "== mypy (strict)"
+.venv/bin/mypy
+echo "== pytest"
+.venv/bin/pytest -q -p no:cacheprovider
+if [ "${MILK_SKIP_EDITORS:-0}" != "1" ]; then
+  echo "== neovim plugin"
+  bash editors/nvim/tests/run.sh
+  echo "== vs code extension"
+  bash editors/vscode/scripts/ci.sh
+fi

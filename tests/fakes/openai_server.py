@@ -1,0 +1,721 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1 (stdlib only).
+
+It answers with the stream shapes recorded from real servers (llama.cpp, llama-cpp-python,
+Ollama; see ``tests/data/openai/*.sse``), records every request, and notices when a client
+hangs up mid-stream, so tests can check that a cancelled turn leaves no open stream.
+
+Library::
+
+    with FakeOpenAIServer([{"text": "hello"}]) as server:
+        server.enqueue({"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+                       {"text": "done"})
+        agent = LocalAgent(LocalSettings(base_url=server.base_url))
+        ...
+        assert server.requests[1]["messages"][-1]["role"] == "tool"
+        assert server.wait_for_disconnects(1)   # after cancelling a turn mid-stream
+
+CLI::
+
+    python -m tests.fakes.openai_server [--port N] [--script FILE.json] [--model ID]
+
+prints exactly one line ``READY http://127.0.0.1:PORT/v1`` on stdout (flushed), then serves
+until killed. ``POST /_script`` (a JSON list, or ``{"responses": [...]}``) replaces the
+queue, ``GET /_requests`` returns the recorded chat request bodies, ``DELETE /_requests``
+clears them, ``GET /_state`` returns ``{"pending", "disconnects", "openStreams"}``.
+
+Endpoints: ``GET /v1/models`` lists one model (``fake-model`` unless configured);
+``POST /v1/chat/completions`` pops the next scripted response (an empty queue answers the
+text "ok"); ``GET /health`` answers ``{"status": "ok"}``. Requests with ``stream: false``
+get a plain JSON ``chat.completion`` built from the same script entry.
+
+Scripted responses (one dict per chat request; unknown keys are ignored):
+
+* ``{"text": "...", "chunk_chars": 3, "reasoning": "...", "finish_reason": "stop"}``: the
+  llama.cpp shapes: a first delta ``{"role": "assistant", "content": null}``, the reasoning
+  as ``reasoning_content`` pieces, the content pieces, a finish chunk, a usage chunk with
+  ``choices: []`` (only when the request asked ``stream_options.include_usage``), then
+  ``data: [DONE]``.
+* ``{"tool_calls": [{"name": "read_file", "arguments": {...} | "raw text", "id": ...}],
+  "style": "llamacpp" | "ollama" | "repeat_names", "text": optional}``:
+
+  * ``llamacpp`` (default): per call a first fragment with index, id (32 random chars),
+    type, name and the first character of the arguments, then argument pieces of
+    ``chunk_chars``; ``finish_reason: "tool_calls"``;
+  * ``ollama``: every call whole in one chunk, with ``finish_reason: "stop"``;
+  * ``repeat_names``: llama-cpp-python's shape, id and name (and the deprecated
+    ``function_call``) repeated in every chunk.
+
+  A call's ``"id": null`` leaves the id out; ``"index": false`` on the response leaves
+  ``index`` out of every fragment.
+* ``{"replay": "tests/data/openai/<file>.sse"}``: the recorded file verbatim, one event per
+  write (a relative path is looked up from the repository root, then the working directory).
+* ``{"status": 500, "body": "..." | {...}}``: that HTTP status with that body (default an
+  OpenAI-style ``{"error": {...}}``).
+* ``{"stall": 30, "stall_after": 1}``: sends the headers and ``stall_after`` events (default
+  1, the role chunk), then nothing for ``stall`` seconds (woken early when the client hangs
+  up or the server stops), then the rest.
+* ``{"cut_after": 2, ...}``: drops the connection after that many events (no end chunk).
+* ``{"malformed": true}``: a role chunk, then a ``data:`` line that is not JSON, then
+  ``[DONE]``.
+* ``"delay": s``: waits ``s`` seconds before each event; ``"usage": {...}`` is merged into
+  the reported usage (``false`` sends no usage chunk); ``"repeat": N`` answers N requests
+  with the same entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import json
+import secrets
+import select
+import socket
+import string
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+Response = dict[str, Any]
+
+DEFAULT_MODEL = "fake-model"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_ALNUM = string.ascii_letters + string.digits
+
+
+def _random_id(length: int = 32) -> str:
+    return "".join(secrets.choice(_ALNUM) for _ in range(length))
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    size = max(1, size)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _event(data: Any) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    return f"data: {payload}\n\n".encode()
+
+
+def _arguments_text(call: dict[str, Any]) -> str:
+    arguments = call.get("arguments", {})
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def resolve_replay_path(name: str) -> Path:
+    path = Path(name)
+    if path.is_absolute():
+        return path
+    for base in (REPO_ROOT, Path.cwd()):
+        if (base / path).is_file():
+            return base / path
+    return REPO_ROOT / path
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def setup(self) -> None:
+        super().setup()
+        # Every SSE event is its own small write: without this, Nagle's algorithm and the
+        # client's delayed ACKs add ~40 ms stalls to a stream.
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.fake._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        self.server.fake._track(self.connection, add=False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @property
+    def fake(self) -> FakeOpenAIServer:
+        return self.server.fake
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_json(self, status: int, payload: Any) -> None:
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+
+    def _record(self, body: Any) -> None:
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        record = {"method": self.command, "path": self.path, "headers": headers, "body": body}
+        with self.fake.lock:
+            self.fake.records.append(record)
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep, waking early on stop() or when the client hangs up. False if it hung up."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            if self.fake.stopping.is_set():
+                return False
+            try:
+                readable, _, _ = select.select([self.connection], [], [], min(left, 0.02))
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    return False
+            except (OSError, ValueError):
+                return False
+
+    def _drop(self) -> None:
+        """Close the connection at once, mid-response."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    # -- endpoints -------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/_requests":
+            self._send_json(200, self.fake.requests)
+            return
+        if path == "/_state":
+            self._send_json(
+                200,
+                {
+                    "pending": self.fake.pending(),
+                    "disconnects": self.fake.disconnects,
+                    "openStreams": self.fake.open_streams,
+                },
+            )
+            return
+        self._record(None)
+        if path in ("/health", "/v1/health"):
+            self._send_json(200, {"status": "ok"})
+        elif path.endswith("/models"):
+            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
+            self._send_json(200, {"object": "list", "data": data})
+        else:
+            self._send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+
+    def do_DELETE(self) -> None:
+        if self.path.split("?", 1)[0].rstrip("/") == "/_requests":
+            self.fake.clear_requests()
+            self._send_json(200, {"ok": True})
+            return
+        self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        raw = self._read_body()
+        path = self.path.split("?", 1)[0].rstrip("/")
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw.decode("utf-8", "replace")
+        if path == "/_script":
+            responses = body.get("responses", []) if isinstance(body, dict) else body
+            if not isinstance(responses, list) or not all(isinstance(r, dict) for r in responses):
+                self._send_json(400, {"error": {"message": "expected a JSON list of objects"}})
+                return
+            self.fake.set_script(responses)
+            self._send_json(200, {"ok": True, "queued": len(responses)})
+            return
+        self._record(body)
+        if not path.endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+            return
+        if not isinstance(body, dict):
+            self._send_json(400, {"error": {"message": "body is not a JSON object"}})
+            return
+        response = self.fake.pop_response()
+        try:
+            if body.get("stream"):
+                self._answer_stream(response, body)
+            else:
+                self._answer_plain(response, body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def _answer_error(self, response: Response) -> None:
+        status = int(response["status"])
+        body = response.get(
+            "body",
+            {
+                "error": {
+                    "message": f"scripted HTTP {status}",
+                    "type": "server_error",
+                    "code": status,
+                }
+            },
+        )
+        if isinstance(body, str):
+            try:
+                json.loads(body)
+                content_type = "application/json"
+            except ValueError:
+                content_type = "text/plain; charset=utf-8"
+            self._send_bytes(status, body.encode(), content_type)
+        else:
+            self._send_json(status, body)
+
+    def _usage(self, response: Response, request: dict[str, Any], pieces: int) -> dict[str, Any]:
+        prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
+        usage: dict[str, Any] = {
+            "completion_tokens": max(1, pieces),
+            "prompt_tokens": prompt,
+            "total_tokens": prompt + max(1, pieces),
+            "prompt_tokens_details": {"cached_tokens": 0},
+        }
+        extra = response.get("usage")
+        if isinstance(extra, dict):
+            usage.update(extra)
+        return usage
+
+    def _answer_plain(self, response: Response, request: dict[str, Any]) -> None:
+        if "status" in response:
+            self._answer_error(response)
+            return
+        if response.get("stall") and not self._wait(float(response["stall"])):
+            self._client_gone()
+            return
+        if response.get("cut_after") is not None:
+            self._drop()
+            return
+        if response.get("malformed"):
+            self._send_bytes(200, b"{this is not json", "application/json")
+            return
+        model = str(request.get("model") or self.fake.models[0])
+        calls = response.get("tool_calls") or []
+        text = response.get("text")
+        if text is None and not calls:
+            text = "ok"
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if response.get("reasoning"):
+            message["reasoning_content"] = response["reasoning"]
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id") or f"call_{_random_id(12)}",
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": _arguments_text(call)},
+                }
+                for call in calls
+            ]
+        payload: dict[str, Any] = {
+            "id": f"chatcmpl-{_random_id()}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+        }
+        if response.get("usage") is not False:
+            payload["usage"] = self._usage(response, request, len(text or "") // 4)
+        self._send_json(200, payload)
+
+    def _answer_stream(self, response: Response, request: dict[str, Any]) -> None:
+        if "status" in response:
+            self._answer_error(response)
+            return
+        events = self._stream_events(response, request)
+        delay = float(response.get("delay") or 0)
+        stall = float(response.get("stall") or 0)
+        stall_after = int(response.get("stall_after", 1))
+        cut_after = response.get("cut_after")
+
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self.fake._stream_started()
+        try:
+            for number, data in enumerate(events):
+                if cut_after is not None and number >= int(cut_after):
+                    self._drop()
+                    return
+                if stall and number == stall_after and not self._wait(stall):
+                    self._client_gone()
+                    return
+                if delay and not self._wait(delay):
+                    self._client_gone()
+                    return
+                try:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                except OSError:
+                    self._client_gone()
+                    return
+            if stall and stall_after >= len(events) and not self._wait(stall):
+                self._client_gone()
+                return
+            try:
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                self._client_gone()
+        finally:
+            self.fake._stream_ended()
+
+    def _client_gone(self) -> None:
+        self.close_connection = True
+        if not self.fake.stopping.is_set():
+            self.fake._note_disconnect()
+
+    def _stream_events(self, response: Response, request: dict[str, Any]) -> list[bytes]:
+        if "replay" in response:
+            recorded = resolve_replay_path(str(response["replay"])).read_text(encoding="utf-8")
+            return [
+                (block.strip("\n") + "\n\n").encode()
+                for block in recorded.replace("\r\n", "\n").split("\n\n")
+                if block.strip()
+            ]
+        model = str(request.get("model") or self.fake.models[0])
+        completion_id = f"chatcmpl-{_random_id()}"
+        created = int(time.time())
+        include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            return _event(
+                {
+                    "choices": [{"finish_reason": finish, "index": 0, "delta": delta}],
+                    "created": created,
+                    "id": completion_id,
+                    "model": model,
+                    "system_fingerprint": "fake",
+                    "object": "chat.completion.chunk",
+                }
+            )
+
+        if response.get("malformed"):
+            return [
+                chunk({"role": "assistant", "content": None}),
+                b'data: {"choices": [{"delta": {"content": "unterminated\n\n',
+                _event("[DONE]"),
+            ]
+
+        size = int(response.get("chunk_chars") or 3)
+        calls: list[dict[str, Any]] = list(response.get("tool_calls") or [])
+        style = str(response.get("style") or "llamacpp")
+        with_index = response.get("index", True) is not False
+        text = response.get("text")
+        if text is None and not calls:
+            text = "ok"
+        events = [chunk({"role": "assistant", "content": None})]
+        pieces = 0
+        for piece in _pieces(str(response.get("reasoning") or ""), size):
+            events.append(chunk({"reasoning_content": piece}))
+            pieces += 1
+        for piece in _pieces(text or "", size):
+            events.append(chunk({"content": piece}))
+            pieces += 1
+
+        def fragment(i: int, call: dict[str, Any], call_id: str | None, **function: Any) -> Any:
+            entry: dict[str, Any] = {"index": i} if with_index else {}
+            if call_id is not None:
+                entry["id"] = call_id
+                entry["type"] = "function"
+            entry["function"] = function
+            return entry
+
+        ids = [
+            None
+            if ("id" in call and call["id"] is None)
+            else (
+                call.get("id") or (f"call_{_random_id(8)}" if style == "ollama" else _random_id())
+            )
+            for call in calls
+        ]
+        finish = "stop"
+        if calls and style == "ollama":
+            whole = [
+                fragment(i, call, ids[i], name=call["name"], arguments=_arguments_text(call))
+                for i, call in enumerate(calls)
+            ]
+            events.append(
+                chunk(
+                    {"role": "assistant", "content": "", "tool_calls": whole},
+                    str(response.get("finish_reason") or "stop"),
+                )
+            )
+            pieces += len(calls)
+            finish = ""
+        elif calls and style == "repeat_names":
+            for i, call in enumerate(calls):
+                for piece in [*_pieces(_arguments_text(call), size), ""]:
+                    events.append(
+                        chunk(
+                            {
+                                "role": None,
+                                "content": None,
+                                "function_call": {"name": call["name"], "arguments": piece},
+                                "tool_calls": [
+                                    fragment(i, call, ids[i], name=call["name"], arguments=piece)
+                                ],
+                            }
+                        )
+                    )
+                    pieces += 1
+            finish = "tool_calls"
+        elif calls:
+            for i, call in enumerate(calls):
+                arguments = _arguments_text(call)
+                first, rest = arguments[:1], arguments[1:]
+                events.append(
+                    chunk(
+                        {
+                            "tool_calls": [
+                                fragment(i, call, ids[i], name=call["name"], arguments=first)
+                            ]
+                        }
+                    )
+                )
+                for piece in _pieces(rest, size):
+                    entry: dict[str, Any] = {"index": i} if with_index else {}
+                    entry["function"] = {"arguments": piece}
+                    events.append(chunk({"tool_calls": [entry]}))
+                pieces += 1 + len(_pieces(rest, size))
+            finish = "tool_calls"
+        if finish:
+            events.append(chunk({}, str(response.get("finish_reason") or finish)))
+        if include_usage and response.get("usage") is not False:
+            events.append(
+                _event(
+                    {
+                        "choices": [],
+                        "created": created,
+                        "id": completion_id,
+                        "model": model,
+                        "system_fingerprint": "fake",
+                        "object": "chat.completion.chunk",
+                        "usage": self._usage(response, request, pieces),
+                    }
+                )
+            )
+        events.append(_event("[DONE]"))
+        return events
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: FakeOpenAIServer
+
+
+class FakeOpenAIServer:
+    """The scripted server, on 127.0.0.1 in a background thread.
+
+    Use as a context manager (or call `start()`/`stop()`). ``port=0`` picks a free port.
+    """
+
+    def __init__(
+        self,
+        script: list[Response] | None = None,
+        *,
+        port: int = 0,
+        model: str = DEFAULT_MODEL,
+        models: list[str] | None = None,
+    ) -> None:
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.models: list[str] = list(models) if models is not None else [model]
+        """What ``GET /v1/models`` lists (may be empty)."""
+        self.records: list[dict[str, Any]] = []
+        """Every request but the ``/_`` control ones: method, path, headers, JSON body."""
+        self._queue: deque[Response] = deque()
+        self._disconnects = 0
+        self._open_streams = 0
+        self._changed = threading.Condition(self.lock)
+        self._connections: set[socket.socket] = set()
+        self._port = port
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        if script:
+            self.enqueue(*script)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAIServer:
+        if self._server is not None:
+            return self
+        self.stopping.clear()
+        server = _Server(("127.0.0.1", self._port), _Handler)
+        server.fake = self
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        with self.lock:
+            connections = list(self._connections)
+        for connection in connections:  # wake handler threads blocked on keep-alive reads
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, what `local.baseUrl` should be."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- script ----------------------------------------------------------------------------
+
+    def enqueue(self, *responses: Response) -> None:
+        with self.lock:
+            self._queue.extend(copy.deepcopy(dict(r)) for r in responses)
+
+    def set_script(self, responses: list[Response]) -> None:
+        with self.lock:
+            self._queue.clear()
+            self._queue.extend(copy.deepcopy(dict(r)) for r in responses)
+
+    def pending(self) -> int:
+        """How many scripted responses are still queued."""
+        with self.lock:
+            return len(self._queue)
+
+    def pop_response(self) -> Response:
+        with self.lock:
+            if not self._queue:
+                return {"text": "ok"}
+            response = self._queue[0]
+            repeat = int(response.get("repeat", 1))
+            if repeat > 1:
+                response["repeat"] = repeat - 1
+                return copy.deepcopy(response)
+            return self._queue.popleft()
+
+    # -- records ---------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of the chat-completion requests, in order."""
+        with self.lock:
+            return [
+                copy.deepcopy(r["body"])
+                for r in self.records
+                if r["method"] == "POST" and str(r["path"]).split("?")[0].endswith("/completions")
+            ]
+
+    def clear_requests(self) -> None:
+        with self.lock:
+            self.records.clear()
+
+    # -- streams and hang-ups ----------------------------------------------------------------
+
+    @property
+    def disconnects(self) -> int:
+        """Streams the client abandoned before their end (a cancelled or timed-out turn)."""
+        with self.lock:
+            return self._disconnects
+
+    @property
+    def open_streams(self) -> int:
+        """Streaming responses being written right now."""
+        with self.lock:
+            return self._open_streams
+
+    def wait_for_disconnects(self, count: int = 1, timeout: float = 5.0) -> bool:
+        """Block until at least `count` streams were abandoned; False on timeout."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._disconnects >= count, timeout)
+
+    def wait_until_idle(self, timeout: float = 5.0) -> bool:
+        """Block until no streaming response is being written; False on timeout."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._open_streams == 0, timeout)
+
+    def _note_disconnect(self) -> None:
+        with self._changed:
+            self._disconnects += 1
+            self._changed.notify_all()
+
+    def _stream_started(self) -> None:
+        with self._changed:
+            self._open_streams += 1
+            self._changed.notify_all()
+
+    def _stream_ended(self) -> None:
+        with self._changed:
+            self._open_streams -= 1
+            self._changed.notify_all()
+
+    def _track(self, connection: socket.socket, *, add: bool) -> None:
+        with self.lock:
+            if add:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+
+@contextlib.contextmanager
+def running(script: list[Response] | None = None, **kwargs: Any) -> Iterator[FakeOpenAIServer]:
+    """`with running([...]) as server:`, the same as `with FakeOpenAIServer([...]) as server:`."""
+    with FakeOpenAIServer(script, **kwargs) as server:
+        yield server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.openai_server")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--script", type=Path, default=None, help="JSON list of responses")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="the model id /v1/models lists")
+    args = parser.parse_args(argv)
+    script: list[Response] | None = None
+    if args.script is not None:
+        loaded = json.loads(args.script.read_text(encoding="utf-8"))
+        script = loaded.get("responses", []) if isinstance(loaded, dict) else loaded
+    server = FakeOpenAIServer(script, port=args.port, model=args.model).start()
+    print(f"READY {server.base_url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,649 @@
+"""The Claude Code agent: pure parts, and the REAL bundled CLI against the stand-in API.
+
+Tests marked `claude` run the `claude` binary from the claude-agent-sdk wheel (or the one
+`resolve_cli` finds) with a throwaway HOME and TMPDIR, pointed at `FakeAnthropicAPI`.
+A turn costs about 1–2 s of wall time on two busy cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import stat
+import sys
+import time
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from milk_lsp.agents import claude as claude_mod
+from milk_lsp.agents.base import (
+    AgentEvent,
+    ClaudeSessionStarted,
+    FailureReason,
+    NoticeEvent,
+    PermissionOption,
+    PermissionRequest,
+    TextDelta,
+    ToolCallEvent,
+    ToolResultEvent,
+    ToolStatus,
+    TurnDone,
+    TurnFailed,
+    UsageEvent,
+)
+from milk_lsp.agents.claude import (
+    CONTEXT_FILE_PLACEHOLDER,
+    DENIED_MESSAGE,
+    ClaudeAgent,
+    ClaudeSettings,
+    ClaudeTurnRequest,
+    build_argv,
+    build_env,
+    bundled_cli_path,
+    cli_version,
+    kill_all_running,
+    resolve_cli,
+    running_pids,
+)
+from milk_lsp.sessions.model import Agent
+from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text, user_text
+
+CLI = resolve_cli(ClaudeSettings()).path
+needs_cli = pytest.mark.skipif(CLI is None, reason="no claude CLI (install claude-agent-sdk)")
+TOUCH = {"name": "Bash", "input": {"command": "touch marker.txt", "description": "Create marker"}}
+SLOW_TEXT = {"text": "word " * 40, "chunk_chars": 5, "delay": 0.25}
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+class FakeHost:
+    """An `AgentHost` whose permission answers are scripted (or that never answers)."""
+
+    def __init__(self, *answers: PermissionOption, hang: bool = False) -> None:
+        self.answers = list(answers)
+        self.hang = hang
+        self.questions: list[PermissionRequest] = []
+        self.asked = asyncio.Event()
+        self.cancelled = False
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionOption:
+        self.questions.append(request)
+        self.asked.set()
+        if self.hang:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
+        return self.answers.pop(0) if self.answers else PermissionOption.DENY
+
+    def open_document_text(self, path: Path) -> str | None:
+        return None
+
+    async def apply_edit(self, path: Path, new_text: str) -> bool:
+        return False
+
+
+def make_request(
+    workspace: Path,
+    prompt: str = "hello",
+    *,
+    context: str = "",
+    session_id: str | None = None,
+    resume: bool = False,
+    **settings: Any,
+) -> ClaudeTurnRequest:
+    return ClaudeTurnRequest(
+        workspace=workspace,
+        prompt=prompt,
+        context_file_text=context,
+        session_id=session_id or str(uuid.uuid4()),
+        resume=resume,
+        settings=ClaudeSettings(**settings),
+    )
+
+
+async def collect(events: AsyncIterator[AgentEvent]) -> list[AgentEvent]:
+    return [event async for event in events]
+
+
+def texts(events: list[AgentEvent]) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def statuses(events: list[AgentEvent]) -> list[ToolStatus]:
+    return [e.status for e in events if isinstance(e, ToolCallEvent)]
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def wait_group_gone(pgid: int, seconds: float = 3.0) -> bool:
+    """True once the group is gone (its zombie leader may take a moment to be reaped)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not group_alive(pgid):
+            return True
+        await asyncio.sleep(0.02)
+    return not group_alive(pgid)
+
+
+def request_json(api: FakeAnthropicAPI) -> str:
+    return json.dumps([r["body"] for r in api.main_requests()])
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAnthropicAPI]:
+    with FakeAnthropicAPI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def temp_root(tmp_path: Path) -> Path:
+    return tmp_path / "milk-tmp"
+
+
+@pytest.fixture
+def agent(tmp_path: Path, api: FakeAnthropicAPI, temp_root: Path) -> ClaudeAgent:
+    for name in ("home", "tmp"):
+        (tmp_path / name).mkdir()
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "ANTHROPIC_BASE_URL": api.base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    }
+    # The CLI refuses --dangerously-skip-permissions as root unless it is told it is sandboxed.
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env["IS_SANDBOX"] = "1"
+    return ClaudeAgent(env=env, temp_root=temp_root)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    yield
+    assert running_pids() == []
+
+
+# -- pure: argv, env, resolution ---------------------------------------------------------------
+
+
+def test_argv_first_turn(workspace: Path):
+    request = make_request(workspace, "-- --help @x", context="ctx", session_id="S1")
+    argv = build_argv(request, "/bin/claude", CONTEXT_FILE_PLACEHOLDER)
+    assert argv == [
+        "/bin/claude",
+        "--print",
+        "--output-format",
+        "stream-json",
+        "--input-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--setting-sources=user,project,local",
+        "--permission-prompt-tool",
+        "stdio",
+        "--session-id=S1",
+        "--append-system-prompt-file=<context-file>",
+    ]
+    # The prompt goes to stdin, never on the command line; the preset prompt is kept.
+    assert not any("--help" in a or "@x" in a for a in argv[1:])
+    assert not any(a.startswith("--system-prompt") for a in argv)
+
+
+def test_argv_resume_with_settings(workspace: Path):
+    request = make_request(
+        workspace,
+        session_id="S2",
+        resume=True,
+        model="claude-sonnet-5-5",
+        allowed_tools=("Bash(git diff:*)", "Read"),
+        add_dirs=("/srv/a", "-odd"),
+        skip_permissions=True,
+    )
+    argv = build_argv(request, "claude", "/tmp/x/ctx.md")
+    assert argv[9:] == [
+        "--dangerously-skip-permissions",
+        "--model=claude-sonnet-5-5",
+        "--allowedTools=Bash(git diff:*),Read",
+        "--add-dir=/srv/a",
+        "--add-dir=-odd",
+        "--resume=S2",
+    ]
+    assert "--permission-prompt-tool" not in argv
+    assert not any(a.startswith("--session-id") for a in argv)
+    assert not any(a.startswith("--append-system-prompt") for a in argv)  # "" → no flag
+
+
+def test_env_drops_nested_session_vars_and_bounds_retries(workspace: Path):
+    base = {
+        "PATH": "/usr/bin",
+        "CLAUDE_CODE_SESSION_ID": "x",
+        "CLAUDE_CODE_ENTRYPOINT": "cli",
+        "CLAUDECODE": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "10",
+        "ANTHROPIC_API_KEY": "inherited",
+    }
+    env = build_env(ClaudeSettings(max_retries=3), workspace, {"HOME": "/h"}, base=base)
+    assert env == {
+        "PATH": "/usr/bin",
+        "ANTHROPIC_API_KEY": "inherited",
+        "HOME": "/h",
+        "CLAUDE_CODE_MAX_RETRIES": "3",
+        "PWD": str(workspace),
+    }
+
+
+def write_script(path: Path, body: str) -> Path:
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_resolve_cli_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    on_path = write_script(bindir / "claude", "echo '1.0.0 (Claude Code)'")
+    explicit = write_script(tmp_path / "my-claude", "exit 0")
+    monkeypatch.setenv("PATH", str(bindir))
+    assert resolve_cli(ClaudeSettings(path=str(explicit))) == claude_mod.ResolvedCli(
+        str(explicit), "setting"
+    )
+    assert resolve_cli(ClaudeSettings()) == claude_mod.ResolvedCli(str(on_path), "path")
+    missing = resolve_cli(ClaudeSettings(path=str(tmp_path / "nope")))
+    assert missing == claude_mod.ResolvedCli(None, "missing")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    bundled = bundled_cli_path()
+    expected = claude_mod.ResolvedCli(bundled, "bundled" if bundled else "missing")
+    assert resolve_cli(ClaudeSettings()) == expected
+
+
+def test_bundled_cli_found_without_importing_the_sdk():
+    was_loaded = "claude_agent_sdk" in sys.modules
+    path = bundled_cli_path()
+    if path is None:
+        pytest.skip("claude-agent-sdk has no bundled CLI here")
+    assert Path(path).name in ("claude", "claude.exe")
+    assert ("claude_agent_sdk" in sys.modules) == was_loaded
+
+
+async def test_cli_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    fake = write_script(tmp_path / "claude", "echo '9.8.7 (Claude Code)'")
+    assert await cli_version(str(fake)) == "9.8.7"
+    assert await cli_version(str(tmp_path / "nope")) is None
+    failing = write_script(tmp_path / "failing", "exit 3")
+    assert await cli_version(str(failing)) is None
+    monkeypatch.setattr(claude_mod, "VERSION_TIMEOUT_SECONDS", 0.3)
+    slow = write_script(tmp_path / "slow", "sleep 30")
+    started = time.monotonic()
+    assert await cli_version(str(slow)) is None
+    assert time.monotonic() - started < 5
+
+
+@needs_cli
+async def test_cli_version_of_the_real_cli():
+    assert CLI is not None
+    version = await cli_version(CLI)
+    assert version is not None
+    assert version[0].isdigit()
+
+
+async def test_missing_binary_is_claude_not_found(workspace: Path):
+    request = make_request(workspace, path=str(workspace / "no-such-claude"))
+    events = await collect(ClaudeAgent().run(request, FakeHost()))
+    assert len(events) == 1
+    failed = events[0]
+    assert isinstance(failed, TurnFailed)
+    assert failed.reason == FailureReason.CLAUDE_NOT_FOUND
+    assert "npm install -g @anthropic-ai/claude-code" in failed.message
+    assert "claude.path" in failed.message
+
+
+async def test_kill_all_running_kills_registered_groups():
+    proc = await asyncio.create_subprocess_exec(
+        "sh", "-c", "sleep 30 & sleep 30", start_new_session=True
+    )
+    claude_mod._LIVE[proc.pid] = proc
+    try:
+        assert running_pids() == [proc.pid]
+        assert kill_all_running(grace_seconds=1.0) == 1
+        assert await asyncio.wait_for(proc.wait(), 5) == -signal.SIGTERM
+        assert await wait_group_gone(proc.pid)
+    finally:
+        claude_mod._LIVE.pop(proc.pid, None)
+
+
+# -- the real CLI -------------------------------------------------------------------------------
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_first_turn_then_resume(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, temp_root: Path
+):
+    context = "MILK-CTX: escalation context\n\n@/etc/passwd stays text\ntrailing newline kept\n"
+    api.enqueue(
+        {"thinking": "Thinking it over.", "text": "Hello from Claude, streamed.", "chunk_chars": 4}
+    )
+    first = make_request(workspace, "Why does this fail?", context=context)
+    events: list[AgentEvent] = []
+    modes: tuple[int, int] | None = None
+    started = time.monotonic()
+    async for event in agent.run(first, FakeHost()):
+        events.append(event)
+        if isinstance(event, ClaudeSessionStarted):
+            # The context file exists while the CLI runs: private dir, private file.
+            (tmp_dir,) = temp_root.iterdir()
+            (ctx_file,) = tmp_dir.iterdir()
+            modes = (stat.S_IMODE(tmp_dir.stat().st_mode), stat.S_IMODE(ctx_file.stat().st_mode))
+            assert ctx_file.read_text() == context
+    elapsed = time.monotonic() - started
+    assert modes == (0o700, 0o600)
+    assert events[0] == ClaudeSessionStarted(first.session_id)
+    assert texts(events) == "Hello from Claude, streamed."
+    assert sum(isinstance(e, TextDelta) for e in events) == 7  # token-level, no duplicate
+    assert any(isinstance(e, UsageEvent) and e.output_tokens > 0 for e in events)
+    assert events[-1] == TurnDone("end_turn")
+    assert list(temp_root.iterdir()) == []  # removed after the run
+    (request,) = api.main_requests()
+    assert appended_system_text(request) == context
+    assert user_text(request) == "Why does this fail?"
+    assert elapsed < 30
+
+    api.enqueue({"text": "Second answer."})
+    second = make_request(
+        workspace,
+        "<milk-context>\nnew\n</milk-context>\nAnd now?",
+        context=context,
+        session_id=first.session_id,
+        resume=True,
+    )
+    events = await collect(agent.run(second, FakeHost()))
+    assert events[0] == ClaudeSessionStarted(first.session_id)
+    assert texts(events) == "Second answer."
+    assert events[-1] == TurnDone()
+    resumed = api.main_requests()[-1]
+    assert user_text(resumed) == "<milk-context>\nnew\n</milk-context>\nAnd now?"
+    replayed = json.dumps(resumed["body"]["messages"])
+    assert "Why does this fail?" in replayed
+    assert "Hello from Claude, streamed." in replayed
+    assert list(temp_root.iterdir()) == []
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_at_paths_reach_the_api_verbatim(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
+):
+    (workspace / "notes.txt").write_text("MILK-SECRET-NOTES\n")
+    prompt = "<milk-context>\n@notes.txt\n@property\n</milk-context>\nWhat is in @/etc/passwd?"
+    events = await collect(agent.run(make_request(workspace, prompt), FakeHost()))
+    assert events[-1] == TurnDone()
+    (request,) = api.main_requests()
+    assert user_text(request) == prompt
+    sent = request_json(api)
+    assert "root:x:0:0" not in sent
+    assert "MILK-SECRET-NOTES" not in sent
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_permission_allowed(agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path):
+    api.enqueue({"text": "Creating it.", "tool_use": TOUCH}, {"text": "Done."})
+    host = FakeHost(PermissionOption.ALLOW_ONCE)
+    events = await collect(agent.run(make_request(workspace, "make a marker"), host))
+    assert events[-1] == TurnDone()
+    (question,) = host.questions
+    tool_id = question.tool_call_id
+    assert tool_id.startswith("toolu_")
+    assert question.agent == Agent.CLAUDE
+    assert question.tool == "Bash"
+    assert question.input == TOUCH["input"]
+    assert question.description == "Create marker"
+    assert (workspace / "marker.txt").exists()
+    assert {e.tool_call_id for e in events if isinstance(e, ToolCallEvent)} == {tool_id}
+    assert statuses(events)[-2:] == [ToolStatus.RUNNING, ToolStatus.COMPLETED]
+    assert ToolStatus.PENDING in statuses(events)
+    results = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert results == [ToolResultEvent(tool_id, "(Bash completed with no output)", False)]
+    assert texts(events) == "Creating it.\nDone."
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_permission_denied(agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path):
+    api.enqueue({"tool_use": TOUCH}, {"text": "Understood."})
+    host = FakeHost(PermissionOption.DENY)
+    events = await collect(agent.run(make_request(workspace, "make a marker"), host))
+    assert events[-1] == TurnDone()
+    assert len(host.questions) == 1
+    assert not (workspace / "marker.txt").exists()
+    assert statuses(events)[-1] == ToolStatus.DENIED
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert result.is_error
+    assert result.output == DENIED_MESSAGE
+    follow_up = api.main_requests()[-1]["body"]["messages"][-1]["content"]
+    tool_results = [b for b in follow_up if b.get("type") == "tool_result"]
+    assert tool_results[0]["content"] == DENIED_MESSAGE
+    assert tool_results[0]["is_error"] is True
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_permission_question_times_out_as_deny(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
+):
+    api.enqueue({"tool_use": TOUCH}, {"text": "Ok."})
+    host = FakeHost(hang=True)
+    request = make_request(workspace, "make a marker", permission_timeout_seconds=0.5)
+    events = await collect(agent.run(request, host))
+    assert events[-1] == TurnDone()
+    assert host.cancelled  # the host's question was withdrawn
+    assert statuses(events)[-1] == ToolStatus.DENIED
+    assert any(isinstance(e, NoticeEvent) and "0.5 s" in e.message for e in events)
+    assert not (workspace / "marker.txt").exists()
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_skip_permissions_runs_tools_without_asking(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
+):
+    api.enqueue({"tool_use": TOUCH}, {"text": "Made."})
+    host = FakeHost()
+    request = make_request(workspace, "make a marker", skip_permissions=True)
+    events = await collect(agent.run(request, host))
+    assert events[-1] == TurnDone()
+    assert host.questions == []
+    assert (workspace / "marker.txt").exists()
+    assert statuses(events)[-1] == ToolStatus.COMPLETED
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_cancel_mid_stream_then_resume(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, temp_root: Path
+):
+    api.enqueue(SLOW_TEXT)
+    request = make_request(workspace, "talk slowly", context="CTX\n")
+    seen: list[AgentEvent] = []
+    two_deltas = asyncio.Event()
+    pids: list[int] = []
+
+    async def consume() -> None:
+        async for event in agent.run(request, FakeHost()):
+            seen.append(event)
+            if sum(isinstance(e, TextDelta) for e in seen) == 2:
+                pids.extend(running_pids())
+                two_deltas.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(two_deltas.wait(), 30)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 3.0
+    (pid,) = pids
+    assert await wait_group_gone(pid)
+    assert running_pids() == []
+    assert list(temp_root.iterdir()) == []
+    assert not any(isinstance(e, TurnDone | TurnFailed) for e in seen)
+
+    api.enqueue({"text": "Back again."})
+    again = make_request(
+        workspace, "go on", session_id=request.session_id, resume=True, context="CTX\n"
+    )
+    events = await collect(agent.run(again, FakeHost()))
+    assert events[-1] == TurnDone()
+    assert texts(events) == "Back again."
+    replayed = json.dumps(api.main_requests()[-1]["body"]["messages"])
+    assert "word word" in replayed  # the partial answer was kept in the conversation
+    assert "talk slowly" in replayed
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_close_while_permission_question_is_open(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, temp_root: Path
+):
+    api.enqueue({"tool_use": TOUCH})
+    host = FakeHost(hang=True)
+    gen: AsyncGenerator[AgentEvent, None] = agent.run(
+        make_request(workspace, "make a marker", context="CTX\n"), host
+    )
+    pids: list[int] = []
+    async for event in gen:
+        if (
+            isinstance(event, ToolCallEvent)
+            and event.status == ToolStatus.PENDING
+            and host.questions
+        ):
+            pids.extend(running_pids())
+            break
+    await asyncio.wait_for(host.asked.wait(), 30)
+    started = time.monotonic()
+    await gen.aclose()
+    assert time.monotonic() - started < 3.0
+    assert host.cancelled
+    (pid,) = pids
+    assert await wait_group_gone(pid)
+    assert list(temp_root.iterdir()) == []
+    assert not (workspace / "marker.txt").exists()
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_cli_killed_mid_stream_fails_the_turn(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, temp_root: Path
+):
+    api.enqueue(SLOW_TEXT)
+    events: list[AgentEvent] = []
+    async for event in agent.run(make_request(workspace, "talk", context="CTX\n"), FakeHost()):
+        events.append(event)
+        if isinstance(event, TextDelta) and len(texts(events)) == 5:
+            (pid,) = running_pids()
+            os.kill(pid, signal.SIGKILL)
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed)
+    assert failed.reason == FailureReason.CLAUDE_FAILED
+    assert "SIGKILL" in failed.message
+    assert not failed.resume_rejected
+    assert list(temp_root.iterdir()) == []
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_unknown_resume_id_is_rejected(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
+):
+    request = make_request(workspace, "continue", resume=True, context="CTX\n")
+    events = await collect(agent.run(request, FakeHost()))
+    assert events == [events[-1]]
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed)
+    assert failed.reason == FailureReason.CLAUDE_FAILED
+    assert failed.resume_rejected
+    assert api.main_requests() == []
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_server_error_fails_quickly_with_bounded_retries(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
+):
+    api.enqueue({"status": 500, "repeat": 20})
+    started = time.monotonic()
+    events = await collect(agent.run(make_request(workspace, "hi"), FakeHost()))
+    elapsed = time.monotonic() - started
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed)
+    assert failed.reason == FailureReason.CLAUDE_FAILED
+    assert "500" in failed.message
+    assert len(api.main_requests()) == 3  # the default max_retries=2
+    assert sum(isinstance(e, NoticeEvent) for e in events) == 2
+    assert texts(events) == ""
+    assert elapsed < 15
+
+
+@pytest.mark.claude
+@needs_cli
+@pytest.mark.parametrize(
+    ("script", "reason"),
+    [
+        pytest.param({"status": 429, "repeat": 5}, FailureReason.RATE_LIMITED, id="429"),
+        pytest.param({"error": "prompt_too_long"}, FailureReason.PROMPT_TOO_LONG, id="too-long"),
+    ],
+)
+async def test_api_failures(
+    agent: ClaudeAgent,
+    api: FakeAnthropicAPI,
+    workspace: Path,
+    script: dict[str, Any],
+    reason: FailureReason,
+):
+    api.enqueue(script)
+    events = await collect(agent.run(make_request(workspace, "hi", max_retries=0), FakeHost()))
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed)
+    assert failed.reason == reason
+    assert len(api.main_requests()) == 1
+
+
+@pytest.mark.claude
+@needs_cli
+async def test_not_logged_in(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(agent, "_env", {**agent._env, "ANTHROPIC_API_KEY": ""})
+    events = await collect(agent.run(make_request(workspace, "hi"), FakeHost()))
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed)
+    assert failed.reason == FailureReason.CLAUDE_NOT_LOGGED_IN
+    assert "/login" in failed.message

@@ -1,0 +1,257 @@
+"""SQLite storage: sessions per folder, turns in one transaction, migrations, two processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from milk_lsp.sessions.model import (
+    Agent,
+    RecordStatus,
+    Role,
+    SessionState,
+    ToolCallRecord,
+    TurnRecord,
+)
+from milk_lsp.sessions.store import SCHEMA_VERSION, SessionStore, StorageError, StoreReader
+
+
+def _no_bricks(reader: StoreReader, session) -> tuple[str, str]:
+    return session.last_local_summary, session.last_claude_summary
+
+
+def _store(tmp_path: Path) -> SessionStore:
+    return SessionStore(tmp_path / "db" / "sessions.sqlite3")
+
+
+def _turn(
+    store: SessionStore,
+    session,
+    text: str,
+    answer: str,
+    agent: Agent = Agent.LOCAL,
+    status: RecordStatus = RecordStatus.OK,
+    calls=None,
+) -> str:
+    turn_id = f"t-{session.turn_count + 1}"
+    store.begin_turn(session, TurnRecord(turn_id, Role.USER, agent, text))
+    reply = TurnRecord(turn_id, Role.ASSISTANT, agent, answer, tool_calls=calls or [])
+    store.finish_turn(session, turn_id, status, [reply], _no_bricks)
+    return turn_id
+
+
+def test_sessions_per_workspace_most_recent_first(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    a1 = store.create_session("/ws/a", "first")
+    store.create_session("/ws/b", "other")
+    a2 = store.create_session("/ws/a", "second")
+    _turn(store, a1, "hi", "hello")
+    listed = store.list_sessions(["/ws/a"])
+    assert [s.id for s in listed] == [a1.id, a2.id]
+    assert len(store.list_sessions(None)) == 3
+    assert store.list_sessions([]) == []
+
+
+def test_turn_round_trip_with_tool_calls(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "")
+    call = ToolCallRecord("c1", "read_file", {"path": "a.py"}, "print(1)", False)
+    turn_id = _turn(store, session, "read a.py", "it prints 1", calls=[call])
+    records = store.recent_turn_records(session.id, 10)
+    assert [(r.role, r.status) for r in records] == [
+        (Role.USER, RecordStatus.OK),
+        (Role.ASSISTANT, RecordStatus.OK),
+    ]
+    assert records[1].tool_calls == [call]
+    assert {r.turn_id for r in records} == {turn_id}
+    loaded = store.get_session(session.id)
+    assert loaded is not None
+    assert (loaded.turn_count, loaded.record_count, loaded.title) == (1, 2, "read a.py")
+
+
+def test_crash_between_begin_and_finish_leaves_no_ok_record(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "")
+    _turn(store, session, "one", "answer one")
+    store.begin_turn(session, TurnRecord("t-crash", Role.USER, Agent.LOCAL, "two"))
+    store.close()  # the process dies here
+    reopened = _store(tmp_path)
+    records = reopened.recent_turn_records(session.id, 10)
+    assert [r.text for r in records] == ["one", "answer one", "two"]
+    assert records[-1].status is RecordStatus.ERROR
+    assert all(r.status is RecordStatus.OK for r in records[:2])
+
+
+def test_failed_finish_rolls_back_the_whole_turn(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "")
+    store.begin_turn(session, TurnRecord("t1", Role.USER, Agent.LOCAL, "q"))
+
+    def broken(reader, session):
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        store.finish_turn(
+            session,
+            "t1",
+            RecordStatus.OK,
+            [TurnRecord("t1", Role.ASSISTANT, Agent.LOCAL, "a")],
+            broken,
+        )
+    records = store.recent_turn_records(session.id, 10)
+    assert [(r.text, r.status) for r in records] == [("q", RecordStatus.ERROR)]
+
+
+def test_records_newest_first_pages_and_boundary(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "")
+    for i in range(100):
+        _turn(store, session, f"q{i}", f"a{i}")
+    reader = store.reader()
+    texts = [r.text for r in reader.records_newest_first(session.id, 150)]
+    assert texts == [f"{kind}{i}" for i in range(99, 74, -1) for kind in ("a", "q")]
+    assert reader.last_assistant_position(session.id, Agent.LOCAL) == 200
+    assert reader.last_assistant_position(session.id, Agent.CLAUDE) == 0
+
+
+def test_session_fields_round_trip(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "t", nonce="abc123")
+    session.current_need = "fix the parser"
+    session.current_need_set_at = 3
+    session.claude_session_id = "sid-1"
+    session.state = SessionState.ESCALATION_WAITING
+    session.local_turns_since_claude = 4
+    session.user_escalated = True
+    store.save_session(session)
+    loaded = store.get_session(session.id)
+    assert loaded is not None
+    for name in (
+        "current_need",
+        "current_need_set_at",
+        "claude_session_id",
+        "state",
+        "local_turns_since_claude",
+        "user_escalated",
+        "escalation_nonce",
+    ):
+        assert getattr(loaded, name) == getattr(session, name), name
+
+
+def test_percepts_per_workspace_without_duplicates(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert store.add_percepts("/ws", ["uses pytest", "uses pytest", "tabs"], Agent.LOCAL) == 2
+    assert store.add_percepts("/ws", ["tabs"], Agent.CLAUDE) == 0
+    assert store.percepts("/ws") == ["uses pytest", "tabs"]
+    assert store.percepts("/other") == []
+
+
+def test_delete_session(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "")
+    _turn(store, session, "q", "a")
+    assert store.delete_session(session.id)
+    assert store.get_session(session.id) is None
+    assert store.recent_records(session.id, 10) == []
+    assert not store.delete_session(session.id)
+
+
+def test_v1_database_from_before_bricks_migrates(tmp_path: Path) -> None:
+    """A session stored before the brick columns existed loads with empty bricks."""
+    path = tmp_path / "db" / "sessions.sqlite3"
+    path.parent.mkdir()
+    from milk_lsp.sessions import store as store_module
+
+    conn = sqlite3.connect(path)
+    conn.executescript(store_module._MIGRATIONS[1])
+    conn.execute(
+        "INSERT INTO sessions (id, workspace, title, created_at, updated_at, turn_count,"
+        " record_count) VALUES ('old', '/ws', 'old one', '2026-01-01T00:00:00Z',"
+        " '2026-01-01T00:00:00Z', 1, 2)"
+    )
+    conn.execute(
+        "INSERT INTO records VALUES ('old', 1, 't1', 'user', 'local', 'fix typo', '[]', 'ok',"
+        " '2026-01-01T00:00:00Z')"
+    )
+    conn.execute(
+        "INSERT INTO records VALUES ('old', 2, 't1', 'assistant', 'local', 'done', '[]', 'ok',"
+        " '2026-01-01T00:00:00Z')"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    store = SessionStore(path)
+    version = store._conn.execute("PRAGMA user_version").fetchone()[0]
+    assert version == SCHEMA_VERSION
+    session = store.get_session("old")
+    assert session is not None
+    assert not session.bricks_built
+    assert (session.current_need, session.last_local_summary, session.escalation_nonce) == (
+        "",
+        "",
+        "",
+    )
+    assert [r.text for r in store.recent_turn_records("old", 5)] == ["fix typo", "done"]
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StorageError, match="newer milk-lsp"):
+        SessionStore(path)
+
+
+def test_unwritable_location_is_a_storage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StorageError):
+        SessionStore(blocker / "sub" / "sessions.sqlite3")
+
+
+def _writer(path: str, session_id: str, worker: int, count: int) -> None:
+    store = SessionStore(Path(path))
+    session = store.get_session(session_id)
+    assert session is not None
+    for i in range(count):
+        turn_id = f"w{worker}-{i}"
+        store.begin_turn(session, TurnRecord(turn_id, Role.USER, Agent.LOCAL, f"q {worker} {i}"))
+        store.finish_turn(
+            session,
+            turn_id,
+            RecordStatus.OK,
+            [TurnRecord(turn_id, Role.ASSISTANT, Agent.LOCAL, f"a {worker} {i}")],
+            _no_bricks,
+        )
+    store.close()
+
+
+def test_two_processes_on_one_database(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "")
+    path = str(store.path)
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_writer, args=(path, session.id, n, 25)) for n in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    records = store.recent_records(session.id, 1000)
+    assert len(records) == 100
+    assert [r.position for r in records] == list(range(1, 101))
+    # Turns of the two processes may interleave, but none is lost or half written.
+    by_turn: dict[str, list] = {}
+    for record in records:
+        by_turn.setdefault(record.turn_id, []).append(record)
+    assert len(by_turn) == 50
+    for user, answer in by_turn.values():
+        assert (user.role, answer.role) == (Role.USER, Role.ASSISTANT)
+        assert user.status is answer.status is RecordStatus.OK
+    loaded = store.get_session(session.id)
+    assert loaded is not None and loaded.turn_count == 50

@@ -1,0 +1,627 @@
+"""Tests for the local agent's workspace tools."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from milk_lsp.agents import tools
+from milk_lsp.agents.base import PermissionOption, PermissionRequest
+from milk_lsp.agents.tools import (
+    OutsideWorkspace,
+    ToolOutcome,
+    WorkspaceTools,
+    resolve_in_workspace,
+)
+from milk_lsp.sessions.model import Agent
+
+
+class FakeHost:
+    """Answers permission questions with a fixed option and plays an editor's open files."""
+
+    def __init__(self, answer: PermissionOption = PermissionOption.ALLOW_ONCE) -> None:
+        self.answer = answer
+        self.requests: list[PermissionRequest] = []
+        self.documents: dict[Path, str] = {}
+        self.apply_succeeds = True
+        self.applied: list[tuple[Path, str]] = []
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionOption:
+        self.requests.append(request)
+        return self.answer
+
+    def open_document_text(self, path: Path) -> str | None:
+        return self.documents.get(path)
+
+    async def apply_edit(self, path: Path, new_text: str) -> bool:
+        self.applied.append((path, new_text))
+        if self.apply_succeeds:
+            self.documents[path] = new_text
+        return self.apply_succeeds
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    workspace = (tmp_path / "ws").resolve()
+    (workspace / "src" / "pkg").mkdir(parents=True)
+    (workspace / "src" / "main.py").write_text("import os\n\ndef main():\n    return 1\n")
+    (workspace / "src" / "pkg" / "util.py").write_text("def helper():\n    return 'main'\n")
+    (workspace / "README.md").write_text("# Project\nmain entry\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("secret main\n")
+    return workspace
+
+
+@pytest.fixture
+def host() -> FakeHost:
+    return FakeHost()
+
+
+@pytest.fixture
+def ws(root: Path, host: FakeHost) -> WorkspaceTools:
+    return WorkspaceTools(root, host, command_timeout_seconds=10.0, output_cap_chars=2000)
+
+
+# --- path confinement -----------------------------------------------------------------
+
+
+def test_resolve_table(root: Path, tmp_path: Path) -> None:
+    (root / "link_in").symlink_to(root / "src")
+    (root / "link_out").symlink_to(tmp_path / "outside")
+    (root / "file_out").symlink_to(tmp_path / "outside" / "secret.txt")
+    inside = [
+        ("src/main.py", root / "src" / "main.py"),
+        ("./src/../README.md", root / "README.md"),
+        (".", root),
+        ("", root),
+        ("new/dir/file.txt", root / "new" / "dir" / "file.txt"),
+        (str(root / "src"), root / "src"),
+        ("link_in/main.py", root / "src" / "main.py"),
+        ("src/pkg/..", root / "src"),
+    ]
+    for raw, expected in inside:
+        assert resolve_in_workspace(root, raw) == expected, raw
+    outside = [
+        "..",
+        "../outside/secret.txt",
+        "src/../../outside",
+        str(tmp_path / "outside" / "secret.txt"),
+        "/etc/passwd",
+        "link_out",
+        "link_out/secret.txt",
+        "file_out",
+        str(root) + "-sibling/x",
+    ]
+    for raw in outside:
+        with pytest.raises(OutsideWorkspace):
+            resolve_in_workspace(root, raw)
+
+
+def test_resolve_through_a_symlinked_root(root: Path, tmp_path: Path) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(root)
+    assert resolve_in_workspace(alias, "src/main.py") == root / "src" / "main.py"
+    assert resolve_in_workspace(alias, str(alias / "README.md")) == root / "README.md"
+    with pytest.raises(OutsideWorkspace):
+        resolve_in_workspace(alias, "../outside")
+
+
+def test_resolve_refuses_nul_and_symlink_loops(root: Path) -> None:
+    (root / "loop_a").symlink_to(root / "loop_b")
+    (root / "loop_b").symlink_to(root / "loop_a")
+    with pytest.raises(ValueError, match="NUL"):
+        resolve_in_workspace(root, "a\x00b")
+    with pytest.raises(ValueError):  # noqa: PT011 - the loop message differs by Python version
+        resolve_in_workspace(root, "loop_a")
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("read_file", {"path": "../outside/secret.txt"}),
+        ("list_directory", {"path": "/"}),
+        ("search_text", {"pattern": "secret", "path": ".."}),
+        ("edit_file", {"path": "../outside/new.txt", "old_text": "", "new_text": "x"}),
+    ],
+)
+async def test_every_path_argument_is_confined(
+    ws: WorkspaceTools, host: FakeHost, name: str, arguments: dict[str, Any]
+) -> None:
+    outcome = await ws.call("t1", name, arguments)
+    assert outcome.is_error
+    assert "outside the workspace" in outcome.output
+    assert host.requests == []
+    assert not (Path(ws._root).parent / "outside" / "new.txt").exists()
+
+
+# --- dispatch and arguments -------------------------------------------------------------
+
+
+def test_specs_describe_every_tool(ws: WorkspaceTools) -> None:
+    specs = ws.specs()
+    assert {spec["function"]["name"] for spec in specs} == ws.names
+    assert ws.names == {"read_file", "list_directory", "search_text", "edit_file", "run_command"}
+    for spec in specs:
+        assert spec["type"] == "function"
+        parameters = spec["function"]["parameters"]
+        assert parameters["type"] == "object"
+        assert set(parameters["required"]) <= set(parameters["properties"])
+        assert spec["function"]["description"]
+    run = next(s for s in specs if s["function"]["name"] == "run_command")
+    assert (
+        "default 10"
+        in run["function"]["parameters"]["properties"]["timeout_seconds"]["description"]
+    )
+
+
+async def test_unknown_tool_is_an_error(ws: WorkspaceTools) -> None:
+    outcome = await ws.call("t1", "escalate_to_claude", {"reason": "x"})
+    assert outcome.is_error
+    assert "Unknown tool 'escalate_to_claude'" in outcome.output
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "named"),
+    [
+        ("read_file", {}, "'path'"),
+        ("read_file", {"path": 3}, "'path'"),
+        ("read_file", {"path": "README.md", "start_line": "two"}, "'start_line'"),
+        ("read_file", {"path": "README.md", "start_line": 0}, "'start_line'"),
+        ("read_file", {"path": "README.md", "end_line": True}, "'end_line'"),
+        ("read_file", {"path": "README.md", "start_line": 3, "end_line": 2}, "end_line"),
+        ("list_directory", {"path": ["src"]}, "'path'"),
+        ("search_text", {"path": "."}, "'pattern'"),
+        ("search_text", {"pattern": ""}, "'pattern'"),
+        ("search_text", {"pattern": "x", "regex": "maybe"}, "'regex'"),
+        ("search_text", {"pattern": "(", "regex": True}, "regular expression"),
+        ("edit_file", {"path": "a.txt", "new_text": "x"}, "'old_text'"),
+        ("edit_file", {"path": "a.txt", "old_text": "x", "new_text": None}, "'new_text'"),
+        ("edit_file", {"path": "README.md", "old_text": "a", "new_text": "a"}, "same"),
+        ("run_command", {}, "'command'"),
+        ("run_command", {"command": "   "}, "'command'"),
+        ("run_command", {"command": "true", "timeout_seconds": "soon"}, "'timeout_seconds'"),
+        ("run_command", {"command": "true", "timeout_seconds": -1}, "timeout_seconds"),
+    ],
+)
+async def test_bad_arguments_are_error_outcomes_naming_the_argument(
+    ws: WorkspaceTools, host: FakeHost, name: str, arguments: dict[str, Any], named: str
+) -> None:
+    outcome = await ws.call("t1", name, arguments)
+    assert outcome.is_error
+    assert not outcome.denied
+    assert named in outcome.output
+    assert host.requests == []
+
+
+async def test_arguments_that_are_not_an_object(ws: WorkspaceTools) -> None:
+    outcome = await ws.call("t1", "read_file", ["README.md"])  # type: ignore[arg-type]
+    assert outcome == ToolOutcome("Bad arguments for read_file: expected a JSON object.", True)
+
+
+# --- read_file ----------------------------------------------------------------------------
+
+
+async def test_read_file_from_disk(ws: WorkspaceTools) -> None:
+    outcome = await ws.call("t1", "read_file", {"path": "src/main.py"})
+    assert outcome == ToolOutcome("import os\n\ndef main():\n    return 1\n")
+
+
+async def test_read_file_range_with_string_numbers(ws: WorkspaceTools) -> None:
+    outcome = await ws.call(
+        "t1", "read_file", {"path": "src/main.py", "start_line": "3", "end_line": 9}
+    )
+    assert outcome.output == "def main():\n    return 1\n[src/main.py: lines 3-4 of 4]"
+    past = await ws.call("t1", "read_file", {"path": "src/main.py", "start_line": 5})
+    assert past.is_error
+    assert "past the end" in past.output
+
+
+async def test_read_file_prefers_the_editors_unsaved_text(
+    ws: WorkspaceTools, host: FakeHost, root: Path
+) -> None:
+    host.documents[root / "src" / "main.py"] = "unsaved text\n"
+    host.documents[root / "draft.py"] = "never saved\n"
+    assert (await ws.call("t1", "read_file", {"path": "src/main.py"})).output == "unsaved text\n"
+    assert (await ws.call("t1", "read_file", {"path": "draft.py"})).output == "never saved\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("missing.txt", "File not found: missing.txt"),
+        ("src", "src is a directory"),
+        ("image.bin", "image.bin is a binary file"),
+        ("src/main.py/x", "File not found"),
+    ],
+)
+async def test_read_file_errors(ws: WorkspaceTools, root: Path, path: str, message: str) -> None:
+    (root / "image.bin").write_bytes(b"\x89PNG\x00\x01\x02")
+    outcome = await ws.call("t1", "read_file", {"path": path})
+    assert outcome.is_error
+    assert message in outcome.output
+
+
+async def test_read_file_caps_output_and_handles_unicode(ws: WorkspaceTools, root: Path) -> None:
+    (root / "big.txt").write_text("ü" * 5000)
+    (root / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    (root / "empty.txt").write_text("")
+    big = await ws.call("t1", "read_file", {"path": "big.txt"})
+    assert big.output.startswith("ü" * 2000 + "\n[... truncated at 2000 of 5000 characters")
+    assert (await ws.call("t1", "read_file", {"path": "latin1.txt"})).output == "caf\ufffd\n"
+    empty = await ws.call("t1", "read_file", {"path": "empty.txt"})
+    assert empty == ToolOutcome("(empty.txt is empty)")
+
+
+# --- list_directory ------------------------------------------------------------------------
+
+
+async def test_list_directory(ws: WorkspaceTools, root: Path) -> None:
+    (root / ".hidden").write_text("")
+    (root / "src_link").symlink_to(root / "src")
+    assert (await ws.call("t1", "list_directory", {})).output == (
+        ".hidden\nREADME.md\nsrc/\nsrc_link/"
+    )
+    assert (await ws.call("t1", "list_directory", {"path": "src"})).output == "main.py\npkg/"
+    (root / "void").mkdir()
+    assert (await ws.call("t1", "list_directory", {"path": "void"})).output == "(void is empty)"
+
+
+async def test_list_directory_errors_and_cap(
+    ws: WorkspaceTools, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = await ws.call("t1", "list_directory", {"path": "nope"})
+    assert missing.is_error
+    assert "Directory not found: nope" in missing.output
+    file = await ws.call("t1", "list_directory", {"path": "README.md"})
+    assert file.is_error
+    assert "not a directory" in file.output
+    many = root / "many"
+    many.mkdir()
+    for index in range(12):
+        (many / f"f{index:02}").write_text("")
+    monkeypatch.setattr(tools, "MAX_LIST_ENTRIES", 5)
+    listing = (await ws.call("t1", "list_directory", {"path": "many"})).output
+    assert listing == "f00\nf01\nf02\nf03\nf04\n[... 7 more entries]"
+
+
+# --- search_text ---------------------------------------------------------------------------
+
+
+async def test_search_text_literal_and_regex(ws: WorkspaceTools) -> None:
+    literal = await ws.call("t1", "search_text", {"pattern": "main"})
+    assert literal.output.splitlines() == [
+        "README.md:2: main entry",
+        "src/main.py:3: def main():",
+        "src/pkg/util.py:2: return 'main'",
+    ]
+    regex = await ws.call("t1", "search_text", {"pattern": r"^def \w+\(", "regex": "true"})
+    assert regex.output.splitlines() == [
+        "src/main.py:3: def main():",
+        "src/pkg/util.py:1: def helper():",
+    ]
+    # A literal pattern with regex characters is taken literally.
+    assert (await ws.call("t1", "search_text", {"pattern": "main("})).output == (
+        "src/main.py:3: def main():"
+    )
+
+
+async def test_search_text_in_a_subdirectory_or_a_file(ws: WorkspaceTools) -> None:
+    sub = await ws.call("t1", "search_text", {"pattern": "return", "path": "src/pkg"})
+    assert sub.output == "src/pkg/util.py:2: return 'main'"
+    one = await ws.call("t1", "search_text", {"pattern": "os", "path": "src/main.py"})
+    assert one.output == "src/main.py:1: import os"
+    none = await ws.call("t1", "search_text", {"pattern": "zebra"})
+    assert none == ToolOutcome("No matches for 'zebra' in ..")
+    missing = await ws.call("t1", "search_text", {"pattern": "x", "path": "nope"})
+    assert missing.is_error
+    assert "Path not found: nope" in missing.output
+
+
+async def test_search_text_skips_tool_folders_binary_huge_and_outside_links(
+    ws: WorkspaceTools, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in (".git", "node_modules/pkg", ".venv/lib"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "hit.txt").write_text("needle\n")
+    (root / "blob.bin").write_bytes(b"needle\x00\x01")
+    (root / "huge.txt").write_text("needle\n" + "x" * 200)
+    (root / "leak.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    (tmp_path / "outside" / "secret.txt").write_text("needle\n")
+    (root / "inner.txt").symlink_to(root / "README.md")
+    (root / "ok.txt").write_text("a needle here\n")
+    monkeypatch.setattr(tools, "MAX_SEARCH_FILE_BYTES", 100)
+    outcome = await ws.call("t1", "search_text", {"pattern": "needle"})
+    assert outcome.output == "ok.txt:1: a needle here"
+    inner = await ws.call("t1", "search_text", {"pattern": "Project"})
+    assert inner.output.splitlines() == ["README.md:1: # Project", "inner.txt:1: # Project"]
+
+
+async def test_search_text_caps_matches(
+    ws: WorkspaceTools, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / "many.txt").write_text("hit\n" * 50)
+    monkeypatch.setattr(tools, "MAX_SEARCH_MATCHES", 3)
+    outcome = await ws.call("t1", "search_text", {"pattern": "hit", "path": "many.txt"})
+    assert outcome.output.splitlines() == [
+        "many.txt:1: hit",
+        "many.txt:2: hit",
+        "many.txt:3: hit",
+        "[stopped after 3 matches; narrow the search]",
+    ]
+
+
+# --- edit_file ---------------------------------------------------------------------------
+
+
+async def test_edit_file_on_disk_is_atomic_and_keeps_the_mode(
+    ws: WorkspaceTools, host: FakeHost, root: Path
+) -> None:
+    target = root / "src" / "main.py"
+    target.chmod(0o751)
+    inode_before = target.stat().st_ino
+    arguments = {"path": "src/main.py", "old_text": "return 1", "new_text": "return 2"}
+    outcome = await ws.call("call-7", "edit_file", arguments)
+    assert outcome == ToolOutcome("Edited src/main.py.")
+    assert target.read_text() == "import os\n\ndef main():\n    return 2\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o751
+    assert target.stat().st_ino != inode_before  # replaced, not rewritten in place
+    assert sorted(p.name for p in target.parent.iterdir()) == ["main.py", "pkg"]
+    [request] = host.requests
+    assert request == PermissionRequest(
+        agent=Agent.LOCAL,
+        tool_call_id="call-7",
+        tool="edit_file",
+        input=arguments,
+        description="Edit src/main.py: replace 1 line(s) with 1 line(s)",
+    )
+    assert host.applied == []
+
+
+async def test_edit_file_open_in_the_editor_goes_through_the_host(
+    ws: WorkspaceTools, host: FakeHost, root: Path
+) -> None:
+    target = root / "src" / "main.py"
+    host.documents[target] = "unsaved\nreturn 1\n"
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "src/main.py", "old_text": "return 1", "new_text": "return 3"}
+    )
+    assert outcome == ToolOutcome("Edited src/main.py in the editor (not saved yet).")
+    assert host.applied == [(target, "unsaved\nreturn 3\n")]
+    assert target.read_text() == "import os\n\ndef main():\n    return 1\n"  # disk untouched
+
+
+async def test_edit_file_falls_back_to_disk_when_the_editor_refuses(
+    ws: WorkspaceTools, host: FakeHost, root: Path
+) -> None:
+    target = root / "src" / "main.py"
+    host.documents[target] = target.read_text()
+    host.apply_succeeds = False
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "src/main.py", "old_text": "import os", "new_text": "import re"}
+    )
+    assert outcome == ToolOutcome("Edited src/main.py.")
+    assert len(host.applied) == 1
+    assert target.read_text().startswith("import re\n")
+
+
+async def test_edit_file_creates_a_missing_file_with_empty_old_text(
+    ws: WorkspaceTools, host: FakeHost, root: Path
+) -> None:
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "docs/new/notes.md", "old_text": "", "new_text": "# Notes\n"}
+    )
+    assert outcome == ToolOutcome("Created docs/new/notes.md.")
+    created = root / "docs" / "new" / "notes.md"
+    assert created.read_text() == "# Notes\n"
+    umask = tools._current_umask()
+    assert stat.S_IMODE(created.stat().st_mode) == 0o666 & ~umask
+    assert host.requests[0].description == "Create docs/new/notes.md (1 lines)"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"path": "src/pkg/util.py", "old_text": "absent", "new_text": "x"}, "occurs 0 times"),
+        ({"path": "src/pkg/util.py", "old_text": "e", "new_text": "x"}, "occurs 4 times"),
+        ({"path": "missing.py", "old_text": "a", "new_text": "b"}, "File not found: missing.py"),
+        ({"path": "README.md", "old_text": "", "new_text": "b"}, "already exists"),
+        ({"path": "src", "old_text": "a", "new_text": "b"}, "is a directory"),
+        ({"path": "blob.bin", "old_text": "a", "new_text": "b"}, "binary"),
+        ({"path": "latin1.txt", "old_text": "caf", "new_text": "b"}, "not UTF-8"),
+    ],
+)
+async def test_edit_file_errors_do_not_ask_or_write(
+    ws: WorkspaceTools, host: FakeHost, root: Path, arguments: dict[str, Any], message: str
+) -> None:
+    (root / "blob.bin").write_bytes(b"a\x00b")
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    before = (root / "src" / "pkg" / "util.py").read_text()
+    outcome = await ws.call("t1", "edit_file", arguments)
+    assert outcome.is_error
+    assert message in outcome.output
+    assert host.requests == []
+    assert (root / "src" / "pkg" / "util.py").read_text() == before
+
+
+async def test_edit_file_denied(root: Path) -> None:
+    host = FakeHost(PermissionOption.DENY)
+    ws = WorkspaceTools(root, host)
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "README.md", "old_text": "main", "new_text": "x"}
+    )
+    assert outcome == ToolOutcome("The user denied edit_file.", is_error=True, denied=True)
+    assert (root / "README.md").read_text() == "# Project\nmain entry\n"
+    assert len(host.requests) == 1
+
+
+async def test_edit_file_allow_session_counts_as_allow(root: Path) -> None:
+    host = FakeHost(PermissionOption.ALLOW_SESSION)
+    ws = WorkspaceTools(root, host)
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "README.md", "old_text": "main", "new_text": "x"}
+    )
+    assert not outcome.is_error
+    assert (root / "README.md").read_text() == "# Project\nx entry\n"
+
+
+async def test_edit_file_keeps_crlf_line_endings(ws: WorkspaceTools, root: Path) -> None:
+    target = root / "win.txt"
+    target.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "win.txt", "old_text": "one\ntwo\n", "new_text": "1\n2\n"}
+    )
+    assert not outcome.is_error
+    assert target.read_bytes() == b"1\r\n2\r\nthree\r\n"
+
+
+async def test_edit_file_rechecks_the_text_after_the_user_answers(root: Path) -> None:
+    target = root / "README.md"
+
+    class ChangingHost(FakeHost):
+        async def request_permission(self, request: PermissionRequest) -> PermissionOption:
+            target.write_text("main main\n")  # the user edited meanwhile
+            return await super().request_permission(request)
+
+    ws = WorkspaceTools(root, ChangingHost())
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "README.md", "old_text": "main", "new_text": "x"}
+    )
+    assert outcome.is_error
+    assert "occurs 2 times" in outcome.output
+    assert target.read_text() == "main main\n"
+
+
+# --- run_command ------------------------------------------------------------------------
+
+
+def pid_gone(pid: int, within_seconds: float = 3.0) -> bool:
+    """True once `pid` no longer exists (a zombie waiting for its reaper counts as gone)."""
+    deadline = time.monotonic() + within_seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+async def test_run_command_reports_output_and_exit_code(
+    ws: WorkspaceTools, host: FakeHost, root: Path
+) -> None:
+    arguments = {"command": "pwd; echo out; echo err >&2; exit 3"}
+    outcome = await ws.call("t9", "run_command", arguments)
+    assert outcome == ToolOutcome(f"{root}\nout\nerr\n[exit code 3]", is_error=True)
+    [request] = host.requests
+    assert (request.tool, request.tool_call_id, request.input) == ("run_command", "t9", arguments)
+    assert request.agent is Agent.LOCAL
+    assert arguments["command"] in request.description
+    ok = await ws.call("t1", "run_command", {"command": "true"})
+    assert ok == ToolOutcome("(no output)\n[exit code 0]")
+
+
+async def test_run_command_gets_no_stdin(ws: WorkspaceTools) -> None:
+    outcome = await ws.call("t1", "run_command", {"command": "cat; echo done"})
+    assert outcome == ToolOutcome("done\n[exit code 0]")
+
+
+async def test_run_command_denied_does_not_run(root: Path) -> None:
+    host = FakeHost(PermissionOption.DENY)
+    ws = WorkspaceTools(root, host)
+    outcome = await ws.call("t1", "run_command", {"command": "touch ran"})
+    assert outcome == ToolOutcome("The user denied run_command.", is_error=True, denied=True)
+    assert not (root / "ran").exists()
+
+
+async def test_run_command_timeout_kills_the_process_group(ws: WorkspaceTools, root: Path) -> None:
+    command = "echo $$ > pids; sleep 30 & echo $! >> pids; echo started; wait"
+    started = time.monotonic()
+    outcome = await ws.call("t1", "run_command", {"command": command, "timeout_seconds": 0.5})
+    assert time.monotonic() - started < 4
+    assert outcome.is_error
+    assert outcome.output == (
+        "started\n[timed out after 0.5 s; the command and its processes were stopped]"
+    )
+    pids = [int(line) for line in (root / "pids").read_text().split()]
+    assert len(pids) == 2
+    assert all(pid_gone(pid) for pid in pids)
+
+
+async def test_run_command_timeout_escalates_to_sigkill(
+    ws: WorkspaceTools, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tools, "TERMINATE_GRACE_SECONDS", 0.3)
+    command = "trap '' TERM; echo $$ > pid; while :; do sleep 0.05; done"
+    outcome = await ws.call("t1", "run_command", {"command": command, "timeout_seconds": 0.3})
+    assert "timed out" in outcome.output
+    assert pid_gone(int((root / "pid").read_text()))
+
+
+async def test_run_command_stops_background_children_holding_the_output(
+    ws: WorkspaceTools, root: Path
+) -> None:
+    started = time.monotonic()
+    outcome = await ws.call("t1", "run_command", {"command": "sleep 30 & echo $! > pid; echo hi"})
+    assert time.monotonic() - started < 4
+    assert outcome.output == (
+        "hi\n[exit code 0; background processes still holding its output were stopped]"
+    )
+    assert not outcome.is_error
+    assert pid_gone(int((root / "pid").read_text()))
+
+
+async def test_run_command_leaves_detached_output_alone(ws: WorkspaceTools) -> None:
+    outcome = await ws.call("t1", "run_command", {"command": "sleep 1 >/dev/null 2>&1 & echo hi"})
+    assert outcome == ToolOutcome("hi\n[exit code 0]")
+
+
+async def test_run_command_caps_output_keeping_start_and_end(root: Path, host: FakeHost) -> None:
+    ws = WorkspaceTools(root, host, output_cap_chars=100)
+    command = "echo FIRST; i=0; while [ $i -lt 3000 ]; do echo line$i; i=$((i+1)); done; echo LAST"
+    outcome = await ws.call("t1", "run_command", {"command": command})
+    head, rest = outcome.output.split("\n[... output truncated: ", 1)
+    assert head.startswith("FIRST\nline0")
+    assert len(head) == 50
+    assert rest.endswith("line2999\nLAST\n[exit code 0]")
+    assert len(rest.split("...]\n", 1)[1]) == 50 + len("\n[exit code 0]") - 1
+
+
+async def test_run_command_signal_exit_is_described(ws: WorkspaceTools) -> None:
+    outcome = await ws.call("t1", "run_command", {"command": "kill -9 $$"})
+    assert outcome == ToolOutcome("(no output)\n[killed by signal SIGKILL]", is_error=True)
+
+
+async def test_cancelling_run_command_kills_the_child(ws: WorkspaceTools, root: Path) -> None:
+    pid_file = root / "pid"
+    task = asyncio.create_task(
+        ws.call("t1", "run_command", {"command": "echo $$ > pid; exec sleep 30"})
+    )
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.01)
+    pid = int(pid_file.read_text())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert pid_gone(pid)
+
+
+async def test_capped_output_keeps_whole_multibyte_text_under_the_cap() -> None:
+    output = tools._CappedOutput(10)
+    for byte in "äöü€".encode():
+        output.add(bytes([byte]))
+    assert output.text() == "äöü€"
+
+
+def test_module_does_not_import_the_lsp_layer() -> None:
+    source = Path(tools.__file__).read_text()
+    assert "pygls" not in source
+    assert "lsprotocol" not in source
