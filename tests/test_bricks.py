@@ -26,6 +26,7 @@ from milk_lsp.sessions.model import Agent, RecordStatus, Role, ToolCallRecord, T
 LOCAL, CLAUDE = Agent.LOCAL, Agent.CLAUDE
 OK, CANCELLED, ERROR = RecordStatus.OK, RecordStatus.CANCELLED, RecordStatus.ERROR
 GREP = '[Tool: grep] {"pattern":"foo"}\n'
+READ_A = '[Tool: read] {"path":"a"}\n[Tool result] text\n'
 
 
 def user(turn: str, text: str, agent: Agent = LOCAL, status: RecordStatus = OK) -> TurnRecord:
@@ -461,21 +462,37 @@ def test_read_cap_bounds_a_run_of_tiny_records() -> None:
     assert got == f"{GREP}  [{MAX_RECORDS_READ - 1} more grep calls collapsed]\n[Tool result] r\n"
 
 
-def test_run_of_calls_crossing_the_budget_cut() -> None:
-    """The oldest calls of a run are dropped with their unit; the run's count shrinks."""
+@pytest.mark.parametrize(
+    ("older_calls", "expected"),
+    [
+        pytest.param(
+            [grep("r1")],
+            f"{GREP}[Tool result] r3\n{READ_A}",
+            id="marker-would-appear",
+        ),
+        pytest.param(
+            [call("ls", {}, "x"), grep("r1")],
+            f"{GREP}  [1 more grep calls collapsed]\n[Tool result] r3\n{READ_A}",
+            id="run-grows-but-other-lines-overflow",
+        ),
+    ],
+)
+def test_run_of_calls_crossing_the_budget_cut(
+    older_calls: list[ToolCallRecord], expected: str
+) -> None:
+    """A unit that lengthens the newest run but does not fit leaves the run as it was."""
     history = [
         user("t1", "search"),
-        reply("t1", "", calls=[grep("r1")]),
+        reply("t1", "", calls=older_calls),
         reply("t1", "", calls=[grep("r2")]),
         reply("t1", "", calls=[grep("r3"), call("read", {"path": "a"}, "text")]),
     ]
-    newest_two = (
-        f'{GREP}  [1 more grep calls collapsed]\n[Tool result] r3\n[Tool: read] {{"path":"a"}}\n'
-    )
-    newest_two += "[Tool result] text\n"
-    assert brick(history, budget=len(newest_two)) == newest_two
-    newest = f'{GREP}[Tool result] r3\n[Tool: read] {{"path":"a"}}\n[Tool result] text\n'
-    assert brick(history, budget=len(newest_two) - 1) == newest
+    newest = f"{GREP}[Tool result] r3\n{READ_A}"
+    with_r2 = f"{GREP}  [1 more grep calls collapsed]\n[Tool result] r3\n{READ_A}"
+    assert brick(history[2:], budget=len(newest)) == newest
+    budget = len(expected)
+    assert brick(history, budget=budget) == expected
+    assert brick(history, budget=len(with_r2) + 1000).endswith(with_r2.replace("1 more", "2 more"))
 
 
 def test_is_empty_claude_run_stops_as_soon_as_it_knows() -> None:
@@ -549,46 +566,69 @@ def render_units(units: Sequence[tuple[TurnRecord, bool]], agent: Agent) -> str:
     return "".join(out)
 
 
-def decode_history(codes: Sequence[int]) -> list[TurnRecord]:
-    """Turn a list of small integers into records: cheap for hypothesis, and still shrinkable.
+# The vocabulary histories are made of, weighted towards answers without text that repeat one
+# call, so runs of calls (and runs that cross the budget cut) are common.
+EVENTS = (
+    "user",
+    "user",
+    "user-other-agent",
+    "user-cancelled",
+    "answer",
+    "answer",
+    "answer-other-agent",
+    "answer-text",
+    "answer-long",
+    "grep",
+    "grep",
+    "grep",
+    "grep-b",
+    "read-error",
+    "read-long",
+    "read-no-result",
+)
 
-    Each code adds a user record (starting a turn), an answer to the current turn, or a tool
-    call on the last answer. Codes before the first user record make a slice that starts mid-turn,
-    as the store's slices can. Several answers of one agent in a turn are not stored today, but
-    they let runs of calls span records, which the lazy renderer must get right too.
+
+def build_history(events: Sequence[str], agent: Agent) -> list[TurnRecord]:
+    """Records from events; events before the first user record make a slice that starts
+    mid-turn, as the store's slices can. Several answers of one agent in a turn are not stored
+    today, but they let runs of calls span records, which the lazy renderer must get right too.
     """
+    other = CLAUDE if agent == LOCAL else LOCAL
     records: list[TurnRecord] = []
     turn, status = "t0", OK
-    for n, code in enumerate(codes):
-        kind, agent = code & 7, (LOCAL, CLAUDE)[(code >> 3) & 1]
-        if kind == 0:
-            turn, status = f"t{n + 1}", list(RecordStatus)[(code >> 4) % 3]
-            records.append(user(turn, ("", "uv", "u" * 40)[(code >> 6) % 3], agent, status))
-        elif kind < 3 or not records or records[-1].role == Role.USER:
-            text = ("", "", "", "xy", "w" * 300)[(code >> 4) % 5]
-            records.append(reply(turn, text, agent, (), status))
-        else:  # mostly the same call, so runs are common
+    for n, event in enumerate(events):
+        if event.startswith("user"):
+            turn = f"t{n + 1}"
+            status = CANCELLED if event == "user-cancelled" else OK
+            who = other if event == "user-other-agent" else agent
+            records.append(user(turn, "uv", who, status))
+        elif event.startswith("answer") or not records or records[-1].role == Role.USER:
+            who = other if event == "answer-other-agent" else agent
+            text = {"answer-text": "xy", "answer-long": "w" * 300}.get(event, "")
+            records.append(reply(turn, text, who, (), status))
+        else:
             records[-1].tool_calls.append(
-                call(
-                    ("grep", "grep", "grep", "read")[(code >> 3) & 3],
-                    {"p": "a" if (code >> 5) & 3 else "b"},
-                    (None, "", "ab", "z" * 520)[(code >> 7) & 3],
-                    is_error=bool((code >> 9) & 1),
-                )
+                {
+                    "grep": grep("r"),
+                    "grep-b": call("grep", {"pattern": "b"}, "rb"),
+                    "read-error": call("read", {"p": 1}, "no such file", is_error=True),
+                    "read-long": call("read", {"p": 1}, "z" * 520),
+                    "read-no-result": call("read", {"p": 1}, None),
+                }[event]
             )
     return records
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    codes=st.lists(st.integers(0, 1023), max_size=30),
+    events=st.lists(st.sampled_from(EVENTS), max_size=30),
     agent=st.sampled_from(Agent),
     data=st.data(),
 )
 def test_brick_matches_reference_and_never_exceeds_budget(
-    codes: list[int], agent: Agent, data: st.DataObject
+    events: list[str], agent: Agent, data: st.DataObject
 ) -> None:
-    records = decode_history(codes)
+    records = build_history(events, agent)
     units = reference_units(records, agent)
     full = render_units(units, agent)
     # Budgets scaled to the history, and often right at a unit boundary, where a run of calls

@@ -398,7 +398,7 @@ FRAGMENTS = st.sampled_from(
 TEXTS = st.lists(FRAGMENTS, max_size=40).map("".join)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=st.one_of(st.sampled_from(CORPUS), TEXTS),
     data=st.data(),
@@ -424,7 +424,7 @@ def reference_strip(text: str, max_body: int) -> tuple[str, list[str], list[str]
     return pattern.sub("", text), found["need"], found["percept"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     text=TEXTS.filter(lambda t: "`" not in t),
     data=st.data(),

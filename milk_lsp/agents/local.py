@@ -678,8 +678,8 @@ class LocalAgent:
             )
             if not over_limit:
                 for call in calls:
-                    if call is escalation:
-                        continue
+                    if escalation is not None and call.name == ESCALATE_TOOL_NAME:
+                        continue  # the first escalation call wins; it is handled below
                     outcome = _Outcome("")
                     async with aclosing(self._run_tool(call, tools, offer_escalation)) as steps:
                         async for step in steps:

@@ -106,8 +106,15 @@ class Env:
     workspace: Path
     storage: Path
     settings: dict[str, Any] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def server_env(self) -> dict[str, str]:
+        return {
+            **self._base_env(),
+            **self.extra_env,
+        }
+
+    def _base_env(self) -> dict[str, str]:
         return {
             **os.environ,
             "XDG_CONFIG_HOME": str(self.root / "config"),

@@ -339,7 +339,10 @@ async def test_cancel_request_answers_request_cancelled(
         request(client, "milk/chat", {"sessionId": session_id, "text": "go"}, msg_id=4242)
     )
     await client.wait_for_update(lambda u: u["kind"] == "turn_started")
-    await asyncio.sleep(0.3)
+    for _ in range(100):  # the model request is open before we cancel it
+        if openai.open_streams:
+            break
+        await asyncio.sleep(0.05)
     client.cancel_request(types.CancelParams(id=4242))
     with pytest.raises(JsonRpcException) as caught:
         await chat

@@ -24,7 +24,11 @@ H.passed, H.failed = 0, 0
 H.lines = {}
 H.jobs = {}
 
+H.t0 = vim.uv.hrtime()
 local function log(s)
+  if os.getenv('MILK_TEST_TIMES') == '1' then
+    s = ('[%6.2f] '):format((vim.uv.hrtime() - H.t0) / 1e9) .. s
+  end
   table.insert(H.lines, s)
   io.stdout:write(s .. '\n')
   io.stdout:flush()
@@ -192,6 +196,12 @@ function H.setup_milk(opts)
   require('milk').setup(vim.tbl_deep_extend('force', base, opts or {}))
 end
 
+-- vim.notify calls, kept (headless Neovim would print them into the test output).
+H.notes = {}
+vim.notify = function(msg, level)
+  table.insert(H.notes, { msg = msg, level = level })
+end
+
 -- Events the plugin fires, counted for waiting.
 H.events = { MilkTurnDone = {}, MilkSession = {}, MilkContext = {}, MilkStatusResult = {} }
 for pattern, list in pairs(H.events) do
@@ -273,6 +283,7 @@ end
 
 --- Stop the clients and fakes, print the summary line, exit 0 or 1.
 function H.finish()
+  log('finishing')
   if os.getenv('MILK_TEST_DEBUG') == '1' then
     for sid, S in pairs(require('milk.chat').sessions) do
       log('--- chat ' .. sid)
@@ -300,6 +311,7 @@ function H.finish()
       job:wait(3000)
     end)
   end
+  log('stopped clients and fakes')
   if os.getenv('MILK_TEST_KEEP') ~= '1' then
     vim.fn.delete(H.tmp, 'rf')
   end

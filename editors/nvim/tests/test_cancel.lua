@@ -42,7 +42,7 @@ H.run(function()
   H.script_anthropic({ { text = 'Claude starts and then waits a long time', chunk_chars = 6, stall = 30 } })
   require('milk').chat('over to Claude', { route = 'claude' })
   local claude_streaming = H.wait(60000, function()
-    return H.find_line(H.chat_lines(), '^Claude starts') ~= nil
+    return H.find_line(H.chat_lines(), '^Claude') ~= nil
   end)
   H.check('Claude turn is streaming', claude_streaming, H.chat_lines())
   H.check('status Claude while running', require('milk').status() == 'milk: Claude…', require('milk').status())

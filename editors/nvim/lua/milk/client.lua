@@ -82,6 +82,14 @@ function M.client_config(opts)
     settings = settings and { [methods.CONFIG_SECTION] = settings } or {},
     capabilities = M.capabilities(),
     handlers = M.handlers(),
+    -- Settings given only as `settings.milk` (vim.lsp.config) also go out as
+    -- initializationOptions, so the server has them from its first request on instead of
+    -- after its workspace/configuration pull.
+    before_init = function(params, cfg)
+      if params.initializationOptions == nil and type(cfg.settings) == 'table' then
+        params.initializationOptions = M.wire_settings(cfg.settings[methods.CONFIG_SECTION])
+      end
+    end,
     on_exit = function(_, _, client_id)
       vim.schedule(function()
         require('milk.chat').client_exited(client_id)

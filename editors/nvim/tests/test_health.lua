@@ -1,0 +1,75 @@
+-- :checkhealth milk reports OK with the server present and an error without it.
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
+
+local function checkhealth()
+  vim.cmd('silent checkhealth milk')
+  local buf = vim.api.nvim_get_current_buf()
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local text = table.concat(lines, '\n')
+  if #vim.api.nvim_list_tabpages() > 1 then
+    vim.cmd('tabclose')
+  end
+  pcall(vim.api.nvim_buf_delete, buf, { force = true })
+  return text, lines
+end
+
+local function count(text, word)
+  local n = 0
+  for _ in text:gmatch(word) do
+    n = n + 1
+  end
+  return n
+end
+
+H.run(function()
+  H.start_openai()
+  H.setup_milk({ settings = { claude = { path = H.bundled_claude() } } })
+
+  -- 1. Server present (no client running yet: the check starts one just for itself).
+  local text = checkhealth()
+  H.check('no ERROR with the server present', count(text, 'ERROR') == 0, text)
+  H.check('OK Neovim version', text:find('OK Neovim 0%.1[01]') ~= nil, text)
+  H.check('OK server found', text:find('OK server `' .. vim.pesc(H.milk_lsp) .. '` found') ~= nil, text)
+  H.check('OK --version', text:find('%-%-version`: milk%-lsp %d') ~= nil, text)
+  H.check('OK milk/status with protocol version 1', text:find('OK milk/status answered: milk%-lsp [%d.]+, protocol version 1') ~= nil, text)
+  H.check('OK local model reachable', text:find('OK reachable: ' .. vim.pesc(H.openai), 1) ~= nil, text)
+  H.check('OK Claude found', text:find('OK found: ' .. vim.pesc(H.bundled_claude())) ~= nil, text)
+  H.check('OK storage', text:find('OK sessions are stored in ' .. vim.pesc(H.storage)) ~= nil, text)
+  H.check('the check left no client running', #vim.lsp.get_clients({ name = 'milk' }) == 0)
+
+  -- 2. With a running client, its status is used.
+  H.script_openai({ { text = 'hi' } })
+  vim.cmd('Milk hi')
+  H.wait_turn(1)
+  text = checkhealth()
+  H.check('running client: no ERROR', count(text, 'ERROR') == 0, text)
+  H.check('running client: reported', text:find('a milk client is running', 1, true) ~= nil, text)
+  H.check('running client: protocol version 1', text:find('protocol version 1', 1, true) ~= nil, text)
+  for _, c in ipairs(vim.lsp.get_clients({ name = 'milk' })) do
+    c:stop()
+  end
+  H.wait(5000, function()
+    return #vim.lsp.get_clients({ name = 'milk' }) == 0
+  end)
+
+  -- 3. A local model that is not there and a missing claude: warnings, not errors.
+  H.setup_milk({ settings = { ['local'] = { baseUrl = 'http://127.0.0.1:9/v1' }, claude = { path = H.tmp .. '/no-claude' } } })
+  text = checkhealth()
+  H.check('unreachable local model is a WARNING', text:find('WARNING not reachable: http://127.0.0.1:9/v1', 1, true) ~= nil, text)
+  H.check('missing claude is a WARNING', text:find('WARNING not found: ', 1, true) ~= nil, text)
+
+  -- 4. Server missing: an ERROR.
+  H.setup_milk({ cmd = { H.tmp .. '/no-such-milk-lsp' } })
+  text = checkhealth()
+  H.check('ERROR when the server is missing', text:find('ERROR server `' .. vim.pesc(H.tmp .. '/no-such-milk-lsp') .. '` not found') ~= nil, text)
+  H.check('advice to install it', text:find('pipx install milk-lsp', 1, true) ~= nil, text)
+
+  -- And the commands say so instead of failing silently.
+  H.notes = {}
+  vim.cmd('Milk hello')
+  H.wait(5000, function()
+    return #H.notes > 0
+  end)
+  H.check(':Milk without a server reports an error', H.notes[1] and H.notes[1].level == vim.log.levels.ERROR
+    and H.notes[1].msg:find('not found', 1, true) ~= nil, H.notes)
+end)

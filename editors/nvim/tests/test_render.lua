@@ -1,0 +1,152 @@
+-- Rendering of every milk/update kind (synthetic updates, no server), seq gap tolerance,
+-- and the reload of a turn that lost updates (real server).
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
+
+local function extmark_groups(buf, row)
+  local groups = {}
+  local marks = vim.api.nvim_buf_get_extmarks(buf, require('milk.chat').ns_hl, { row, 0 }, { row, -1 }, { details = true })
+  for _, m in ipairs(marks) do
+    groups[m[4].hl_group] = true
+  end
+  return groups
+end
+
+H.run(function()
+  H.setup_milk()
+  local chat = require('milk.chat')
+  local sid, tid = 'sess-synthetic', 'turn-1'
+  local seq = 0
+  local function up(kind, fields)
+    seq = seq + 1
+    local p = vim.tbl_extend('force', { sessionId = sid, turnId = tid, seq = seq, kind = kind }, fields or {})
+    chat.on_update(p, nil)
+  end
+
+  up('turn_started', { agent = 'local', route = 'auto', reason = 'default' })
+  H.check('status local after turn_started', require('milk.status').get().state == 'local')
+  up('thinking', { agent = 'local', delta = 'Let me\nthink' })
+  up('text', { agent = 'local', delta = 'First ' })
+  up('text', { agent = 'local', delta = 'part.\nNext' })
+  up('text', { agent = 'local', delta = ' line.' })
+  up('need', { currentNeed = 'Fix the flaky parser test' })
+  up('tool_call', { agent = 'local', toolCallId = 't1', name = 'search', input = { query = 'parse(' }, status = 'running' })
+  up('tool_call', { agent = 'local', toolCallId = 't2', name = 'read_file', input = { path = 'a.py' }, status = 'pending' })
+  up('tool_result', { agent = 'local', toolCallId = 't1', output = 'a.py:3: parse(x)\nb.py:9: parse(y)', isError = false })
+  up('tool_call', { agent = 'local', toolCallId = 't2', name = 'read_file', input = { path = 'a.py' }, status = 'failed' })
+  up('tool_result', { agent = 'local', toolCallId = 't2', output = 'no such file', isError = true })
+  up('usage', { agent = 'local', inputTokens = 120, outputTokens = 30 })
+  up('escalated', { by = 'agent', reason = 'needs repo-wide refactor', mode = 'first', contextChars = 2345 })
+  H.check('status Claude after escalated', require('milk.status').get().state == 'claude')
+  up('text', { agent = 'claude', delta = 'Claude takes over.' })
+  up('notice', { severity = 'info', message = 'an info' })
+  up('notice', { severity = 'warning', message = 'a warning' })
+  up('notice', { severity = 'error', message = 'an error' })
+  -- A duplicate (same seq again) is ignored.
+  chat.on_update({ sessionId = sid, turnId = tid, seq = seq, kind = 'text', agent = 'claude', delta = 'DUPLICATE' }, nil)
+  -- A gap: seq jumps by 3.
+  seq = seq + 2
+  up('text', { agent = 'claude', delta = ' After the gap.' })
+  up('usage', { agent = 'claude', inputTokens = 1000, outputTokens = 200, cacheReadTokens = 800, costUsd = 0.0123 })
+  up('turn_ended', { agent = 'claude', stopReason = 'end_turn' })
+  H.check('status idle after turn_ended', require('milk.status').get().state ~= 'local' and require('milk.status').get().state ~= 'claude')
+
+  local S = chat.sessions[sid]
+  local lines = vim.api.nvim_buf_get_lines(S.buf, 0, -1, false)
+  local expected = {
+    '## local model · default',
+    '> Let me',
+    '> think',
+    '',
+    'First part.',
+    'Next line.',
+    '',
+    '◎ need: Fix the flaky parser test',
+    '',
+    '⚙ search · completed',
+    '    {"query":"parse("}',
+    '    → output:',
+    '    │ a.py:3: parse(x)',
+    '    │ b.py:9: parse(y)',
+    '',
+    '⚙ read_file · failed',
+    '    {"path":"a.py"}',
+    '    ✗ error:',
+    '    │ no such file',
+    '',
+    'Σ local model: 120 in / 30 out',
+    '↑ escalated to Claude by the local model: needs repo-wide refactor (context first, 2345 chars)',
+    '',
+    '## Claude',
+    'Claude takes over.',
+    '',
+    'ℹ info: an info',
+    '⚠ warning: a warning',
+    '✗ error: an error',
+    '… 2 updates missed; the turn is reloaded when it ends',
+    '',
+    ' After the gap.',
+    '',
+    'Σ Claude: 1000 in / 200 out · 800 cache read · $0.0123',
+    '— Claude · end_turn',
+  }
+  H.check('every kind rendered, in order', vim.deep_equal(lines, expected), lines)
+  H.check('gap recorded on the turn', chat.had_gap(sid, tid))
+  H.check('duplicate ignored', H.find_line(lines, 'DUPLICATE', true) == nil)
+
+  local function row_of(s)
+    local i = H.find_line(lines, s, true)
+    return i and i - 1
+  end
+  H.check('info notice highlighted', extmark_groups(S.buf, row_of('ℹ info: an info')).MilkNoticeInfo)
+  H.check('warning notice highlighted', extmark_groups(S.buf, row_of('⚠ warning: a warning')).MilkNoticeWarn)
+  H.check('error notice highlighted', extmark_groups(S.buf, row_of('✗ error: an error')).MilkNoticeError)
+  H.check('failed tool highlighted as error', extmark_groups(S.buf, row_of('⚙ read_file · failed')).MilkNoticeError)
+  H.check('Claude header highlighted', extmark_groups(S.buf, row_of('## Claude')).MilkAgentClaude)
+  H.check('MilkNoticeWarn links to DiagnosticWarn', vim.api.nvim_get_hl(0, { name = 'MilkNoticeWarn' }).link == 'DiagnosticWarn')
+
+  -- Folds: each tool block is one closed fold, the rest is not folded.
+  chat.show(sid)
+  local win = vim.fn.bufwinid(S.buf)
+  vim.api.nvim_win_call(win, function()
+    local t1, t2 = row_of('⚙ search · completed') + 1, row_of('⚙ read_file · failed') + 1
+    H.check('first tool block folded', vim.fn.foldclosed(t1) == t1 and vim.fn.foldclosedend(t1) == t1 + 4,
+      { vim.fn.foldclosed(t1), vim.fn.foldclosedend(t1) })
+    H.check('second tool block folded', vim.fn.foldclosed(t2) == t2 and vim.fn.foldclosedend(t2) == t2 + 3)
+    H.check('text not folded', vim.fn.foldclosed(row_of('First part.') + 1) == -1)
+    H.check('fold text names the tool', vim.fn.foldtextresult(t1):find('⚙ search · completed', 1, true) == 1, vim.fn.foldtextresult(t1))
+  end)
+
+  -- Updates of another turn of an unknown session open a buffer for it.
+  chat.on_update({ sessionId = 'other', turnId = 'x', seq = 1, kind = 'turn_started', agent = 'claude', route = 'claude', reason = 'user asked' }, nil)
+  H.check('unknown session gets its own buffer', chat.sessions.other ~= nil and chat.sessions.other.buf ~= S.buf)
+  chat.on_update({ sessionId = 'other', turnId = 'x', seq = 2, kind = 'turn_ended', agent = 'claude', stopReason = 'error' }, nil)
+  local other = vim.api.nvim_buf_get_lines(chat.sessions.other.buf, 0, -1, false)
+  H.check('error stop reason shown', other[#other] == '— Claude · error', other)
+  -- Malformed updates do no harm.
+  local ok = pcall(chat.on_update, { kind = 'text' }, nil)
+  H.check('update without sessionId ignored', ok)
+  ok = pcall(chat.on_update, { sessionId = sid, turnId = 'new', seq = 1, kind = 'future_kind', x = 1 }, nil)
+  H.check('unknown kind ignored', ok)
+
+  -- A real turn that loses an update is reloaded from milk/session/get when it ends.
+  H.start_openai()
+  H.setup_milk()
+  local dropped = false
+  local orig = chat.on_update
+  chat.on_update = function(p, id)
+    if p.kind == 'text' and not dropped then
+      dropped = true
+      return -- lose the first text update
+    end
+    return orig(p, id)
+  end
+  H.script_openai({ { text = 'ABCDEFGHIJ', chunk_chars = 2 } })
+  vim.cmd('Milk lose one')
+  local done = H.wait_turn(1)
+  chat.on_update = orig
+  H.check('real turn finished', done and done.result and done.result.text == 'ABCDEFGHIJ', done)
+  local real = H.chat_lines()
+  H.check('after the reload the full answer is shown', H.find_line(real, '^ABCDEFGHIJ$') ~= nil, real)
+  H.check('after the reload the gap notice is gone', H.find_line(real, 'missed', true) == nil, real)
+  H.check('history shows the user message', H.find_line(real, 'lose one', true) ~= nil, real)
+end)
