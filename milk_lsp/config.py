@@ -103,9 +103,13 @@ def _fields_by_alias(model: type[_Section]) -> dict[str, str]:
 
 
 def merge_settings(
-    current: MilkConfig, raw: Any, source: str
+    current: MilkConfig, raw: Any, source: str, previous: MilkConfig | None = None
 ) -> tuple[MilkConfig, list[SettingProblem]]:
-    """Merge one source over `current`, leaf by leaf; returns the result and what was wrong."""
+    """Merge one source over `current`, leaf by leaf; returns the result and what was wrong.
+
+    An invalid value keeps the key's value in `previous` (the settings in force before this
+    source changed), or in `current` when there is no `previous`.
+    """
     problems: list[SettingProblem] = []
     if raw is None:
         return current, problems
@@ -113,39 +117,52 @@ def merge_settings(
         problems.append(SettingProblem(source, "settings must be an object", unknown=False))
         return current, problems
     merged = current.model_copy(deep=True)
+    kept = previous or current
     top_fields = _fields_by_alias(MilkConfig)
     for raw_key, value in raw.items():
         key = _camel(str(raw_key))
         if key in _SECTIONS:
-            section_cls = _SECTIONS[key]
-            section = getattr(merged, key)
             if not isinstance(value, dict):
                 if value is not None:
                     problems.append(SettingProblem(key, "must be an object", unknown=False))
                 continue
-            fields = _fields_by_alias(section_cls)
+            fields = _fields_by_alias(_SECTIONS[key])
             for raw_sub, sub_value in value.items():
                 sub = _camel(str(raw_sub))
                 dotted = f"{key}.{sub}"
                 if sub not in fields:
                     problems.append(SettingProblem(dotted, "unknown setting", unknown=True))
                     continue
-                _assign(section, fields[sub], sub_value, dotted, problems)
+                _assign(
+                    getattr(merged, key),
+                    getattr(kept, key),
+                    fields[sub],
+                    sub_value,
+                    dotted,
+                    problems,
+                )
         elif key in top_fields:
-            _assign(merged, top_fields[key], value, key, problems)
+            _assign(merged, kept, top_fields[key], value, key, problems)
         else:
             problems.append(SettingProblem(key, "unknown setting", unknown=True))
     return merged, problems
 
 
 def _assign(
-    target: BaseModel, field: str, value: Any, dotted: str, problems: list[SettingProblem]
+    target: BaseModel,
+    kept: BaseModel,
+    field: str,
+    value: Any,
+    dotted: str,
+    problems: list[SettingProblem],
 ) -> None:
     try:
         setattr(target, field, value)
     except ValidationError as exc:
         reason = exc.errors()[0]["msg"] if exc.errors() else "invalid value"
-        problems.append(SettingProblem(dotted, f"{reason} (got {value!r})", unknown=False))
+        shown = "(hidden)" if field == "api_key" else repr(value)
+        problems.append(SettingProblem(dotted, f"{reason} (got {shown})", unknown=False))
+        setattr(target, field, getattr(kept, field))
 
 
 def load_user_file(path: Path | None = None) -> tuple[Any, str | None]:

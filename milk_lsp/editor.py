@@ -37,7 +37,7 @@ class EditorBridge:
         self._capabilities = capabilities
 
     def supports(self, dotted: str) -> bool:
-        return bool(get_capability(self._capabilities, dotted, False))  # type: ignore[call-overload]
+        return bool(get_capability(self._capabilities, dotted, False))
 
     @property
     def asks_milk_permission(self) -> bool:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
 from typing import Literal, TypeVar
 from urllib.parse import unquote, urlparse
 
@@ -99,6 +99,8 @@ class Engine:
         self._claude = ClaudeAgent()
         self._running: dict[str, asyncio.Task[TurnResult]] = {}
         self._allowed_tools: dict[str, set[str]] = {}
+        """Tools the user allowed for the rest of a session, per session id."""
+        self._background: set[asyncio.Task[None]] = set()
         self.escalations = EscalationBook(self)
 
     # ---- collaborators --------------------------------------------------------------
@@ -148,7 +150,13 @@ class Engine:
         self.config = config
         if old.local != config.local and self._local is not None:
             local, self._local = self._local, None
-            await local.aclose()
+            running = [task for task in self._running.values() if not task.done()]
+            if running:  # turns still stream through the old client: close it after them
+                closer = asyncio.create_task(_close_after(running, local))
+                self._background.add(closer)
+                closer.add_done_callback(self._background.discard)
+            else:
+                await local.aclose()
         if old.storage_path() != config.storage_path() and self._store is not None:
             store, self._store = self._store, None
             store.close()
@@ -404,7 +412,11 @@ class Engine:
         turn.flush_text()
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
-        if turn.failure is not None and turn.failure[0] is FailureReason.LOCAL_UNREACHABLE:
+        if (
+            turn.failure is not None
+            and turn.failure[0] is FailureReason.LOCAL_UNREACHABLE
+            and self.claude_path() is not None
+        ):
             turn.notice(
                 "info",
                 "The local model is unreachable; you can still ask Claude (Escalate, or route "
@@ -456,7 +468,8 @@ class Engine:
             logger.error("turn %s: storage failed: %s", turn.turn_id, exc)
             turn.failure = (
                 FailureReason.STORAGE_FAILED,
-                f"the turn could not be saved: {exc}. Free disk space or check {self.config.storage_path()}.",
+                f"the turn could not be saved: {exc}. Free disk space or check "
+                f"{self.config.storage_path()}.",
             )
             stop = "error"
         error = None
@@ -505,6 +518,9 @@ class Engine:
     # ---- context ----------------------------------------------------------------------
 
     def context_inputs(self, session: Session, *, resume_rejected: bool = False) -> ContextInputs:
+        if not session.escalation_nonce:  # a session stored before nonces existed
+            session.escalation_nonce = generate_nonce()
+            self._storage(lambda: self.store.save_session(session))
         percepts = self._storage(lambda: self.store.percepts(session.workspace_folder))
         need_ago = None
         if session.current_need and session.current_need_set_at:
@@ -549,6 +565,11 @@ class Engine:
 
     def claude_path(self) -> str | None:
         return resolve_cli(self.claude_settings()).path
+
+
+async def _close_after(turns: list[asyncio.Task[TurnResult]], local: LocalAgent) -> None:
+    await asyncio.wait(turns)
+    await local.aclose()
 
 
 def _busy(session_id: str) -> EngineError:

@@ -12,7 +12,7 @@ import logging
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Literal
 
-from milk_lsp.agents.base import ClaudeSessionStarted, TurnDone, TurnFailed
+from milk_lsp.agents.base import ClaudeSessionStarted, FailureReason, TurnDone, TurnFailed
 from milk_lsp.context import ContextMode, ContextPlan
 from milk_lsp.sessions.bricks import ends_with_question
 from milk_lsp.sessions.model import Agent, Session, SessionState
@@ -57,8 +57,8 @@ class EscalationBook:
             contextChars=len(plan.context_file) + len(plan.user_message_prefix),
         )
         session.state = SessionState.ESCALATION
-        outcome = await self._attempt(session, turn, text, plan)
-        if outcome == "resume_rejected":
+        attempt = await self._attempt(session, turn, text, plan)
+        if attempt == "resume_rejected":
             turn.notice(
                 "warning",
                 "Claude Code no longer knows the previous conversation; starting a fresh one "
@@ -66,30 +66,34 @@ class EscalationBook:
             )
             turn.failure = None
             plan = engine.plan_context(session, by_agent=by == "agent", resume_rejected=True)
-            outcome = await self._attempt(session, turn, text, plan)
-            if outcome == "resume_rejected":
-                outcome = "error"
-        if outcome == "end_turn":
+            attempt = await self._attempt(session, turn, text, plan)
+        if attempt == "end_turn":
             self._after_success(session, turn, plan)
-        elif session.state is SessionState.ESCALATION:
+            return "end_turn"
+        if attempt == "resume_rejected":  # a fresh start is never rejected as a resume
+            turn.failure = turn.failure or (FailureReason.CLAUDE_FAILED, "Claude Code failed")
+        if session.state is SessionState.ESCALATION:
             session.state = SessionState.ROUTING
-        return "error" if outcome == "resume_rejected" else outcome
+        return "error"
 
     async def _attempt(
         self, session: Session, turn: Turn, text: str, plan: ContextPlan
     ) -> Literal["end_turn", "error", "resume_rejected"]:
         engine = self._engine
         request = engine.claude_request(session, plan, text)
+        previous_id = session.claude_session_id
         if not request.resume:
             session.claude_session_id = request.session_id
             session.last_resumed_context_hash = ""
         part = turn.part_of(Agent.CLAUDE) or turn.start_part(Agent.CLAUDE)
         host = TurnHost(turn, engine.config.claude.permission_timeout_seconds)
         failure: TurnFailed | None = None
+        seen_session = False
         async with aclosing(engine.claude.run(request, host)) as events:
             async for event in events:
                 match event:
                     case ClaudeSessionStarted(session_id=claude_id):
+                        seen_session = True
                         if claude_id and claude_id != session.claude_session_id:
                             session.claude_session_id = claude_id
                         engine.store.save_session(session)
@@ -105,6 +109,9 @@ class EscalationBook:
         if failure.resume_rejected and request.resume and part.is_empty:
             return "resume_rejected"
         turn.failure = (failure.reason, failure.message)
+        if not request.resume and part.is_empty and not seen_session:
+            # Nothing was recorded under the new id: keep the conversation we had.
+            session.claude_session_id = previous_id
         return "error"
 
     def _after_success(self, session: Session, turn: Turn, plan: ContextPlan) -> None:

@@ -5,6 +5,7 @@ This module and `editor.py` are the only ones that import pygls/lsprotocol.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Generator
 from typing import Any
@@ -23,6 +24,8 @@ from milk_lsp.status import collect_status
 from milk_lsp.views import context_preview, session_info, turn_record
 
 logger = logging.getLogger(__name__)
+
+CONFIG_WAIT_SECONDS = 5.0
 
 
 class MilkProtocol(LanguageServerProtocol):
@@ -50,10 +53,14 @@ class MilkServer(LanguageServer):
         self.engine = Engine(MilkConfig(), self.bridge)
         self._base_config = MilkConfig()
         """Defaults < user file < initializationOptions: what workspace settings merge over."""
+        self.config_ready = asyncio.Event()
+        """Set once the settings pulled at `initialized` are in force; requests wait for it."""
 
-    def settle_config(self, raw: Any, source: str, over: MilkConfig | None = None) -> MilkConfig:
+    def settle_config(
+        self, raw: Any, source: str, over: MilkConfig, previous: MilkConfig | None = None
+    ) -> MilkConfig:
         """Merge one settings source, telling the user about unknown and invalid keys."""
-        merged, problems = merge_settings(over or self.engine.config, raw, source)
+        merged, problems = merge_settings(over, raw, source, previous)
         for problem in problems:
             if problem.unknown:
                 self.bridge.log(f"milk: unknown setting '{problem.key}' ignored ({source})", "warn")
@@ -76,7 +83,16 @@ class MilkServer(LanguageServer):
             logger.warning("workspace/configuration failed: %s", exc)
             return
         raw = answer[0] if answer else None
-        await self.engine.set_config(self.settle_config(raw, "workspace settings"))
+        await self.engine.set_config(
+            self.settle_config(raw, "workspace settings", self._base_config, self.engine.config)
+        )
+
+    async def ready(self) -> None:
+        """Wait (briefly) for the settings pulled at `initialized` to be in force."""
+        try:
+            await asyncio.wait_for(self.config_ready.wait(), CONFIG_WAIT_SECONDS)
+        except TimeoutError:  # a client that never sent `initialized`: stop waiting for it
+            self.config_ready.set()
 
 
 server = MilkServer()
@@ -125,7 +141,10 @@ def on_initialize(ls: MilkServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.INITIALIZED)
 async def on_initialized(ls: MilkServer, params: types.InitializedParams) -> None:
-    await ls.pull_configuration()
+    try:
+        await ls.pull_configuration()
+    finally:
+        ls.config_ready.set()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -137,7 +156,11 @@ async def on_did_change_configuration(
         return
     settings = params.settings
     if isinstance(settings, dict) and "milk" in settings:
-        await ls.engine.set_config(ls.settle_config(settings["milk"], "didChangeConfiguration"))
+        await ls.engine.set_config(
+            ls.settle_config(
+                settings["milk"], "didChangeConfiguration", ls._base_config, ls.engine.config
+            )
+        )
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -165,8 +188,9 @@ async def on_shutdown(ls: MilkServer, params: None) -> None:
 
 
 @server.feature(wire.SESSION_NEW)
-def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
+async def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = _params(wire.SessionNewParams, params)
+    await ls.ready()
     try:
         session = ls.engine.new_session(parsed.workspace_folder, parsed.title)
     except EngineError as exc:
@@ -175,8 +199,9 @@ def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
 
 
 @server.feature(wire.SESSION_LIST)
-def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
+async def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = _params(wire.SessionListParams, params)
+    await ls.ready()
     try:
         sessions = ls.engine.list_sessions(parsed.workspace_folder)
     except EngineError as exc:
@@ -185,8 +210,9 @@ def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
 
 
 @server.feature(wire.SESSION_GET)
-def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
+async def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = _params(wire.SessionGetParams, params)
+    await ls.ready()
     try:
         session = ls.engine.get_session(parsed.session_id)
         records = ls.engine.session_records(session.id, parsed.limit)
@@ -208,6 +234,7 @@ def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
 @server.feature(wire.SESSION_DELETE)
 async def on_session_delete(ls: MilkServer, params: Any) -> None:
     parsed = _params(wire.SessionIdParams, params)
+    await ls.ready()
     try:
         await ls.engine.delete_session(parsed.session_id)
     except EngineError as exc:
@@ -220,6 +247,7 @@ async def on_session_delete(ls: MilkServer, params: Any) -> None:
 @server.feature(wire.CHAT)
 async def on_chat(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = _params(wire.ChatParams, params)
+    await ls.ready()
     try:
         result = await ls.engine.chat(parsed)
     except EngineError as exc:
@@ -230,6 +258,7 @@ async def on_chat(ls: MilkServer, params: Any) -> dict[str, Any]:
 @server.feature(wire.ESCALATE)
 async def on_escalate(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = _params(wire.EscalateParams, params)
+    await ls.ready()
     try:
         result = await ls.engine.escalate(parsed)
     except EngineError as exc:
@@ -240,12 +269,14 @@ async def on_escalate(ls: MilkServer, params: Any) -> dict[str, Any]:
 @server.feature(wire.CANCEL)
 async def on_cancel(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = _params(wire.SessionIdParams, params)
+    await ls.ready()
     return {"cancelled": await ls.engine.cancel(parsed.session_id)}
 
 
 @server.feature(wire.CONTEXT)
-def on_context(ls: MilkServer, params: Any) -> dict[str, Any]:
+async def on_context(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = _params(wire.ContextParams, params)
+    await ls.ready()
     try:
         preview = context_preview(ls.engine, parsed.session_id, parsed.reason)
     except EngineError as exc:
@@ -256,5 +287,6 @@ def on_context(ls: MilkServer, params: Any) -> dict[str, Any]:
 @server.feature(wire.STATUS)
 async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
     _params(wire.WireModel, params if isinstance(params, dict) else {})
+    await ls.ready()
     status = await collect_status(ls.engine)
     return status.to_wire()

@@ -27,7 +27,7 @@ from milk_lsp.agents.base import (
     ToolStatus,
     UsageEvent,
 )
-from milk_lsp.sessions.model import Agent, Role, TurnRecord, ToolCallRecord
+from milk_lsp.sessions.model import Agent, Role, ToolCallRecord, TurnRecord
 from milk_lsp.tags import TagInterceptor
 
 logger = logging.getLogger(__name__)

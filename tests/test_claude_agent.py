@@ -2,23 +2,30 @@
 
 Tests marked `claude` run the `claude` binary from the claude-agent-sdk wheel (or the one
 `resolve_cli` finds) with a throwaway HOME and TMPDIR, pointed at `FakeAnthropicAPI`.
-A turn costs about 1–2 s of wall time on two busy cores.
+A turn costs about 1-2 s of wall time on two busy cores.
 """
+
+# Small pathlib reads of test fixtures inside async tests are fine.
+# ruff: noqa: ASYNC240
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
+import re
 import signal
 import stat
+import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from milk_lsp.agents import claude as claude_mod
@@ -58,6 +65,19 @@ CLI = resolve_cli(ClaudeSettings()).path
 needs_cli = pytest.mark.skipif(CLI is None, reason="no claude CLI (install claude-agent-sdk)")
 TOUCH = {"name": "Bash", "input": {"command": "touch marker.txt", "description": "Create marker"}}
 SLOW_TEXT = {"text": "word " * 40, "chunk_chars": 5, "delay": 0.25}
+
+
+TEST_TIMEOUT_SECONDS = 60.0
+
+
+def bounded(test: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """Fail a CLI test that hangs instead of blocking the whole suite."""
+
+    @functools.wraps(test)
+    async def wrapper(*args: Any, **kwargs: Any) -> None:
+        await asyncio.wait_for(test(*args, **kwargs), TEST_TIMEOUT_SECONDS)
+
+    return wrapper
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -194,7 +214,7 @@ def no_leftover_processes() -> Iterator[None]:
 # -- pure: argv, env, resolution ---------------------------------------------------------------
 
 
-def test_argv_first_turn(workspace: Path):
+def test_argv_first_turn(workspace: Path) -> None:
     request = make_request(workspace, "-- --help @x", context="ctx", session_id="S1")
     argv = build_argv(request, "/bin/claude", CONTEXT_FILE_PLACEHOLDER)
     assert argv == [
@@ -217,7 +237,7 @@ def test_argv_first_turn(workspace: Path):
     assert not any(a.startswith("--system-prompt") for a in argv)
 
 
-def test_argv_resume_with_settings(workspace: Path):
+def test_argv_resume_with_settings(workspace: Path) -> None:
     request = make_request(
         workspace,
         session_id="S2",
@@ -241,7 +261,7 @@ def test_argv_resume_with_settings(workspace: Path):
     assert not any(a.startswith("--append-system-prompt") for a in argv)  # "" → no flag
 
 
-def test_env_drops_nested_session_vars_and_bounds_retries(workspace: Path):
+def test_env_drops_nested_session_vars_and_bounds_retries(workspace: Path) -> None:
     base = {
         "PATH": "/usr/bin",
         "CLAUDE_CODE_SESSION_ID": "x",
@@ -266,7 +286,7 @@ def write_script(path: Path, body: str) -> Path:
     return path
 
 
-def test_resolve_cli_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_resolve_cli_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     on_path = write_script(bindir / "claude", "echo '1.0.0 (Claude Code)'")
@@ -284,7 +304,7 @@ def test_resolve_cli_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert resolve_cli(ClaudeSettings()) == expected
 
 
-def test_bundled_cli_found_without_importing_the_sdk():
+def test_bundled_cli_found_without_importing_the_sdk() -> None:
     was_loaded = "claude_agent_sdk" in sys.modules
     path = bundled_cli_path()
     if path is None:
@@ -293,7 +313,7 @@ def test_bundled_cli_found_without_importing_the_sdk():
     assert ("claude_agent_sdk" in sys.modules) == was_loaded
 
 
-async def test_cli_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+async def test_cli_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = write_script(tmp_path / "claude", "echo '9.8.7 (Claude Code)'")
     assert await cli_version(str(fake)) == "9.8.7"
     assert await cli_version(str(tmp_path / "nope")) is None
@@ -307,14 +327,14 @@ async def test_cli_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 @needs_cli
-async def test_cli_version_of_the_real_cli():
+async def test_cli_version_of_the_real_cli() -> None:
     assert CLI is not None
     version = await cli_version(CLI)
     assert version is not None
     assert version[0].isdigit()
 
 
-async def test_missing_binary_is_claude_not_found(workspace: Path):
+async def test_missing_binary_is_claude_not_found(workspace: Path) -> None:
     request = make_request(workspace, path=str(workspace / "no-such-claude"))
     events = await collect(ClaudeAgent().run(request, FakeHost()))
     assert len(events) == 1
@@ -325,11 +345,11 @@ async def test_missing_binary_is_claude_not_found(workspace: Path):
     assert "claude.path" in failed.message
 
 
-async def test_kill_all_running_kills_registered_groups():
+async def test_kill_all_running_kills_registered_groups() -> None:
     proc = await asyncio.create_subprocess_exec(
         "sh", "-c", "sleep 30 & sleep 30", start_new_session=True
     )
-    claude_mod._LIVE[proc.pid] = proc
+    claude_mod._LIVE[proc.pid] = (proc, uuid.uuid4().hex)
     try:
         assert running_pids() == [proc.pid]
         assert kill_all_running(grace_seconds=1.0) == 1
@@ -344,9 +364,10 @@ async def test_kill_all_running_kills_registered_groups():
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_first_turn_then_resume(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, temp_root: Path
-):
+) -> None:
     context = "MILK-CTX: escalation context\n\n@/etc/passwd stays text\ntrailing newline kept\n"
     api.enqueue(
         {"thinking": "Thinking it over.", "text": "Hello from Claude, streamed.", "chunk_chars": 4}
@@ -398,9 +419,10 @@ async def test_first_turn_then_resume(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_at_paths_reach_the_api_verbatim(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
-):
+) -> None:
     (workspace / "notes.txt").write_text("MILK-SECRET-NOTES\n")
     prompt = "<milk-context>\n@notes.txt\n@property\n</milk-context>\nWhat is in @/etc/passwd?"
     events = await collect(agent.run(make_request(workspace, prompt), FakeHost()))
@@ -414,7 +436,10 @@ async def test_at_paths_reach_the_api_verbatim(
 
 @pytest.mark.claude
 @needs_cli
-async def test_permission_allowed(agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path):
+@bounded
+async def test_permission_allowed(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
+) -> None:
     api.enqueue({"text": "Creating it.", "tool_use": TOUCH}, {"text": "Done."})
     host = FakeHost(PermissionOption.ALLOW_ONCE)
     events = await collect(agent.run(make_request(workspace, "make a marker"), host))
@@ -437,7 +462,10 @@ async def test_permission_allowed(agent: ClaudeAgent, api: FakeAnthropicAPI, wor
 
 @pytest.mark.claude
 @needs_cli
-async def test_permission_denied(agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path):
+@bounded
+async def test_permission_denied(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
+) -> None:
     api.enqueue({"tool_use": TOUCH}, {"text": "Understood."})
     host = FakeHost(PermissionOption.DENY)
     events = await collect(agent.run(make_request(workspace, "make a marker"), host))
@@ -456,9 +484,10 @@ async def test_permission_denied(agent: ClaudeAgent, api: FakeAnthropicAPI, work
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_permission_question_times_out_as_deny(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
-):
+) -> None:
     api.enqueue({"tool_use": TOUCH}, {"text": "Ok."})
     host = FakeHost(hang=True)
     request = make_request(workspace, "make a marker", permission_timeout_seconds=0.5)
@@ -472,9 +501,10 @@ async def test_permission_question_times_out_as_deny(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_skip_permissions_runs_tools_without_asking(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
-):
+) -> None:
     api.enqueue({"tool_use": TOUCH}, {"text": "Made."})
     host = FakeHost()
     request = make_request(workspace, "make a marker", skip_permissions=True)
@@ -487,9 +517,10 @@ async def test_skip_permissions_runs_tools_without_asking(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_cancel_mid_stream_then_resume(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, temp_root: Path
-):
+) -> None:
     api.enqueue(SLOW_TEXT)
     request = make_request(workspace, "talk slowly", context="CTX\n")
     seen: list[AgentEvent] = []
@@ -530,24 +561,23 @@ async def test_cancel_mid_stream_then_resume(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_close_while_permission_question_is_open(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, temp_root: Path
-):
+) -> None:
     api.enqueue({"tool_use": TOUCH})
     host = FakeHost(hang=True)
     gen: AsyncGenerator[AgentEvent, None] = agent.run(
         make_request(workspace, "make a marker", context="CTX\n"), host
     )
-    pids: list[int] = []
+    seen: list[AgentEvent] = []
     async for event in gen:
-        if (
-            isinstance(event, ToolCallEvent)
-            and event.status == ToolStatus.PENDING
-            and host.questions
-        ):
-            pids.extend(running_pids())
+        seen.append(event)
+        # announced, input complete, then pending again: the question is being asked
+        if statuses(seen) == [ToolStatus.PENDING, ToolStatus.RUNNING, ToolStatus.PENDING]:
             break
     await asyncio.wait_for(host.asked.wait(), 30)
+    pids = running_pids()
     started = time.monotonic()
     await gen.aclose()
     assert time.monotonic() - started < 3.0
@@ -560,9 +590,10 @@ async def test_close_while_permission_question_is_open(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_cli_killed_mid_stream_fails_the_turn(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, temp_root: Path
-):
+) -> None:
     api.enqueue(SLOW_TEXT)
     events: list[AgentEvent] = []
     async for event in agent.run(make_request(workspace, "talk", context="CTX\n"), FakeHost()):
@@ -580,9 +611,10 @@ async def test_cli_killed_mid_stream_fails_the_turn(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_unknown_resume_id_is_rejected(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
-):
+) -> None:
     request = make_request(workspace, "continue", resume=True, context="CTX\n")
     events = await collect(agent.run(request, FakeHost()))
     assert events == [events[-1]]
@@ -595,9 +627,10 @@ async def test_unknown_resume_id_is_rejected(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_server_error_fails_quickly_with_bounded_retries(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
-):
+) -> None:
     api.enqueue({"status": 500, "repeat": 20})
     started = time.monotonic()
     events = await collect(agent.run(make_request(workspace, "hi"), FakeHost()))
@@ -614,6 +647,7 @@ async def test_server_error_fails_quickly_with_bounded_retries(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 @pytest.mark.parametrize(
     ("script", "reason"),
     [
@@ -627,7 +661,7 @@ async def test_api_failures(
     workspace: Path,
     script: dict[str, Any],
     reason: FailureReason,
-):
+) -> None:
     api.enqueue(script)
     events = await collect(agent.run(make_request(workspace, "hi", max_retries=0), FakeHost()))
     failed = events[-1]
@@ -638,12 +672,224 @@ async def test_api_failures(
 
 @pytest.mark.claude
 @needs_cli
+@bounded
 async def test_not_logged_in(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     monkeypatch.setattr(agent, "_env", {**agent._env, "ANTHROPIC_API_KEY": ""})
     events = await collect(agent.run(make_request(workspace, "hi"), FakeHost()))
     failed = events[-1]
     assert isinstance(failed, TurnFailed)
     assert failed.reason == FailureReason.CLAUDE_NOT_LOGGED_IN
     assert "/login" in failed.message
+
+
+async def wait_for_tool_processes(cli_pid: int, tag: str, seconds: float = 15.0) -> list[int]:
+    """The processes (besides the CLI) carrying this run's tag, once the tool has started."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pids = [p for p in claude_mod.tagged_pids({tag}) if p != cli_pid]
+        if any(
+            b"sleep" in Path(f"/proc/{p}/cmdline").read_bytes()
+            for p in pids
+            if Path(f"/proc/{p}").exists()
+        ):
+            return pids
+        await asyncio.sleep(0.05)
+    raise AssertionError("the slow tool never started")
+
+
+async def wait_tag_gone(tag: str, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not claude_mod.tagged_pids({tag}):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+SLOW_TOOL = {"name": "Bash", "input": {"command": "./slow.sh", "description": "Run slow"}}
+
+
+@pytest.mark.claude
+@needs_cli
+@bounded
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+@pytest.mark.parametrize("how", ["cancel", "sigkill"])
+async def test_no_tool_process_survives_the_turn(
+    agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path, how: str
+) -> None:
+    write_script(workspace / "slow.sh", "sleep 37")
+    api.enqueue({"tool_use": SLOW_TOOL}, {"text": "done"})
+    host = FakeHost(PermissionOption.ALLOW_ONCE)
+    gen = agent.run(make_request(workspace, "run the slow script"), host)
+    events: list[AgentEvent] = []
+    tag = ""
+    async for event in gen:
+        events.append(event)
+        if not tag and isinstance(event, ToolCallEvent) and event.status == ToolStatus.RUNNING:
+            (cli_pid,) = running_pids()
+            tag = claude_mod._LIVE[cli_pid][1]
+            await wait_for_tool_processes(cli_pid, tag)
+            if how == "cancel":
+                break
+            os.kill(cli_pid, signal.SIGKILL)  # the CLI dies without stopping its tool
+    started = time.monotonic()
+    await gen.aclose()
+    assert time.monotonic() - started < 4.0
+    assert await wait_tag_gone(tag)
+    if how == "sigkill":
+        failed = events[-1]
+        assert isinstance(failed, TurnFailed)
+        assert "SIGKILL" in failed.message
+
+
+# -- the stand-in API itself --------------------------------------------------------------------
+
+MAIN_BODY = {
+    "model": "claude-opus-5-5",
+    "max_tokens": 100,
+    "stream": True,
+    "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+    "system": [{"type": "text", "text": "x"}],
+    "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+}
+
+
+def sse_events(body: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[len("data: ") :]) for line in body.splitlines() if line.startswith("data: ")
+    ]
+
+
+def sse_text(body: str) -> str:
+    return "".join(
+        e["delta"].get("text", "") for e in sse_events(body) if e["type"] == "content_block_delta"
+    )
+
+
+def test_fake_api_streams_the_real_event_shapes() -> None:
+    script: list[dict[str, Any]] = [
+        {"thinking": "hmm", "text": "Hi!", "chunk_chars": 2},
+        {"tool_use": {"name": "Bash", "input": {"command": "echo hi"}, "id": "toolu_x"}},
+    ]
+    with FakeAnthropicAPI(script) as fake, httpx.Client(base_url=fake.base_url) as client:
+        first = sse_events(client.post("/v1/messages?beta=true", json=MAIN_BODY).text)
+        second = sse_events(client.post("/v1/messages", json=MAIN_BODY).text)
+    assert [e["type"] for e in first][:2] == ["message_start", "content_block_start"]
+    assert first[-2]["type"] == "message_delta"
+    assert first[-2]["delta"]["stop_reason"] == "end_turn"
+    assert first[-1] == {"type": "message_stop"}
+    deltas = [e["delta"] for e in first if e["type"] == "content_block_delta"]
+    assert "".join(d.get("thinking", "") for d in deltas) == "hmm"
+    assert [d["text"] for d in deltas if d["type"] == "text_delta"] == ["Hi", "!"]
+    assert any(d["type"] == "signature_delta" for d in deltas)
+    (start,) = [e for e in second if e["type"] == "content_block_start"]
+    assert start["content_block"]["type"] == "tool_use"
+    assert start["content_block"]["id"] == "toolu_x"
+    args = "".join(e["delta"]["partial_json"] for e in second if e["type"] == "content_block_delta")
+    assert json.loads(args) == {"command": "echo hi"}
+    assert second[-2]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_fake_api_errors_and_side_requests() -> None:
+    with FakeAnthropicAPI() as fake, httpx.Client(base_url=fake.base_url) as client:
+        fake.enqueue({"status": 500, "repeat": 2}, {"error": "prompt_too_long"})
+        side = client.post("/v1/messages", json={"model": "haiku", "max_tokens": 5, "messages": []})
+        assert side.status_code == 200
+        assert side.json()["content"][0]["text"] == "Side answer"
+        assert [client.post("/v1/messages", json=MAIN_BODY).status_code for _ in range(3)] == [
+            500,
+            500,
+            400,
+        ]
+        assert fake.pending() == 0
+        assert sse_text(client.post("/v1/messages", json=MAIN_BODY).text) == "ok"  # empty queue
+        fake.enqueue({"status": 429})
+        limited = client.post("/v1/messages", json=MAIN_BODY)
+        assert limited.status_code == 429
+        assert limited.json()["error"]["type"] == "rate_limit_error"
+        assert "retry-after" in limited.headers
+        assert client.post("/v1/messages/count_tokens", json={}).json() == {"input_tokens": 100}
+    assert [r["main"] for r in fake.requests] == [False, True, True, True, True, True, False]
+
+
+def test_fake_api_stall_ends_when_the_client_hangs_up() -> None:
+    with FakeAnthropicAPI([{"text": "abcdef", "stall": 30}]) as fake:
+        started = time.monotonic()
+        with (
+            httpx.Client(base_url=fake.base_url) as client,
+            client.stream("POST", "/v1/messages", json=MAIN_BODY) as response,
+        ):
+            for chunk in response.iter_text():
+                if "text_delta" in chunk:
+                    break
+    assert time.monotonic() - started < 5  # stop() did not wait for the stall
+
+
+def test_appended_system_text_and_user_text_helpers() -> None:
+    builtin = "You are Claude Code.\n\nDo build original games ... even if it is renamed or called original."
+    appended = "MILK\n\nline two\n"
+    request = {
+        "body": {
+            "system": [
+                {"type": "text", "text": "x-anthropic-billing-header: cc_version=1"},
+                {"type": "text", "text": "You are Claude Code"},
+                {"type": "text", "text": f"{builtin}\n\n{appended}"},
+            ],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "first"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "answer"}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "<system-reminder>\nnote\n</system-reminder>"},
+                        {"type": "text", "text": "second @/etc/passwd"},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}],
+                },
+                {"role": "system", "content": "# Environment"},
+            ],
+        }
+    }
+    assert appended_system_text(request) == appended
+    assert user_text(request) == "second @/etc/passwd"
+    no_append = {"body": {"system": [{"type": "text", "text": builtin}]}}
+    assert appended_system_text(no_append) == ""
+    bare = {"body": {"system": [{"type": "text", "text": "CWD: /w\nDate: today\n\nctx"}]}}
+    assert appended_system_text(bare) == "ctx"
+    with pytest.raises(ValueError, match="BUILTIN_PROMPT_ENDINGS"):
+        appended_system_text({"body": {"system": "some other prompt"}})
+
+
+def test_fake_api_command_line(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": [{"text": "from the file"}]}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.anthropic_api", "--script", str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert re.fullmatch(r"READY http://127\.0\.0\.1:\d+\n", line)
+        with httpx.Client(base_url=line.split()[1], timeout=10) as client:
+            headers = {"x-api-key": "sk-secret", "authorization": "Bearer secret"}
+            first = client.post("/v1/messages", json=MAIN_BODY, headers=headers)
+            assert sse_text(first.text) == "from the file"
+            assert client.post("/_script", json=[{"text": "replaced"}]).status_code == 200
+            second = client.post("/v1/messages", json=MAIN_BODY)
+            assert sse_text(second.text) == "replaced"
+            recorded = client.get("/_requests").json()
+        assert [r["body"]["messages"] for r in recorded] == [MAIN_BODY["messages"]] * 2
+        assert "x-api-key" not in recorded[0]["headers"]
+        assert "authorization" not in recorded[0]["headers"]
+        assert recorded[0]["path"] == "/v1/messages"
+    finally:
+        proc.terminate()
+        proc.wait(10)

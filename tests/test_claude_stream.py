@@ -80,7 +80,7 @@ def statuses(events: list[AgentEvent]) -> list[ToolStatus]:
 # -- recordings ---------------------------------------------------------------------------------
 
 
-def test_text_and_thinking_stream_token_level_without_duplicates():
+def test_text_and_thinking_stream_token_level_without_duplicates() -> None:
     events, outcome, mapper = replay("text_thinking")
     assert isinstance(events[0], ClaudeSessionStarted)
     assert events[0].session_id == mapper.session_id
@@ -99,7 +99,7 @@ def test_text_and_thinking_stream_token_level_without_duplicates():
     assert outcome == TurnDone("end_turn")
 
 
-def test_tool_allowed_goes_pending_running_completed_with_result():
+def test_tool_allowed_goes_pending_running_completed_with_result() -> None:
     events, outcome, _ = replay("tool_allow", allow=True)
     calls = [e for e in events if isinstance(e, ToolCallEvent)]
     assert {c.tool_call_id for c in calls} == {calls[0].tool_call_id}
@@ -122,7 +122,7 @@ def test_tool_allowed_goes_pending_running_completed_with_result():
     assert outcome == TurnDone()
 
 
-def test_tool_denied_ends_denied_and_claude_sees_the_message():
+def test_tool_denied_ends_denied_and_claude_sees_the_message() -> None:
     events, outcome, _ = replay("tool_deny", allow=False)
     assert statuses(events)[-1] == ToolStatus.DENIED
     assert ToolStatus.COMPLETED not in statuses(events)
@@ -134,7 +134,7 @@ def test_tool_denied_ends_denied_and_claude_sees_the_message():
     assert outcome == TurnDone()
 
 
-def test_tool_without_permission_question():
+def test_tool_without_permission_question() -> None:
     events, outcome, _ = replay("tool_no_permission")
     assert statuses(events) == [ToolStatus.PENDING, ToolStatus.RUNNING, ToolStatus.COMPLETED]
     assert [e.output for e in events if isinstance(e, ToolResultEvent)] == ["hi"]
@@ -150,7 +150,7 @@ def test_tool_without_permission_question():
         pytest.param("not_logged_in", FailureReason.CLAUDE_NOT_LOGGED_IN, "/login", id="login"),
     ],
 )
-def test_api_failures_map_to_reasons(name: str, reason: FailureReason, needle: str):
+def test_api_failures_map_to_reasons(name: str, reason: FailureReason, needle: str) -> None:
     events, outcome, _ = replay(name)
     assert isinstance(outcome, TurnFailed)
     assert outcome.reason == reason
@@ -160,7 +160,7 @@ def test_api_failures_map_to_reasons(name: str, reason: FailureReason, needle: s
     assert texts(events) == ""
 
 
-def test_api_retries_become_notices():
+def test_api_retries_become_notices() -> None:
     events, _, _ = replay("error_500")
     notices = [e for e in events if isinstance(e, NoticeEvent)]
     assert notices
@@ -169,17 +169,17 @@ def test_api_retries_become_notices():
 
 
 @pytest.mark.parametrize("resume", [True, False])
-def test_unknown_resume_id_is_rejected(resume: bool):
+def test_unknown_resume_id_is_rejected(resume: bool) -> None:
     events, outcome, _ = replay("resume_unknown", resume=resume)
     assert isinstance(outcome, TurnFailed)
     assert outcome.reason == FailureReason.CLAUDE_FAILED
     assert outcome.resume_rejected is resume
     assert "No conversation found" in outcome.message
     # The result line names the requested id, but no conversation was started.
-    assert not any(isinstance(e, ClaudeSessionStarted) for e in events)
+    assert events == []
 
 
-def test_interrupted_turn_keeps_streamed_text_once():
+def test_interrupted_turn_keeps_streamed_text_once() -> None:
     events, outcome, _ = replay("interrupted")
     assert texts(events) == "word word word "
     assert isinstance(outcome, TurnFailed)
@@ -220,7 +220,7 @@ def feed_all(*messages: dict[str, Any]) -> list[AgentEvent]:
     return events
 
 
-def test_deltas_suppress_the_full_assistant_message():
+def test_deltas_suppress_the_full_assistant_message() -> None:
     events = feed_all(
         message_start("m1"),
         text_delta("hel"),
@@ -230,14 +230,14 @@ def test_deltas_suppress_the_full_assistant_message():
     assert texts(events) == "hello"
 
 
-def test_message_start_between_deltas_separates_messages():
+def test_message_start_between_deltas_separates_messages() -> None:
     events = feed_all(
         message_start("m1"), text_delta("first"), message_start("m2"), text_delta("second")
     )
     assert texts(events) == "first\nsecond"
 
 
-def test_assistant_text_used_when_no_deltas_were_seen():
+def test_assistant_text_used_when_no_deltas_were_seen() -> None:
     events = feed_all(
         assistant("m1", {"type": "text", "text": "one"}),
         assistant("m2", {"type": "text", "text": "two"}),
@@ -245,7 +245,7 @@ def test_assistant_text_used_when_no_deltas_were_seen():
     assert texts(events) == "one\ntwo"
 
 
-def test_thinking_blocks_are_not_text():
+def test_thinking_blocks_are_not_text() -> None:
     events = feed_all(
         assistant("m1", {"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"})
     )
@@ -253,7 +253,7 @@ def test_thinking_blocks_are_not_text():
     assert [e.text for e in events if isinstance(e, ThinkingDelta)] == ["hmm"]
 
 
-def test_synthetic_error_message_is_not_text():
+def test_synthetic_error_message_is_not_text() -> None:
     events = feed_all(
         assistant(
             "m1",
@@ -265,7 +265,7 @@ def test_synthetic_error_message_is_not_text():
     assert texts(events) == ""
 
 
-def test_subagent_stream_is_not_main_text():
+def test_subagent_stream_is_not_main_text() -> None:
     events = feed_all(
         {**text_delta("sub"), "parent_tool_use_id": "toolu_task"},
         assistant("m9", {"type": "text", "text": "sub"}, parent_tool_use_id="toolu_task"),
@@ -273,7 +273,7 @@ def test_subagent_stream_is_not_main_text():
     assert texts(events) == ""
 
 
-def test_session_started_once_from_the_first_line_with_an_id():
+def test_session_started_once_from_the_first_line_with_an_id() -> None:
     events = feed_all(
         {"type": "system", "subtype": "init", "session_id": "abc"},
         {"type": "system", "subtype": "status", "session_id": "abc"},
@@ -281,7 +281,7 @@ def test_session_started_once_from_the_first_line_with_an_id():
     assert events == [ClaudeSessionStarted("abc")]
 
 
-def test_tool_input_from_json_deltas_when_no_assistant_line():
+def test_tool_input_from_json_deltas_when_no_assistant_line() -> None:
     start = {
         "type": "content_block_start",
         "index": 1,
@@ -308,7 +308,7 @@ def test_tool_input_from_json_deltas_when_no_assistant_line():
     ]
 
 
-def test_permission_denied_system_message_marks_denied():
+def test_permission_denied_system_message_marks_denied() -> None:
     events = feed_all(
         assistant("m1", {"type": "tool_use", "id": "toolu_2", "name": "Write", "input": {}}),
         {"type": "system", "subtype": "permission_denied", "tool_use_id": "toolu_2"},
@@ -330,7 +330,7 @@ def test_permission_denied_system_message_marks_denied():
     assert ToolResultEvent("toolu_2", "denied", True) in events
 
 
-def test_failed_tool_result():
+def test_failed_tool_result() -> None:
     events = feed_all(
         assistant(
             "m1", {"type": "tool_use", "id": "t3", "name": "Bash", "input": {"command": "x"}}
@@ -363,7 +363,7 @@ def test_failed_tool_result():
         pytest.param(None, "", id="none"),
     ],
 )
-def test_tool_output_text(content: Any, expected: str):
+def test_tool_output_text(content: Any, expected: str) -> None:
     assert tool_output_text(content) == expected
 
 
@@ -379,12 +379,12 @@ def test_tool_output_text(content: Any, expected: str):
         pytest.param(b'{"type":"system"}\n', {"type": "system"}, id="object"),
     ],
 )
-def test_parse_line(raw: bytes, expected: Any):
+def test_parse_line(raw: bytes, expected: Any) -> None:
     assert parse_line(raw) == expected
 
 
 @pytest.mark.parametrize("raw", [b'{"type": "sys', b'{"no_type": 1}', b"{}"])
-def test_parse_line_rejects_corrupt_json(raw: bytes):
+def test_parse_line_rejects_corrupt_json(raw: bytes) -> None:
     with pytest.raises(StreamParseError):
         parse_line(raw)
 
@@ -401,7 +401,7 @@ def test_parse_line_rejects_corrupt_json(raw: bytes):
         ),
     ],
 )
-def test_outcome_done(result: dict[str, Any], expected: TurnDone):
+def test_outcome_done(result: dict[str, Any], expected: TurnDone) -> None:
     assert outcome_from_result(result, resume=False) == expected
 
 
@@ -448,31 +448,31 @@ def test_outcome_done(result: dict[str, Any], expected: TurnDone):
         ),
     ],
 )
-def test_outcome_failures(result: dict[str, Any], reason: FailureReason):
+def test_outcome_failures(result: dict[str, Any], reason: FailureReason) -> None:
     outcome = outcome_from_result(result, resume=False)
     assert isinstance(outcome, TurnFailed)
     assert outcome.reason == reason
 
 
-def test_exit_without_result_names_signal_and_stderr():
+def test_exit_without_result_names_signal_and_stderr() -> None:
     outcome = outcome_from_exit(-9, "some noise\nlast words\n", resume=False)
     assert outcome.reason == FailureReason.CLAUDE_FAILED
     assert "SIGKILL" in outcome.message
     assert "last words" in outcome.message
 
 
-def test_exit_code_and_empty_stderr():
+def test_exit_code_and_empty_stderr() -> None:
     outcome = outcome_from_exit(1, "", resume=True)
     assert "exited with code 1" in outcome.message
     assert not outcome.resume_rejected
 
 
-def test_exit_with_resume_rejected_on_stderr():
+def test_exit_with_resume_rejected_on_stderr() -> None:
     outcome = outcome_from_exit(1, "No conversation found with session ID: x\n", resume=True)
     assert outcome.resume_rejected
 
 
-def test_exit_skip_permissions_as_root_is_explained():
+def test_exit_skip_permissions_as_root_is_explained() -> None:
     outcome = outcome_from_exit(
         1,
         "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n",
@@ -484,7 +484,7 @@ def test_exit_skip_permissions_as_root_is_explained():
 # -- stdin lines --------------------------------------------------------------------------------
 
 
-def test_user_message_is_verbatim_and_client_composed():
+def test_user_message_is_verbatim_and_client_composed() -> None:
     text = "<milk-context>\n@/etc/passwd\n</milk-context>\n-- --help"
     line = user_message_line(text)
     assert line.endswith(b"\n")
@@ -495,7 +495,7 @@ def test_user_message_is_verbatim_and_client_composed():
     assert msg["message"] == {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
-def test_allow_echoes_input_and_deny_carries_message():
+def test_allow_echoes_input_and_deny_carries_message() -> None:
     allow = json.loads(allow_line("r1", {"command": "ls"}))
     assert allow == {
         "type": "control_response",

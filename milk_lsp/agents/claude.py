@@ -110,10 +110,13 @@ EXIT_AFTER_RESULT_SECONDS = 5.0
 """After the ``result`` line and stdin EOF, how long the CLI gets to exit on its own."""
 DRAIN_SECONDS = 1.0
 """After the process is gone, how long the pipe readers get to reach EOF."""
+WRITE_TIMEOUT_SECONDS = 10.0
+"""How long a write to the CLI's stdin may wait for the pipe to drain."""
 CONTEXT_FILE_PLACEHOLDER = "<context-file>"
 CONTEXT_FILE_NAME = "milk-context.md"
 SETTING_SOURCES = "user,project,local"
 DENIED_MESSAGE = "The user denied this tool use in the editor."
+CANCELLED_MESSAGE = "The user cancelled the turn in the editor."
 ASK_IN_TEXT_MESSAGE = (
     "The editor cannot show this question dialog. Ask your questions in your reply "
     "instead and end your turn; the user will answer in the chat."
@@ -156,7 +159,7 @@ class ClaudeTurnRequest:
     settings: ClaudeSettings
 
 
-# -- finding the CLI ----------------------------------------------------------------------------
+# -- finding the CLI ------------------------------------------------------------------------------
 
 
 def bundled_cli_path() -> str | None:
@@ -182,12 +185,12 @@ def resolve_cli(settings: ClaudeSettings) -> ResolvedCli:
     silently replaced by another CLI.
     """
     if settings.path:
-        configured = os.path.expanduser(settings.path)
-        if os.sep not in configured and not (os.altsep and os.altsep in configured):
-            found = shutil.which(configured)
+        configured = Path(settings.path).expanduser()
+        if len(configured.parts) == 1:  # a bare name: look it up on PATH
+            found = shutil.which(settings.path)
             return ResolvedCli(found, "setting") if found else ResolvedCli(None, "missing")
-        if os.path.isfile(configured) and os.access(configured, os.X_OK):
-            return ResolvedCli(configured, "setting")
+        if configured.is_file() and os.access(configured, os.X_OK):
+            return ResolvedCli(str(configured), "setting")
         return ResolvedCli(None, "missing")
     found = shutil.which("claude")
     if found:
@@ -236,7 +239,7 @@ async def cli_version(path: str) -> str | None:
     return match.group(0) if match else (line or None)
 
 
-# -- the command line and environment ------------------------------------------------------------
+# -- the command line and environment -------------------------------------------------------------
 
 
 def build_argv(request: ClaudeTurnRequest, cli_path: str, context_file_path: str) -> list[str]:
@@ -288,21 +291,58 @@ def build_env(
     return env
 
 
-# -- live process groups ---------------------------------------------------------------------------
+# -- live process groups --------------------------------------------------------------------------
 
-_LIVE: dict[int, asyncio.subprocess.Process] = {}
-"""Running CLI processes by pid (= their process group id: they start a new session)."""
+RUN_TAG_ENV = "MILK_LSP_CLAUDE_RUN"
+"""Set to a per-run token in the CLI's environment; every process it starts inherits it.
+
+Claude Code runs its Bash tool in a new session (not in the CLI's process group), so a
+CLI that dies abruptly (SIGKILL) leaves its tools running. The token finds them."""
+
+_LIVE: dict[int, tuple[asyncio.subprocess.Process, str]] = {}
+"""Running CLI processes by pid (= their process group id) with their run token."""
 
 
 def running_pids() -> list[int]:
     """Pids (= process group ids) of the CLI processes of turns still running."""
-    return [pid for pid, proc in _LIVE.items() if proc.returncode is None]
+    return [pid for pid, (proc, _tag) in _LIVE.items() if proc.returncode is None]
+
+
+def tagged_pids(tags: set[str]) -> list[int]:
+    """Pids of processes whose environment carries one of these run tokens (Linux only)."""
+    proc_root = Path("/proc")
+    if not tags or not proc_root.is_dir():
+        return []
+    needles = [f"\0{RUN_TAG_ENV}={tag}\0".encode() for tag in tags]
+    me = os.getpid()
+    found: list[int] = []
+    with os.scandir(proc_root) as entries:
+        for entry in entries:
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                data = b"\0" + (proc_root / entry.name / "environ").read_bytes()
+            except OSError:
+                continue
+            if any(needle in data for needle in needles):
+                found.append(int(entry.name))
+    return found
+
+
+def _kill_tagged(tags: set[str]) -> int:
+    """SIGKILL every process left over from these runs (tools of a CLI that died)."""
+    killed = 0
+    for pid in tagged_pids(tags):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+    return killed
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
     """Send `sig` to a process group; False when it no longer exists."""
     try:
-        os.killpg(pgid, sig)
+        os.killpg(pgid, sig)  # POSIX: the CLI runs in a session of its own
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -315,9 +355,11 @@ def kill_all_running(grace_seconds: float = 0.0) -> int:
     """Kill every live CLI process group (server shutdown / SIGTERM); returns how many.
 
     Sends SIGTERM, waits up to `grace_seconds` for the groups to go, then SIGKILLs what is
-    left. Synchronous, so it can run from a signal handler or `atexit`.
+    left, and the tool processes the CLIs started. Synchronous, so it can run from a signal
+    handler or `atexit`.
     """
     groups = list(_LIVE)
+    tags = {tag for _proc, tag in _LIVE.values()}
     alive = [pgid for pgid in groups if _signal_group(pgid, signal.SIGTERM)]
     deadline = time.monotonic() + grace_seconds
     while alive and time.monotonic() < deadline:
@@ -325,6 +367,7 @@ def kill_all_running(grace_seconds: float = 0.0) -> int:
         alive = [pgid for pgid in alive if _group_has_live_members(pgid)]
     for pgid in alive:
         _signal_group(pgid, signal.SIGKILL)
+    _kill_tagged(tags)
     return len(groups)
 
 
@@ -339,7 +382,12 @@ def _group_has_live_members(pgid: int) -> bool:
 atexit.register(kill_all_running)
 
 
-# -- the agent ---------------------------------------------------------------------------------------
+# -- the agent ------------------------------------------------------------------------------------
+
+
+def timeout_message(seconds: float) -> str:
+    """What Claude is told when the user did not answer a permission question in time."""
+    return f"The user did not answer the permission question within {seconds:g} seconds; denied."
 
 
 class ClaudeAgent:
@@ -374,13 +422,12 @@ class ClaudeAgent:
 
 
 async def _shielded(coro: Coroutine[Any, Any, None]) -> None:
-    """Run a cleanup to completion even if the awaiting task is cancelled meanwhile."""
-    task = asyncio.ensure_future(coro)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        # Cancelled again while cleaning up: the cleanup goes on in the background.
-        raise
+    """Run a cleanup to completion even if the awaiting task is cancelled meanwhile.
+
+    If the task is cancelled again while it waits here, it gets its `CancelledError` at
+    once and the cleanup goes on in the background.
+    """
+    await asyncio.shield(asyncio.ensure_future(coro))
 
 
 class _Eof:
@@ -412,6 +459,8 @@ class _Turn:
         self.env_overrides = env
         self.temp_root = temp_root
         self.mapper = StreamMapper()
+        self.tag = uuid.uuid4().hex
+        """This run's `RUN_TAG_ENV` token."""
         self.queue: asyncio.Queue[_Item] = asyncio.Queue()
         self.proc: asyncio.subprocess.Process | None = None
         self.temp_dir: str | None = None
@@ -450,7 +499,9 @@ class _Turn:
         if request.context_file_text:
             context_path = self._write_context_file(request.context_file_text)
         argv = build_argv(request, self.cli_path, context_path)
+        logger.debug("running Claude Code in %s: %s", request.workspace, argv)
         env = build_env(request.settings, request.workspace, self.env_overrides)
+        env[RUN_TAG_ENV] = self.tag
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -474,7 +525,7 @@ class _Turn:
                 FailureReason.CLAUDE_FAILED, f"Claude Code could not be started: {exc}"
             )
             return
-        _LIVE[self.proc.pid] = self.proc
+        _LIVE[self.proc.pid] = (self.proc, self.tag)
         self.stderr_reader = asyncio.create_task(self._read_stderr())
         self.reader = asyncio.create_task(self._read_stdout())
         await self._write(user_message_line(request.prompt))
@@ -508,7 +559,7 @@ class _Turn:
         if self.temp_root is not None:
             self.temp_root.mkdir(parents=True, exist_ok=True)
         self.temp_dir = tempfile.mkdtemp(prefix="milk-claude-", dir=root)  # mode 0700
-        path = os.path.join(self.temp_dir, CONTEXT_FILE_NAME)
+        path = str(Path(self.temp_dir) / CONTEXT_FILE_NAME)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.fchmod(fd, 0o600)
@@ -524,7 +575,8 @@ class _Turn:
     # -- stdout / stderr ---------------------------------------------------------------------
 
     async def _read_stdout(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
+        assert self.proc is not None
+        assert self.proc.stdout is not None
         stdout = self.proc.stdout
         try:
             while True:
@@ -563,7 +615,8 @@ class _Turn:
             self.queue.put_nowait(_Eof())
 
     async def _read_stderr(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
+        assert self.proc is not None
+        assert self.proc.stderr is not None
         stderr = self.proc.stderr
         while True:
             chunk = await stderr.read(65536)
@@ -605,6 +658,9 @@ class _Turn:
                 error_response_line(request_id, f"milk-lsp does not serve {subtype!r}")
             )
             return
+        if self.closed:  # the turn is being stopped: ask nobody
+            await self._write(deny_line(request_id, CANCELLED_MESSAGE))
+            return
         tool_use_id = str(body.get("tool_use_id") or request_id)
         tool_name = str(body.get("tool_name") or "")
         tool_input = body.get("input") if isinstance(body.get("input"), dict) else {}
@@ -634,21 +690,12 @@ class _Turn:
         try:
             answer = await asyncio.wait_for(self.host.request_permission(question), timeout)
         except TimeoutError:
-            self._emit(
-                [
-                    NoticeEvent(
-                        "warning",
-                        f"No answer to the {tool_name} permission question within {timeout:g} s; denied.",
-                    )
-                ]
+            notice = (
+                f"No answer to the {tool_name} permission question within {timeout:g} s; denied."
             )
+            self._emit([NoticeEvent("warning", notice)])
             self._emit(self.mapper.permission_decided(tool_use_id, allowed=False))
-            await self._write(
-                deny_line(
-                    request_id,
-                    f"The user did not answer the permission question within {timeout:g} seconds, so it was denied.",
-                )
-            )
+            await self._write(deny_line(request_id, timeout_message(timeout)))
             return
         except asyncio.CancelledError:
             # The CLI withdrew the question, or the turn is being cancelled (then the
@@ -663,6 +710,8 @@ class _Turn:
             )
             return
         allowed = answer in (PermissionOption.ALLOW_ONCE, PermissionOption.ALLOW_SESSION)
+        if self.closed:
+            allowed = False  # an answer that comes in while the turn is being stopped
         self._emit(self.mapper.permission_decided(tool_use_id, allowed=allowed))
         if allowed:
             await self._write(allow_line(request_id, tool_input))
@@ -671,14 +720,15 @@ class _Turn:
 
     # -- stdin -----------------------------------------------------------------------------
 
-    async def _write(self, data: bytes) -> bool:
+    async def _write(self, data: bytes, drain_seconds: float = WRITE_TIMEOUT_SECONDS) -> bool:
+        """Write one line to the CLI's stdin; False if it is gone or not reading."""
         proc = self.proc
         if proc is None or proc.stdin is None or self.stdin_closed or proc.returncode is not None:
             return False
         try:
             proc.stdin.write(data)
-            await proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError, RuntimeError, OSError):
+            await asyncio.wait_for(proc.stdin.drain(), drain_seconds)
+        except (TimeoutError, BrokenPipeError, ConnectionResetError, RuntimeError, OSError):
             return False
         return True
 
@@ -710,7 +760,8 @@ class _Turn:
         proc = self.proc
         if proc is None or proc.returncode is not None:
             return
-        sent = await self._write(interrupt_line(f"milk-interrupt-{uuid.uuid4().hex[:8]}"))
+        interrupt = interrupt_line(f"milk-interrupt-{uuid.uuid4().hex[:8]}")
+        sent = await self._write(interrupt, drain_seconds=1.0)
         await self._close_stdin()
         if not sent:
             with contextlib.suppress(ProcessLookupError):
@@ -761,6 +812,8 @@ class _Turn:
                 if transport is not None:
                     with contextlib.suppress(Exception):
                         transport.close()
+                # Tools run in sessions of their own: if the CLI did not stop them, do it.
+                await asyncio.to_thread(_kill_tagged, {self.tag})
                 _LIVE.pop(proc.pid, None)
             if self.permission_tasks:
                 await asyncio.wait(list(self.permission_tasks.values()), timeout=1.0)

@@ -144,7 +144,10 @@ class StreamMapper:
             self._system(msg, events)
         elif kind == "result":
             self.result = msg
-            events.append(usage_from_result(msg))
+            usage = usage_from_result(msg)
+            counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
+            if any(counts) or usage.cache_creation_tokens or usage.cost_usd:
+                events.append(usage)  # not for a turn that never reached the model
         return events
 
     def permission_asked(

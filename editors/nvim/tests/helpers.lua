@@ -103,6 +103,17 @@ function H.start_fake(module, args)
   return ready
 end
 
+-- Fakes die with Neovim, however it exits.
+vim.api.nvim_create_autocmd('VimLeavePre', {
+  callback = function()
+    for _, job in ipairs(H.jobs) do
+      pcall(function()
+        job:kill('sigterm')
+      end)
+    end
+  end,
+})
+
 function H.start_openai()
   H.openai = H.start_fake('tests.fakes.openai_server')
   return H.openai
@@ -202,6 +213,16 @@ vim.notify = function(msg, level)
   table.insert(H.notes, { msg = msg, level = level })
 end
 
+-- print() (Neovim's workspace/applyEdit handler prints the edit's label), kept apart.
+H.printed = {}
+_G.print = function(...)
+  local parts = {}
+  for i = 1, select('#', ...) do
+    parts[i] = tostring(select(i, ...))
+  end
+  table.insert(H.printed, table.concat(parts, ' '))
+end
+
 -- Events the plugin fires, counted for waiting.
 H.events = { MilkTurnDone = {}, MilkSession = {}, MilkContext = {}, MilkStatusResult = {} }
 for pattern, list in pairs(H.events) do
@@ -283,7 +304,6 @@ end
 
 --- Stop the clients and fakes, print the summary line, exit 0 or 1.
 function H.finish()
-  log('finishing')
   if os.getenv('MILK_TEST_DEBUG') == '1' then
     for sid, S in pairs(require('milk.chat').sessions) do
       log('--- chat ' .. sid)
@@ -311,7 +331,6 @@ function H.finish()
       job:wait(3000)
     end)
   end
-  log('stopped clients and fakes')
   if os.getenv('MILK_TEST_KEEP') ~= '1' then
     vim.fn.delete(H.tmp, 'rf')
   end

@@ -55,5 +55,44 @@ H.run(function()
   H.check('Claude cancel was quick', secs < 10, secs)
   lines = H.chat_lines()
   H.check('chat shows the Claude cancel', H.find_line(lines, '^— Claude · cancelled') ~= nil, lines)
+  H.check('status idle after the Claude cancel', require('milk').status() == 'milk: idle', require('milk').status())
+
+  -- Cancel while a permission prompt is open: the turn ends, the prompt is withdrawn, and
+  -- an answer given afterwards does no harm.
+  local pending
+  vim.ui.select = function(items, opts, on_choice)
+    pending = { items = items, on_choice = on_choice, status = require('milk').status() }
+  end
+  H.script_openai({
+    { tool_calls = { { name = 'run_command', arguments = { command = 'touch late-answer.txt' } } } },
+    { text = 'should not be needed' },
+  })
+  require('milk').chat('run something', { route = 'local' })
+  H.wait(30000, function()
+    return pending ~= nil
+  end)
+  H.check('permission prompt open', pending ~= nil)
+  H.check('status says permission?', pending and pending.status == 'milk: local… (permission?)', pending and pending.status)
+  vim.cmd('MilkCancel')
+  done = H.wait_turn(3, 20000)
+  H.check('turn with an open prompt ended cancelled', done and done.result and done.result.stopReason == 'cancelled', done)
+  lines = H.chat_lines()
+  H.check('prompt marked withdrawn in the chat', H.find_line(lines, 'touch late-answer.txt → withdrawn (turn ended)', true) ~= nil, lines)
+  H.check('status idle with the prompt still open', require('milk').status() == 'milk: idle', require('milk').status())
+  if pending then
+    pending.on_choice(pending.items[1]) -- "Allow once", too late
+  end
+  H.wait(1000, function()
+    return false
+  end)
+  H.check('the late answer ran nothing', vim.fn.filereadable(H.ws .. '/late-answer.txt') == 0)
+  lines = H.chat_lines()
+  H.check('the withdrawn line keeps its text', H.find_line(lines, 'touch late-answer.txt → withdrawn (turn ended)', true) ~= nil, lines)
+
+  -- The server still works after that.
+  H.script_openai({ { text = 'still alive' } })
+  vim.cmd('Milk ping')
+  done = H.wait_turn(4, 20000)
+  H.check('next turn works', done and done.result and done.result.text == 'still alive', done)
   H.check('status idle at the end', require('milk').status() == 'milk: idle', require('milk').status())
 end)

@@ -59,4 +59,16 @@ H.run(function()
   end)
   H.check('didChangeConfiguration applied the new model', changed)
   H.check('statusline idle', require('milk').status() == 'milk: idle', require('milk').status())
+
+  -- Outside any marked folder the workspace is the cwd (never "no workspace").
+  local loose = H.tmp .. '/loose'
+  vim.fn.mkdir(loose, 'p')
+  vim.fn.writefile({ 'x' }, loose .. '/note.txt')
+  vim.fn.chdir(loose)
+  vim.cmd('edit ' .. vim.fn.fnameescape(loose .. '/note.txt'))
+  local root
+  vim.lsp.config.milk.root_dir(vim.api.nvim_get_current_buf(), function(dir)
+    root = dir
+  end)
+  H.check('root_dir without a marker is the cwd', root and vim.fs.normalize(root) == vim.fs.normalize(vim.fn.getcwd()), root)
 end)

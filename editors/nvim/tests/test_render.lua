@@ -128,6 +128,32 @@ H.run(function()
   ok = pcall(chat.on_update, { sessionId = sid, turnId = 'new', seq = 1, kind = 'future_kind', x = 1 }, nil)
   H.check('unknown kind ignored', ok)
 
+  -- UI options: split direction and size, keymaps (custom, disabled, defaults).
+  H.setup_milk({ ui = { split = 'below', size = 12, keymaps = { close = 'Q', sessions = false } } })
+  vim.cmd('only')
+  chat.on_update({ sessionId = 'ui-test', turnId = 'u', seq = 1, kind = 'turn_started', agent = 'local', route = 'auto', reason = 'default' }, nil)
+  local uwin = chat.show('ui-test')
+  local ubuf = chat.sessions['ui-test'].buf
+  H.check('split below', uwin and vim.api.nvim_win_get_position(uwin)[1] > 0 and vim.api.nvim_win_get_position(uwin)[2] == 0)
+  H.check('split size', uwin and vim.api.nvim_win_get_height(uwin) == 12, uwin and vim.api.nvim_win_get_height(uwin))
+  local function map(lhs)
+    for _, m in ipairs(vim.api.nvim_buf_get_keymap(ubuf, 'n')) do
+      if m.lhs == lhs then
+        return m
+      end
+    end
+  end
+  H.check('custom close key Q', map('Q') ~= nil and map('q') == nil)
+  H.check('disabled sessions key', map('S') == nil)
+  H.check('default cancel key <C-c>', map('<C-C>') ~= nil and map('<C-C>').desc == 'milk: cancel the running turn')
+  vim.api.nvim_win_call(uwin, function()
+    vim.cmd('normal Q')
+  end)
+  H.check('Q closes the chat window', not vim.api.nvim_win_is_valid(uwin))
+  chat.on_update({ sessionId = 'ui-test', turnId = 'u', seq = 2, kind = 'turn_ended', agent = 'local', stopReason = 'end_turn' }, nil)
+  local ok_bad = pcall(require('milk').setup, { ui = { split = 'diagonal' } })
+  H.check('a bad ui.split is refused', not ok_bad)
+
   -- A real turn that loses an update is reloaded from milk/session/get when it ends.
   H.start_openai()
   H.setup_milk()
@@ -149,4 +175,24 @@ H.run(function()
   H.check('after the reload the full answer is shown', H.find_line(real, '^ABCDEFGHIJ$') ~= nil, real)
   H.check('after the reload the gap notice is gone', H.find_line(real, 'missed', true) == nil, real)
   H.check('history shows the user message', H.find_line(real, 'lose one', true) ~= nil, real)
+
+  -- A failing turn from the real server: an error notice (highlighted) and the error end.
+  for _, c in ipairs(vim.lsp.get_clients({ name = 'milk' })) do
+    c:stop()
+  end
+  H.wait(5000, function()
+    return #vim.lsp.get_clients({ name = 'milk' }) == 0
+  end)
+  H.setup_milk({ settings = { ['local'] = { baseUrl = 'http://127.0.0.1:9/v1' }, claude = { path = H.tmp .. '/no-claude' } } })
+  vim.cmd('Milk this cannot work')
+  done = H.wait_turn(2)
+  local r = done and done.result or {}
+  H.check('failed turn: stopReason error', r.stopReason == 'error' and type(r.error) == 'table', done)
+  local S2 = chat.sessions[require('milk').session()]
+  local flines = vim.api.nvim_buf_get_lines(S2.buf, 0, -1, false)
+  local err_row = H.find_line(flines, '^✗ error: ')
+  H.check('error notice in the chat', err_row ~= nil, flines)
+  H.check('error notice highlighted', err_row and extmark_groups(S2.buf, err_row - 1).MilkNoticeError, flines)
+  H.check('turn ended with error', H.find_line(flines, ' · error$') ~= nil, flines)
+  H.check('status idle after the failed turn', require('milk').status() == 'milk: idle', require('milk').status())
 end)

@@ -57,10 +57,21 @@ H.run(function()
   H.check('charwise selection range', ctx and ctx.range.start.line == 4 and ctx.range.start.character == 11
     and ctx.range['end'].line == 4 and ctx.range['end'].character == 16, ctx)
 
+  -- A selection in a buffer without a file goes into the message text instead.
+  vim.cmd('enew')
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'scratch one', 'scratch two' })
+  vim.cmd('normal! ggVj\27')
+  H.script_openai({ { text = 'scratch seen' } })
+  vim.cmd("'<,'>Milk look")
+  H.wait_turn(3)
+  H.check('no-file selection: no context item', sent and sent.context == nil, sent)
+  H.check('no-file selection: text in the message', sent and sent.text == 'look\n\n```\nscratch one\nscratch two\n```', sent and sent.text)
+  vim.cmd('bwipeout!')
+
   -- Without a range no context is attached.
   H.script_openai({ { text = 'plain' } })
   vim.cmd('Milk no selection here')
-  H.wait_turn(3)
+  H.wait_turn(4)
   H.check('no range, no context', sent and sent.context == nil and sent.text == 'no selection here', sent)
 
   -- :Milk without text asks with vim.ui.input.
@@ -71,6 +82,6 @@ H.run(function()
   end
   H.script_openai({ { text = 'got it' } })
   vim.cmd('Milk')
-  H.wait_turn(4)
+  H.wait_turn(5)
   H.check(':Milk with no text prompts via vim.ui.input', prompted ~= nil and sent.text == 'typed in the prompt', { prompted, sent })
 end)

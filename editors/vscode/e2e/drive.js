@@ -12,6 +12,7 @@ const t0 = Date.now();
 const ms = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
 const checks = [];
 function check(name, ok, detail = '') {
+  detail = String(detail).replace(/\s+/g, ' ').trim().slice(0, 200);
   checks.push({ name, ok: !!ok, detail });
   console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ` (${detail})` : ''} [${ms()}]`);
   return !!ok;
@@ -90,7 +91,8 @@ async function shot(page, name) {
     console.log(`workbench loaded [${ms()}]`);
 
     // the status bar item appears once the extension activated and milk-lsp answered milk/status
-    const status = page.locator('.statusbar-item', { hasText: 'milk' }).first();
+    // our item (id "<publisher>.<name>.milk.status"), not the language client's progress item
+    const status = page.locator('.statusbar-item[id$="milk.status"]').first();
     await status.waitFor({ timeout: 60000 });
     const statusText = await until(async () => {
       const t = (await status.innerText()).trim();
@@ -123,6 +125,13 @@ async function shot(page, name) {
     // 1. a prompt, streamed back from the local model (Enter sends)
     const answer = 'Hello from the **scripted local model**. Here is a list:\n\n- one\n- two\n\n`code` and <script>alert("x")</script> stays text.';
     await script(OPENAI_URL, [{ text: answer, chunk_chars: 4, delay: 0.06 }]);
+    // Shift+Enter is a newline, not a send
+    await chat.click('#input');
+    await chat.type('#input', 'line one');
+    await chat.press('#input', 'Shift+Enter');
+    await chat.type('#input', 'line two');
+    const twoLines = await chat.$eval('#input', (t) => t.value);
+    check('Shift+Enter adds a newline in the input box', twoLines === 'line one\nline two' && (await chat.$$('.turn')).length === 0, JSON.stringify(twoLines));
     await chat.fill('#input', 'Say hello, please.');
     await chat.press('#input', 'Enter');
     const seen = new Set();
@@ -152,6 +161,8 @@ async function shot(page, name) {
     await chat.fill('#input', 'Start something long.');
     await chat.press('#input', 'Enter');
     await until(async () => !(await chat.$eval('#cancel', (b) => b.disabled)), 'Cancel enabled', 30000);
+    // the turn has started (its agent badge is there) and streams its first words
+    await until(async () => (await chat.$$('.turn:last-of-type .badge')).length > 0, 'the stalled turn to start', 30000);
     await until(async () => /running/.test(await status.innerText()), 'status bar: local running', 15000).then(
       (t) => check('status bar shows the local turn running', true, t),
       () => check('status bar shows the local turn running', false),
@@ -174,6 +185,8 @@ async function shot(page, name) {
     check('the permission question is a modal dialog naming the tool and its input', /Claude wants to use Bash/.test(dialogText) && /touch e2e-marker.txt/.test(dialogText), dialogText.slice(0, 160));
     const buttons = await dialog.locator('.dialog-buttons .monaco-button').allInnerTexts();
     check('the dialog offers Allow once / Allow for this session / Deny', ['Allow once', 'Allow for this session', 'Deny'].every((b) => buttons.includes(b)), buttons.join(' | '));
+    const progressItem = await page.locator('.statusbar-item', { hasText: 'waiting for your permission' }).first().innerText().catch(() => '');
+    check('native work-done progress reports the permission wait', /milk: Claude/.test(progressItem), progressItem);
     await shot(page, 'permission-prompt.png');
     await until(async () => /Claude running/.test(await status.innerText()), 'status bar: Claude running', 5000).then(
       () => check('status bar shows Claude running', true),
@@ -199,7 +212,29 @@ async function shot(page, name) {
     check('the session picker lists the session', sessions.length >= 1 && / msg/.test(sessions.join()), sessions.join(' | '));
     await page.waitForTimeout(300);
     await shot(page, 'chat-claude.png');
-    await page.screenshot({ path: path.join(OUT, 'screenshot.png') });
+
+    // 4. reload the window: the chat shows the session's history (milk/session/get)
+    await page.reload({ waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
+    await until(async () => /milk/.test(await page.locator('.statusbar-item[id$="milk.status"]').first().innerText()), 'milk status bar item after reload', 90000);
+    // the side bar remembers the open chat view; open it only if it is not there
+    let chat2 = await until(async () => {
+      for (const f of page.frames()) if (await f.$('#input').catch(() => null)) return f;
+      return undefined;
+    }, 'restored chat view', 5000).catch(() => undefined);
+    if (!chat2) {
+      await runCommand(page, 'Milk: Open Chat');
+      chat2 = await chatFrame(page);
+    }
+    const turns = await until(async () => {
+      const n = await chat2.$$eval('.turn', (els) => els.length);
+      return n >= 3 ? n : undefined;
+    }, 'history after reload', 60000).catch(() => 0);
+    const histText = turns ? await chat2.innerText('#log') : '';
+    const picked = await chat2.$eval('#sessions', (sel) => sel.options[sel.selectedIndex]?.textContent ?? '').catch(() => '');
+    check('the session picker selects the reopened session', /Say hello, please\./.test(picked), picked);
+    check('reopening the chat shows the session history', turns === 3 && /Say hello, please\./.test(histText) && /Claude here: I created/.test(histText) && /Bash/.test(histText), `${turns} turns`);
+    await shot(page, 'chat-history.png');
   } catch (e) {
     check('e2e ran to the end', false, String(e && e.stack ? e.stack.split('\n').slice(0, 3).join(' / ') : e));
     try {

@@ -15,6 +15,7 @@ VSIX="${VSIX:-$HERE/milk-lsp.vsix}"
 ART="${ART:-$HERE/test-artifacts/e2e}"
 PY="$MILK_VENV/bin/python"
 W="$(mktemp -d "${TMPDIR:-/tmp}/milk-vscode-e2e.XXXXXX")"
+rm -rf "$ART"
 mkdir -p "$ART" "$W"/{ud/User,ext,workspace,home,tmp,xdg-config,xdg-data,storage}
 PIDS=()
 CSPID=""
@@ -28,8 +29,11 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   # keep the logs next to the screenshots
   cp "$W/code-server.log" "$ART/" 2>/dev/null || true
-  find "$W/ud/logs" -name '*milk*' -exec cp {} "$ART/" \; 2>/dev/null || true
-  find "$W/ud/logs" -name 'exthost.log' -exec cp {} "$ART/" \; 2>/dev/null || true
+  # the "milk" output channel and the extension host log of each window
+  local n=0 f
+  while IFS= read -r f; do
+    n=$((n + 1)); cp "$f" "$ART/window$n-$(basename "$f")" 2>/dev/null || true
+  done < <(find "$W/ud/logs" \( -name 'milk.log' -o -name '*exthost*.log' \) 2>/dev/null | sort)
   rm -rf "$W"
   exit $rc
 }

@@ -229,18 +229,26 @@ export function applyUpdate(state: ChatState, u: Update): TurnView | undefined {
       if (tool.status === 'pending' || tool.status === 'running') tool.status = u.isError ? 'failed' : 'completed';
       break;
     }
-    case 'escalated':
+    case 'escalated': {
       turn.escalated = { by: u.by, reason: u.reason };
-      turn.blocks.push({
+      const banner: Block = {
         key: key(turn),
         kind: 'escalation',
         by: u.by,
         reason: u.reason,
         mode: u.mode,
         contextChars: u.contextChars,
-      });
-      turn.agent = undefined; // the next speaker (Claude) gets its own badge
+      };
+      const last = turn.blocks[turn.blocks.length - 1];
+      if (last && last.kind === 'agent' && last.agent === 'claude') {
+        // a turn that Claude runs from its start: the banner goes above Claude's badge
+        turn.blocks.splice(turn.blocks.length - 1, 0, banner);
+      } else {
+        turn.blocks.push(banner);
+        turn.agent = undefined; // the next speaker (Claude) gets its own badge
+      }
       break;
+    }
     case 'need':
       state.need = u.currentNeed;
       if (state.session) state.session.currentNeed = u.currentNeed;

@@ -69,6 +69,8 @@ export class ChatController {
   private rpc: RpcLike | undefined;
   private sub: Disposable | undefined;
   private gapTurns = new Set<string>();
+  /** Cancel pressed before the server started the turn: cancel as soon as it starts. */
+  private cancelWanted = new Set<string>();
 
   constructor(private readonly host: ControllerHost) {}
 
@@ -119,12 +121,18 @@ export class ChatController {
     if (this.activeSessionId === undefined && this.running.has('')) {
       this.activeSessionId = u.sessionId;
       this.running.delete('');
+      if (this.cancelWanted.delete('')) this.cancelWanted.add(u.sessionId);
       void this.refreshSessions();
     }
     switch (u.kind) {
       case 'turn_started':
         this.running.set(u.sessionId, u.agent);
         this.busyChanged();
+        if (this.cancelWanted.delete(u.sessionId)) {
+          this.request(Methods.CANCEL, { sessionId: u.sessionId }).catch((err) =>
+            this.host.log?.(`cancel failed: ${describeError(err).message}`),
+          );
+        }
         break;
       case 'escalated':
         this.running.set(u.sessionId, 'claude');
@@ -146,7 +154,10 @@ export class ChatController {
       return;
     }
     await this.refreshSessions();
-    if (this.activeSessionId === undefined && this.sessions.length) this.activeSessionId = this.sessions[0].sessionId;
+    if (this.activeSessionId === undefined && this.sessions.length) {
+      this.activeSessionId = this.sessions[0].sessionId;
+      this.host.post({ type: 'sessions', sessions: this.sessions, activeId: this.activeSessionId });
+    }
     await this.loadHistory();
   }
 
@@ -207,6 +218,7 @@ export class ChatController {
     } finally {
       // the server always sends turn_ended first; this covers requests that failed before a turn
       if (this.running.get(key) === 'pending') this.running.delete(key);
+      this.cancelWanted.delete(key);
       this.busyChanged();
     }
   }
@@ -241,6 +253,11 @@ export class ChatController {
 
   async cancel(): Promise<boolean> {
     const id = this.activeSessionId;
+    if (this.running.get(id ?? '') === 'pending') {
+      // the request is out but the turn has not started yet
+      this.cancelWanted.add(id ?? '');
+      return true;
+    }
     if (!id) return false;
     const r = await this.request<{ cancelled: boolean }>(Methods.CANCEL, { sessionId: id });
     return !!r?.cancelled;

@@ -144,8 +144,8 @@ class ChatViewProvider implements vscode.WebviewViewProvider {
 <body>
 <header id="top">
   <select id="sessions" title="Sessions of this workspace folder" aria-label="Session"></select>
-  <button id="new-session" class="icon" title="New session" aria-label="New session">+</button>
-  <button id="delete-session" class="icon" title="Delete this session" aria-label="Delete session">🗑</button>
+  <button id="new-session" class="icon" title="New session" aria-label="New session"><svg width="14" height="14" viewBox="0 0 16 16" aria-hidden="true"><path d="M7.25 2h1.5v5.25H14v1.5H8.75V14h-1.5V8.75H2v-1.5h5.25z" fill="currentColor"/></svg></button>
+  <button id="delete-session" class="icon secondary" title="Delete this session" aria-label="Delete session"><svg width="14" height="14" viewBox="0 0 16 16" aria-hidden="true"><path d="M6 1.5h4l.5 1H14V4H2V2.5h3.5zM3 5h10l-.8 9.2a1 1 0 0 1-1 .8H4.8a1 1 0 0 1-1-.8zm3 2v6h1.2V7zm2.8 0v6H10V7z" fill="currentColor"/></svg></button>
 </header>
 <div id="server-problem" class="banner error" hidden></div>
 <div id="need" class="need" hidden></div>

@@ -18,8 +18,11 @@ export interface PermissionPrompt {
 
 const MAX_DETAIL = 1500;
 
-export function formatInput(tool: string, input: Record<string, unknown>): string {
-  const inp = input ?? {};
+export function formatInput(tool: string, input: Record<string, unknown>, description?: string | null): string {
+  // the description is shown above the input already
+  const inp = Object.fromEntries(
+    Object.entries(input ?? {}).filter(([k, v]) => !(k === 'description' && description && v === description)),
+  );
   const cmd = (inp as Record<string, unknown>).command;
   if (typeof cmd === 'string' && Object.keys(inp).length <= 3) {
     const rest = Object.fromEntries(Object.entries(inp).filter(([k]) => k !== 'command'));
@@ -35,7 +38,7 @@ export function permissionPrompt(p: RequestPermissionParams): PermissionPrompt {
   const message = `${who} wants to use ${p.tool}`;
   let detail = '';
   if (p.description) detail += `${p.description}\n\n`;
-  detail += formatInput(p.tool, p.input);
+  detail += formatInput(p.tool, p.input, p.description);
   if (detail.length > MAX_DETAIL) detail = `${detail.slice(0, MAX_DETAIL)}\n… (${detail.length - MAX_DETAIL} more characters)`;
   const options = p.options?.length ? p.options : DEFAULT_OPTIONS;
   return { message, detail, labels: options.map((o) => o.label) };

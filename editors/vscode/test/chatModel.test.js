@@ -60,6 +60,16 @@ test('escalation midway: banner, then a Claude badge', () => {
   assert.match(m.formatUsage(t.usage), /100 in · 10 out · 50 cache read tokens · \$0.0123/);
 });
 
+test('a turn Claude runs from its start: banner above the one Claude badge', () => {
+  seq = 0;
+  const st = m.emptyState(session);
+  m.addUserMessage(st, '');
+  m.applyUpdate(st, u('turn_started', { agent: 'claude', route: 'claude', reason: 'user asked' }));
+  m.applyUpdate(st, u('escalated', { by: 'user', reason: 'user asked', mode: 'first', contextChars: 10 }));
+  m.applyUpdate(st, u('text', { agent: 'claude', delta: 'Hi.' }));
+  assert.deepEqual(st.turns[0].blocks.map((b) => (b.kind === 'agent' ? `agent:${b.agent}` : b.kind)), ['escalation', 'agent:claude', 'text']);
+});
+
 test('cancel: running tools end as denied, status cancelled', () => {
   seq = 0;
   const st = m.emptyState(session);

@@ -220,10 +220,12 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
 
   it('a missing server: notification says what to install and opens the setting', async () => {
     mock.errors.length = 0;
+    mock.answerError = (m, items) => (items.includes('Open Settings') ? 'Open Settings' : undefined);
     mock.setSettings({ 'milk.server.path': path.join(sandbox.root, 'no-such-milk-lsp') });
     const err = await waitFor(() => mock.errors.find((e) => /pipx install milk-lsp/.test(e.message)), 'not-found notification');
     assert.match(err.message, /milk\.server\.path/);
     assert.deepEqual(err.items, ['Open Settings', 'Show Log']);
+    await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === 'milk.server'), 'the setting opened');
     await waitFor(() => /server not running/.test(statusText()), 'status bar: server not running');
     // fix the setting: the server comes back
     mock.setSettings({ 'milk.server.path': S.MILK_LSP });

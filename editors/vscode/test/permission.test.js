@@ -18,6 +18,7 @@ test('prompt names the agent, the tool and its input', () => {
   assert.equal(p.message, 'Claude wants to use Bash');
   assert.match(p.detail, /clean the build directory/);
   assert.match(p.detail, /\$ rm -rf build/);
+  assert.match(permissionPrompt({ ...params, input: { command: 'ls', description: 'Claude wants to clean the build directory' } }).detail, /^Claude wants to clean the build directory\n\n\$ ls$/);
   assert.deepEqual(p.labels, ['Allow once', 'Allow for this session', 'Deny']);
   assert.equal(permissionPrompt({ ...params, agent: 'local', tool: 'run_command' }).message, 'The local agent wants to use run_command');
 });

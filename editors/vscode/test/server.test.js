@@ -157,6 +157,14 @@ describe('ChatController against the real milk-lsp', () => {
     ]);
     const sessions = postsOf('sessions').at(-1);
     assert.equal(sessions.activeId, controller.activeSessionId);
+    // a fresh controller (a reopened window) picks the most recent session and says so
+    const fresh = [];
+    const c2 = new ChatController({ post: (m) => fresh.push(m), workspaceFolder: () => pathToFileURL(sandbox.workspace).href });
+    c2.attach({ sendRequest: (m, p) => conn.sendRequest(m, p), onNotification: () => ({ dispose() {} }) });
+    c2.setServerState('running');
+    await c2.showActive();
+    assert.equal(fresh.filter((m) => m.type === 'sessions').at(-1).activeId, controller.activeSessionId);
+    assert.equal(fresh.filter((m) => m.type === 'history').at(-1).data.turns.length, 2);
     assert.equal(sessions.sessions.length, 1);
     assert.equal(sessions.sessions[0].turnCount, 1);
   });
@@ -222,6 +230,15 @@ describe('ChatController against the real milk-lsp', () => {
     assert.equal(mine.at(-1).kind, 'turn_ended');
     assert.equal(mine.at(-1).stopReason, 'cancelled');
     assert.equal(await controller.cancel(), false, 'idle session: cancelled false');
+  });
+
+  it('cancel pressed before the turn started still cancels it', { timeout: 60000 }, async () => {
+    await openai.script([{ text: 'stall again', stall: 30 }]);
+    const pending = controller.send('stall once more', { route: 'local' });
+    assert.equal(controller.busy(), 'pending');
+    assert.equal(await controller.cancel(), true);
+    const result = await S.withTimeout(pending, 20000, 'cancelled result');
+    assert.equal(result.stopReason, 'cancelled');
   });
 
   it('context preview of the session', async () => {

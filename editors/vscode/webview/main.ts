@@ -110,14 +110,17 @@ function renderTurn(turn: TurnView): void {
   // blocks, keyed
   const existing = new Map<string, HTMLElement>();
   for (const c of Array.from(blocks.children) as HTMLElement[]) existing.set(c.dataset.key ?? '', c);
+  let prev: HTMLElement | undefined;
   for (const b of turn.blocks) {
     let node = existing.get(b.key);
     if (!node) {
       node = createBlock(b);
       node.dataset.key = b.key;
-      blocks.appendChild(node);
     }
+    const want = prev ? prev.nextSibling : blocks.firstChild;
+    if (want !== node) blocks.insertBefore(node, want);
     updateBlock(node, b);
+    prev = node;
   }
 
   // footer: status, usage, error
@@ -281,6 +284,10 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
   switch (m.type) {
     case 'history':
       state = m.data ? fromHistory(m.data) : emptyState();
+      if (m.data && activeId !== m.data.session.sessionId) {
+        activeId = m.data.session.sessionId;
+        renderSessions();
+      }
       renderAll();
       break;
     case 'sessions':

@@ -63,7 +63,7 @@ function M.handlers()
     end,
     -- The server withdraws a permission prompt of a cancelled turn; the turn's
     -- `turn_ended` update marks the prompt withdrawn in the chat.
-    [methods.CANCEL_REQUEST] = function() end,
+    [vim.lsp.protocol.Methods.dollar_cancelRequest] = function() end,
   }
 end
 
@@ -78,6 +78,10 @@ function M.client_config(opts)
     cmd = vim.deepcopy(opts.cmd),
     cmd_env = opts.cmd_env and vim.deepcopy(opts.cmd_env) or nil,
     root_markers = vim.deepcopy(opts.root_markers),
+    -- For vim.lsp.enable (0.11): the marked folder, else the cwd, never "no workspace".
+    root_dir = function(bufnr, on_dir)
+      on_dir(M.root_for(bufnr, opts.root_markers))
+    end,
     init_options = settings,
     settings = settings and { [methods.CONFIG_SECTION] = settings } or {},
     capabilities = M.capabilities(),
@@ -149,11 +153,13 @@ local function buffer_dir(bufnr)
   return vim.fs.dirname(vim.fs.normalize(vim.fn.fnamemodify(name, ':p')))
 end
 
-local function root_for(bufnr, markers)
+--- The workspace folder of a buffer: the nearest folder with a root marker, else the cwd.
+function M.root_for(bufnr, markers)
   local dir = buffer_dir(bufnr)
   local root = markers and #markers > 0 and vim.fs.root(dir, markers) or nil
   return root or vim.fn.getcwd()
 end
+local root_for = M.root_for
 
 local function contains(root, path)
   if not root or not path then
@@ -195,6 +201,46 @@ function M.find(bufnr)
   return clients[1]
 end
 
+--- A loaded file buffer inside the client's workspace folder.
+local function attachable(buf, client)
+  if not vim.api.nvim_buf_is_loaded(buf) or vim.bo[buf].buftype ~= '' then
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' then
+    return false
+  end
+  return contains(root_of(client), vim.fs.normalize(vim.fn.fnamemodify(name, ':p')))
+end
+
+local attach_group
+
+--- Attach the workspace's file buffers to the client (now and when they are opened), so
+--- that the server reads their unsaved text and edits them through workspace/applyEdit.
+--- (With `vim.lsp.enable('milk')` Neovim attaches them already.)
+function M.attach_buffers(client)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if attachable(buf, client) and not vim.lsp.buf_is_attached(buf, client.id) then
+      vim.lsp.buf_attach_client(buf, client.id)
+    end
+  end
+  if attach_group then
+    return
+  end
+  attach_group = vim.api.nvim_create_augroup('milk.attach', { clear = true })
+  vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufEnter' }, {
+    group = attach_group,
+    callback = function(ev)
+      for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+        if not is_stopped(c) and c.initialized and attachable(ev.buf, c)
+          and not vim.lsp.buf_is_attached(ev.buf, c.id) then
+          vim.lsp.buf_attach_client(ev.buf, c.id)
+        end
+      end
+    end,
+  })
+end
+
 --- Find or start the client for the current buffer, then call `cb(client)` once it is
 --- initialized, or `cb(nil, message)`.
 --- @param cb fun(client: vim.lsp.Client?, err: string?)
@@ -206,7 +252,9 @@ function M.ensure(cb)
     if type(cfg.cmd) == 'table' and vim.fn.executable(cfg.cmd[1]) ~= 1 then
       return cb(nil, ('milk: the server command %q was not found; see :checkhealth milk'):format(cfg.cmd[1]))
     end
-    cfg.root_dir = cfg.root_dir or root_for(bufnr, cfg.root_markers)
+    if type(cfg.root_dir) ~= 'string' then
+      cfg.root_dir = root_for(bufnr, cfg.root_markers)
+    end
     local start_opts = { bufnr = bufnr, silent = true }
     if has_011 then
       start_opts.attach = false
@@ -218,6 +266,7 @@ function M.ensure(cb)
     end
   end
   if client.initialized then
+    M.attach_buffers(client)
     return cb(client)
   end
   local deadline = vim.uv.now() + 30000
@@ -228,6 +277,7 @@ function M.ensure(cb)
     end
     if client.initialized then
       timer:close()
+      M.attach_buffers(client)
       cb(client)
     elseif is_stopped(client) or vim.uv.now() > deadline then
       timer:close()
@@ -267,7 +317,7 @@ function M.push_settings(settings)
   local wire = M.wire_settings(settings or {})
   for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
     c.settings = wire and { [methods.CONFIG_SECTION] = wire } or {}
-    call(c, 'notify', methods.DID_CHANGE_CONFIGURATION, {
+    call(c, 'notify', vim.lsp.protocol.Methods.workspace_didChangeConfiguration, {
       settings = wire and c.settings or { [methods.CONFIG_SECTION] = vim.NIL },
     })
   end

@@ -188,8 +188,8 @@ function M.selection(opts, bufnr)
     ['end'] = { line = l2 - 1, character = utf16_len(last_line:sub(1, end_byte)) },
   }
   local name = api.nvim_buf_get_name(bufnr)
-  if name == '' then
-    return nil, text
+  if name == '' or vim.bo[bufnr].buftype ~= '' then
+    return nil, text -- no file: the text goes into the message instead
   end
   return { uri = vim.uri_from_bufnr(bufnr), range = range, text = text }, text
 end

@@ -152,7 +152,7 @@ function M.check()
     status, err, init = status_from_new_server(cfg, timeout)
   end
   if not status then
-    vim.health.error('milk/status failed: ' .. tostring(err), 'See :LspLog, or run the server by hand: milk-lsp --help')
+    vim.health.error(methods.STATUS .. ' failed: ' .. tostring(err), 'See :LspLog, or run the server by hand: milk-lsp --help')
     return
   end
   local proto = init and init.capabilities and init.capabilities.experimental
@@ -162,10 +162,11 @@ function M.check()
     proto = caps.experimental and caps.experimental.milk and caps.experimental.milk.protocolVersion
   end
   if proto == methods.PROTOCOL_VERSION then
-    vim.health.ok(('milk/status answered: milk-lsp %s, protocol version %d'):format(tostring(status.version), proto))
+    vim.health.ok(('%s answered: milk-lsp %s, protocol version %d'):format(methods.STATUS, tostring(status.version), proto))
   else
     vim.health.warn(
-      ('milk/status answered: milk-lsp %s, but protocol version %s (this plugin speaks %d)'):format(
+      ('%s answered: milk-lsp %s, but protocol version %s (this plugin speaks %d)'):format(
+        methods.STATUS,
         tostring(status.version), tostring(proto), methods.PROTOCOL_VERSION),
       'Update the plugin and the server together'
     )

@@ -24,10 +24,6 @@ M.UPDATE = 'milk/update'
 -- Request, server to client.
 M.REQUEST_PERMISSION = 'milk/requestPermission'
 
--- Standard LSP methods the plugin uses by name.
-M.CANCEL_REQUEST = '$/cancelRequest'
-M.DID_CHANGE_CONFIGURATION = 'workspace/didChangeConfiguration'
-
 --- The configuration section the server pulls with `workspace/configuration`.
 M.CONFIG_SECTION = 'milk'
 

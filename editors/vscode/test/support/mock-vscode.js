@@ -150,6 +150,7 @@ function createMock() {
     modalCalls: [],
     /** answers for modal/non-modal warnings: (message, options, items) => item | undefined */
     answerWarning: () => undefined,
+    answerError: () => undefined,
     answerInputBox: () => undefined,
     answerQuickPick: () => undefined,
     shownDocuments: [],
@@ -275,7 +276,7 @@ function createMock() {
       },
       showErrorMessage: async (m, ...items) => {
         mock.errors.push({ message: m, items });
-        return undefined;
+        return mock.answerError(m, items);
       },
       showWarningMessage: async (m, ...rest) => {
         const opts = rest.length && typeof rest[0] === 'object' && rest[0] !== null && !('title' in rest[0]) ? rest.shift() : {};

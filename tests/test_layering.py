@@ -1,0 +1,150 @@
+"""Layering: only the LSP glue knows pygls/lsprotocol; the server starts without the heavy
+Claude SDK.
+
+Domain modules are everything under `milk_lsp/` except the LSP glue (`server.py`,
+`editor.py`) and the terminal client (`chat_client.py`), which is an LSP client itself.
+Pydantic is allowed where the wire and settings models live (`wire.py`, `config.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "milk_lsp"
+LSP_GLUE = {"server.py", "editor.py", "chat_client.py"}
+PYDANTIC_ALLOWED = {"wire.py", "config.py"}
+LSP_PACKAGES = {"pygls", "lsprotocol"}
+HEAVY_PACKAGES = {"claude_agent_sdk", "mcp"}
+
+
+def module_files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def domain_files() -> list[Path]:
+    return [
+        path for path in module_files() if not (path.parent == PACKAGE and path.name in LSP_GLUE)
+    ]
+
+
+def imported_packages(path: Path) -> set[str]:
+    """Top-level packages a module imports anywhere (module level, functions, TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value.split(".")[0])
+    return found
+
+
+def imported_milk_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("milk_lsp"))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "milk_lsp":
+                found.update(f"milk_lsp.{a.name}" for a in node.names)
+            elif node.module.startswith("milk_lsp."):
+                found.add(node.module)
+    return found
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(PACKAGE.parent))
+
+
+def test_the_glue_modules_exist() -> None:
+    """Guards the exclusions: a rename must update this file, not silently widen it."""
+    for name in LSP_GLUE | PYDANTIC_ALLOWED:
+        assert (PACKAGE / name).is_file(), name
+
+
+@pytest.mark.parametrize("path", domain_files(), ids=_rel)
+def test_domain_module_does_not_import_pygls_or_lsprotocol(path: Path) -> None:
+    assert imported_packages(path) & LSP_PACKAGES == set()
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in domain_files() if p.name not in PYDANTIC_ALLOWED], ids=_rel
+)
+def test_pydantic_stays_in_the_wire_and_settings_models(path: Path) -> None:
+    assert "pydantic" not in imported_packages(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in domain_files() if p.name not in ("cli.py", "__main__.py")],
+    ids=_rel,
+)
+def test_domain_module_does_not_import_the_lsp_glue(path: Path) -> None:
+    glue = {f"milk_lsp.{name.removesuffix('.py')}" for name in LSP_GLUE}
+    assert imported_milk_modules(path) & glue == set()
+
+
+def test_the_ast_scan_sees_the_glue_imports() -> None:
+    """The scanner itself works: the glue modules are caught importing pygls."""
+    assert "pygls" in imported_packages(PACKAGE / "server.py")
+    assert "lsprotocol" in imported_packages(PACKAGE / "editor.py")
+
+
+def _run_python(code: str) -> Any:
+    """Run `code` in a fresh interpreter; returns the JSON its last stdout line holds."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_domain_modules_do_not_pull_in_pygls_or_the_sdk_even_indirectly() -> None:
+    names = [
+        ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        for path in domain_files()
+        if path.name != "__main__.py"
+    ]
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
+        f" & set({sorted(LSP_PACKAGES | HEAVY_PACKAGES)!r}))))\n"
+    )
+    assert _run_python(code) == []
+
+
+def test_server_import_stays_light() -> None:
+    """`import milk_lsp.server` must not load the Claude SDK or MCP (start-up time)."""
+    code = (
+        "import json, sys, time\n"
+        "start = time.perf_counter()\n"
+        "import milk_lsp.server\n"
+        "took = time.perf_counter() - start\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules}"
+        f" & set({sorted(HEAVY_PACKAGES)!r}))\n"
+        "print(json.dumps({'seconds': took, 'heavy': heavy, 'modules': len(sys.modules)}))\n"
+    )
+    result = _run_python(code)
+    print(
+        f"\nimport milk_lsp.server: {result['seconds'] * 1000:.0f} ms, "
+        f"{result['modules']} modules loaded"
+    )
+    assert result["heavy"] == []
