@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import os
 import re
+import resource
 import signal
 import sqlite3
 import statistics
@@ -49,9 +50,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._harness import REPO, FakeProcess, MilkLsp, Scratch, expect
+from bench._harness import REPO, FakeProcess, MilkLsp, Scratch, expect, process_cpu
 from milk_lsp import context as ctx
-from milk_lsp.agents.claude import bundled_cli_path
+from milk_lsp.agents.claude import ClaudeSettings, build_env, bundled_cli_path
 from milk_lsp.config import MilkConfig
 from tests.fakes.anthropic_api import appended_system_text
 
@@ -96,6 +97,7 @@ def static_block(appended: str) -> str:
 async def bare_claude(cli: str, scratch: Scratch, env: dict[str, str]) -> dict[str, float]:
     """One bare turn: seconds from spawn to its first line, its result line, and its exit."""
     started = time.perf_counter()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     marks: dict[str, float] = {}
     proc = await asyncio.create_subprocess_exec(
         cli,
@@ -126,6 +128,8 @@ async def bare_claude(cli: str, scratch: Scratch, env: dict[str, str]) -> dict[s
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
     marks["total"] = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    marks["cli cpu"] = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     expect(proc.returncode == 0 and "result" in marks, f"claude -p exited {proc.returncode}")
     return marks
 
@@ -144,11 +148,14 @@ async def milk_escalation(milk: MilkLsp, scratch: Scratch) -> dict[str, float]:
         marks[f"last {kind}"] = at
 
     milk.on_update = on_update
+    own, children = process_cpu(milk.pid)
     started = time.perf_counter()
     result = await milk.request(
         "milk/escalate", {"sessionId": session["sessionId"], "text": PROMPT}
     )
     marks["total"] = time.perf_counter() - started
+    own_after, children_after = process_cpu(milk.pid)
+    marks["server cpu"], marks["cli cpu"] = own_after - own, children_after - children
     milk.on_update = None
     expect(result["stopReason"] == "end_turn" and result["text"] == REPLY, result)
     return marks
@@ -170,9 +177,9 @@ def _phases(runs: list[dict[str, float]], spans: list[tuple[str, str, str]]) -> 
 async def timing(
     args: argparse.Namespace, cli: str, scratch: Scratch, api: FakeProcess, milk: MilkLsp
 ) -> None:
-    env = {**os.environ, **claude_env(scratch, api)}
-    for name in ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDECODE"):
-        env.pop(name, None)  # what milk-lsp drops too, so both run as a top-level CLI
+    # The environment milk-lsp gives the CLI (its own, plus the overrides, minus nested-session
+    # variables, retries bounded), so both run the binary under the same conditions.
+    env = build_env(ClaudeSettings(), scratch.workspace, base=milk.env)
     api.script([{**PACED, "repeat": 10_000}])
     warm = (await milk_escalation(milk, scratch), await bare_claude(cli, scratch, env))
     ours: list[dict[str, float]] = []
@@ -211,6 +218,15 @@ async def timing(
         f"overhead median {overhead * 1000:.0f} ms per turn; "
         f"{len(main)} conversation requests, {len(requests) - len(main)} side requests "
         f"at the stand-in for {2 * (args.runs + 1)} turns"
+    )
+    cpu = [
+        sum(r[key] for r in runs) / len(runs)
+        for runs, key in ((bare, "cli cpu"), (ours, "cli cpu"), (ours, "server cpu"))
+    ]
+    print(
+        f"CPU per turn (user + sys, means): bare CLI {cpu[0] * 1000:.0f} ms; via milk-lsp CLI "
+        f"{cpu[1] * 1000:.0f} ms + milk-lsp server {cpu[2] * 1000:.0f} ms "
+        f"(CPU ratio {(cpu[1] + cpu[2]) / cpu[0]:.3f}x; load-independent, unlike wall time)"
     )
     print(
         "  bare phases (ms, medians): "

@@ -37,7 +37,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._harness import REPO, FakeProcess, MilkLsp, Scratch, expect
+from bench._harness import REPO, FakeProcess, MilkLsp, Scratch, expect, process_cpu
 
 CHUNKS = 60
 CHUNK_CHARS = 4
@@ -82,13 +82,19 @@ async def direct(http: httpx.AsyncClient, url: str, body: dict[str, Any]) -> flo
     return elapsed
 
 
+SERVER_CPU: list[float] = []
+"""milk-lsp server CPU seconds (user + sys) of each timed turn."""
+
+
 async def milk_turn(milk: MilkLsp, session_id: str, i: int) -> float:
+    cpu, _ = process_cpu(milk.pid)
     started = time.perf_counter()
     result = await milk.request(
         "milk/chat",
         {"sessionId": session_id, "text": f"question {i} about the parser", "route": "local"},
     )
     elapsed = time.perf_counter() - started
+    SERVER_CPU.append(process_cpu(milk.pid)[0] - cpu)
     expect(result["stopReason"] == "end_turn" and result["text"] == REPLY, result)
     return elapsed
 
@@ -172,6 +178,11 @@ async def run(args: argparse.Namespace) -> None:
             f"per-pair ratios {pairs:.3f}x, of the fastest runs {min(ours) / min(theirs):.3f}x); "
             f"overhead median {overhead * 1000:.1f} ms per turn; "
             f"{milk.updates} milk/update notifications received in all"
+        )
+        timed = SERVER_CPU[-args.runs :]
+        print(
+            f"milk-lsp server CPU per turn (user + sys, mean of {len(timed)}): "
+            f"{sum(timed) / len(timed) * 1000:.1f} ms"
         )
     finally:
         try:

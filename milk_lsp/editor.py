@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 
 from milk_lsp import wire
+from milk_lsp.agents.base import EditRejected
 
 if TYPE_CHECKING:
     from milk_lsp.server import MilkServer
@@ -153,7 +154,9 @@ class EditorBridge:
         except Exception as exc:
             logger.warning("workspace/applyEdit failed: %s", exc)
             return False
-        return bool(getattr(result, "applied", False))
+        if getattr(result, "applied", False):
+            return True
+        raise EditRejected(getattr(result, "failure_reason", None) or "the edit was not applied")
 
     # ---- progress ---------------------------------------------------------------------
 

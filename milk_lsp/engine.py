@@ -281,11 +281,21 @@ class Engine:
             return _Plan(Agent.CLAUDE, "claude", "user asked", False, "user", "user asked")
         if session.state is SessionState.ESCALATION_WAITING and session.claude_session_id:
             return _Plan(
-                Agent.CLAUDE, "auto", "session waiting on Claude", False, "user", "Claude asked"
+                Agent.CLAUDE,
+                "auto",
+                "session waiting on Claude",
+                False,
+                "user",
+                "answering Claude's question",
             )
         if session.user_escalated:
             return _Plan(
-                Agent.CLAUDE, "auto", "session escalated by the user", False, "user", "user asked"
+                Agent.CLAUDE,
+                "auto",
+                "session escalated by the user",
+                False,
+                "user",
+                "continuing with Claude",
             )
         return _Plan(Agent.LOCAL, "auto", "default", True)
 

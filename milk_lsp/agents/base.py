@@ -142,6 +142,10 @@ class PermissionRequest:
     )
 
 
+class EditRejected(Exception):
+    """The editor answered `workspace/applyEdit` with `applied: false`; nothing was written."""
+
+
 class AgentHost(Protocol):
     """What the engine offers an agent during one turn."""
 
@@ -154,5 +158,9 @@ class AgentHost(Protocol):
         ...
 
     async def apply_edit(self, path: Path, new_text: str) -> bool:
-        """Replace an open file's whole text through the editor; False when not open/possible."""
+        """Replace an open file's whole text through the editor.
+
+        False when the file is not open or the editor cannot apply edits (write to disk
+        instead); raises `EditRejected` when the editor refused the edit.
+        """
         ...

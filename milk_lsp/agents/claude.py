@@ -10,7 +10,8 @@ PATH (found on disk without importing the SDK). Why not the SDK's client:
   of its own, so a preview could only match by calling private API.
 * Cancellation must interrupt, then SIGTERM/SIGKILL the CLI's *process group*, and the server
   must be able to kill every live CLI on exit. The SDK spawns without a new session (no
-  group to signal, no tool children reaped with it) and its close waits a fixed 5 s.
+  group of its own to signal), exposes no hook to tag the process tree, and its close waits
+  a fixed 5 s before SIGTERM.
 * The SDK forces ``CLAUDE_CODE_ENTRYPOINT=sdk-py`` into the environment; milk drops it.
 * Importing the SDK costs ~0.45 s (mostly `mcp`), for a protocol of a handful of line types.
 
@@ -30,9 +31,15 @@ What the driver does, per turn (one process per turn; no CLI outlives its turn):
 * Environment: inherited, minus ``CLAUDE_CODE_SESSION_ID``, ``CLAUDE_CODE_ENTRYPOINT`` and
   ``CLAUDECODE``, with ``CLAUDE_CODE_MAX_RETRIES`` bounded (a dead API fails in seconds).
 * stdout lines up to 16 MiB; stderr captured and quoted (its tail) in failures.
-* Cancel: the interrupt control request and stdin EOF, a short grace, then SIGTERM and
-  SIGKILL of the process group. `kill_all_running()` kills every live CLI group (also run
-  at interpreter exit).
+* Permission questions go to `AgentHost.request_permission`, bounded by
+  ``permission_timeout_seconds`` (then denied). ``AskUserQuestion`` is answered by milk
+  itself with a deny that tells Claude to ask in its reply (the editor has no such dialog).
+* Cancel: the interrupt control request and stdin EOF (the CLI stops its tools and records
+  the partial turn), a short grace, then SIGTERM and SIGKILL of the process group. Claude
+  Code runs its Bash tool in a session of its own, so every process of a run carries a
+  ``MILK_LSP_CLAUDE_RUN`` token in its environment; whatever still carries it when the run
+  ends (a CLI killed with SIGKILL leaves its tools behind) is killed (Linux, via /proc).
+  `kill_all_running()` does all this for every live run (also at interpreter exit).
 """
 
 from __future__ import annotations
@@ -82,6 +89,8 @@ from milk_lsp.sessions.model import Agent
 
 __all__ = [
     "CONTEXT_FILE_PLACEHOLDER",
+    "DENIED_MESSAGE",
+    "RUN_TAG_ENV",
     "ClaudeAgent",
     "ClaudeSettings",
     "ClaudeTurnRequest",
@@ -93,6 +102,7 @@ __all__ = [
     "kill_all_running",
     "resolve_cli",
     "running_pids",
+    "tagged_pids",
 ]
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from milk_lsp.agents.base import AgentHost, PermissionOption, PermissionRequest
+from milk_lsp.agents.base import (
+    AgentHost,
+    EditRejected,
+    PermissionOption,
+    PermissionRequest,
+)
 from milk_lsp.sessions.model import Agent
 
 logger = logging.getLogger(__name__)
@@ -245,8 +250,12 @@ class WorkspaceTools:
         current, in_editor = await self._text_for_edit(path, shown)
         new_full_text = _replace_once(current, old_text, new_text, shown)
         verb = "Created" if current is None else "Edited"
-        if in_editor and await self._host.apply_edit(path, new_full_text):
-            return ToolOutcome(f"{verb} {shown} in the editor (not saved yet).")
+        if in_editor:
+            try:
+                if await self._host.apply_edit(path, new_full_text):
+                    return ToolOutcome(f"{verb} {shown} in the editor (not saved yet).")
+            except EditRejected as exc:
+                return ToolOutcome(f"The editor rejected the edit of {shown}: {exc}", is_error=True)
         await asyncio.to_thread(_write_atomically, path, new_full_text)
         return ToolOutcome(f"{verb} {shown}.")
 

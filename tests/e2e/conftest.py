@@ -40,6 +40,8 @@ class MilkClient(LanguageClient):
         self.message_requests: list[Any] = []
         self.message_answers: list[str | None] = []
         self.applied_edits: list[Any] = []
+        self.apply_edits = True
+        """How `workspace/applyEdit` is answered."""
         self.update_event = asyncio.Event()
         self.init_result: types.InitializeResult | None = None
 
@@ -93,6 +95,8 @@ def make_client() -> MilkClient:
         ls: MilkClient, params: types.ApplyWorkspaceEditParams
     ) -> types.ApplyWorkspaceEditResult:
         ls.applied_edits.append(params)
+        if not ls.apply_edits:
+            return types.ApplyWorkspaceEditResult(applied=False, failure_reason="file is read-only")
         return types.ApplyWorkspaceEditResult(applied=True)
 
     return client

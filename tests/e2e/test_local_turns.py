@@ -203,9 +203,11 @@ async def test_show_message_request_fallback(harness: Harness, env: Env, openai)
     assert "denied" in statuses
 
 
+@pytest.mark.parametrize("applied", [True, False])
 async def test_edit_of_open_file_goes_through_apply_edit(
-    client: MilkClient, env: Env, openai
+    client: MilkClient, env: Env, openai, applied: bool
 ) -> None:
+    client.apply_edits = applied
     uri = (env.workspace / "hello.py").as_uri()
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
@@ -238,7 +240,12 @@ async def test_edit_of_open_file_goes_through_apply_edit(
     [edit] = client.applied_edits
     [change] = edit.edit.changes[uri]
     assert change.new_text == "def greet():\n    return 'hi'\n"
+    # the file on disk is never touched: the editor holds the (unsaved) change, or refused it
     assert (env.workspace / "hello.py").read_text() == "def greet():\n    return 'hello'\n"
+    [outcome] = [u for u in client.turn_updates(result["turnId"]) if u["kind"] == "tool_result"]
+    assert outcome["isError"] is (not applied)
+    if not applied:
+        assert "read-only" in outcome["output"]
 
 
 async def test_restart_finds_the_session_and_bricks(harness: Harness, env: Env, openai) -> None:

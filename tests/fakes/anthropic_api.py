@@ -106,7 +106,7 @@ BUILTIN_PROMPT_ENDINGS: tuple[str, ...] = (
     # Claude Code 2.1.327 and 2.1.332: the last sentence of the built-in system prompt.
     "even if it is renamed or called original.",
 )
-"""How the CLI's built-in system prompt ends; the appended text follows it after "\n\n".
+"""How the CLI's built-in system prompt ends; the appended text follows it after a blank line.
 
 Re-check after a CLI upgrade: `appended_system_text` raises when none of these is found.
 """
@@ -116,9 +116,9 @@ def appended_system_text(request: dict[str, Any]) -> str:
     """The text Claude Code appended to its system prompt (``--append-system-prompt-file``).
 
     The CLI puts the file's bytes verbatim at the very end of the last ``system`` block,
-    after the built-in prompt and ``"\n\n"`` (facts §3); with no append flag the block
-    ends with the built-in prompt. Under ``--bare`` the block is ``CWD: …\nDate: …`` then
-    ``"\n\n"`` and the appended text. Returns "" when nothing was appended.
+    after the built-in prompt and a blank line (claude-cli-facts.md §3); with no append flag
+    the block ends with the built-in prompt. Under ``--bare`` the block is the ``CWD:`` and
+    ``Date:`` lines, a blank line and the appended text. Returns "" when nothing was appended.
     """
     body = request.get("body") or {}
     blocks = _block_texts(body.get("system"))
@@ -147,7 +147,7 @@ def user_text(request: dict[str, Any]) -> str:
     """The text the user sent in a request: the newest user message with text blocks.
 
     Claude Code's own ``<system-reminder>`` blocks (such as the attribution note it puts
-    before a first prompt) are left out; several text blocks are joined with "\n". A user
+    before a first prompt) are left out; several text blocks are joined by newlines. A user
     message holding only tool results is skipped.
     """
     body = request.get("body") or {}

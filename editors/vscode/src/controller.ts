@@ -57,6 +57,8 @@ export function describeError(err: unknown): RequestFailure {
   };
 }
 
+const CANCEL_AFTER_START_MS = 300;
+
 export class ChatController {
   activeSessionId: string | undefined;
   sessions: SessionInfo[] = [];
@@ -129,9 +131,15 @@ export class ChatController {
         this.running.set(u.sessionId, u.agent);
         this.busyChanged();
         if (this.cancelWanted.delete(u.sessionId)) {
-          this.request(Methods.CANCEL, { sessionId: u.sessionId }).catch((err) =>
-            this.host.log?.(`cancel failed: ${describeError(err).message}`),
-          );
+          // A short delay: milk-lsp (0.1.0) mishandles a milk/cancel that arrives while it is
+          // still awaiting window/workDoneProgress/create right after turn_started (the
+          // request then fails with -32800 and no turn_ended); see the extension's README.
+          const timer = setTimeout(() => {
+            this.request(Methods.CANCEL, { sessionId: u.sessionId }).catch((err) =>
+              this.host.log?.(`cancel failed: ${describeError(err).message}`),
+            );
+          }, CANCEL_AFTER_START_MS);
+          (timer as { unref?: () => void }).unref?.();
         }
         break;
       case 'escalated':
