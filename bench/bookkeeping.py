@@ -22,16 +22,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from milk_lsp.config import MilkConfig  # noqa: E402
-from milk_lsp.engine import Engine  # noqa: E402
-from milk_lsp.sessions.model import (  # noqa: E402
+from milk_lsp.config import MilkConfig
+from milk_lsp.engine import Engine
+from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
     Role,
     ToolCallRecord,
     TurnRecord,
 )
-from milk_lsp.sessions.store import SessionStore  # noqa: E402
+from milk_lsp.sessions.store import SessionStore
 
 SIZES = (100, 10_000, 100_000)
 

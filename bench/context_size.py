@@ -2,8 +2,8 @@
 
 For sessions of 10, 100, 1,000 and 10,000 realistic local turns (a question, a few tool calls
 with real-sized results: files read, searches, directory listings, commands, edits; an answer)
-this builds the session in a scratch SQLite database
-(bulk insert, like bench/bookkeeping.py), then runs the engine's real end-of-turn path
+this builds the session in a scratch SQLite database (bulk insert, like bench/bookkeeping.py),
+then runs the engine's real end-of-turn path
 (`begin_turn` + `finish_turn` with `Engine._rebuild_bricks`) for the last turns so the bricks
 are current, and asks the engine what the next escalation would send:
 `engine.plan_context(session, by_agent=False)` -> len(context_file) + len(user_message_prefix).
@@ -12,9 +12,11 @@ Two situations per length:
 
 * first: the user escalates a session that never went to Claude (static + need + local brick);
 * fresh: a session of the same length with a Claude turn every 50 turns, the last one just
-  before 8 local turns, so the next escalation starts a new
-  Claude conversation carrying both bricks (static + need + prior Claude summary + local
-  brick), the largest context milk-lsp ever builds.
+  before 8 local turns, so the next escalation starts a new Claude conversation carrying both
+  bricks (static + need + prior Claude summary + local brick), the largest kind of context.
+
+Plus a worst case: a fresh start by the local agent (with a brief) where both bricks are cut
+to exactly their budget, to check the bound itself.
 
 Each is compared with the bound 2 x budget + static (two bricks of `context_budget_chars`
 plus the static block) and with the naive hand-off, the full transcript of the same session
@@ -22,6 +24,8 @@ plus the static block) and with the naive hand-off, the full transcript of the s
 results). Target at 10,000 turns: within the bound and >= 100x smaller than the transcript.
 
     .venv/bin/python bench/context_size.py [--sizes 10,100,1000,10000] [--seed 7]
+
+(about 30 s, most of it building the 10,000-turn sessions).
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ TMPDIR, a fake ANTHROPIC_API_KEY and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1.
    * bare: `claude -p PROMPT --output-format stream-json --verbose` with the same binary,
      environment and cwd, timed from spawn to exit with stdout read to EOF.
 
-   Prints both medians and the ratio (target <= 1.15x).
+   Prints both medians and the ratio (target <= 1.15x), the phases of each, and the CPU
+   each path used per turn (the CLI's, and milk-lsp's own; on a loaded machine the CPU
+   figures are steadier than wall time).
 
 2. Static prefix. A 20-turn session through the server mixing local turns (with a tool call,
    need and percept tags), user escalations (`milk/escalate`), resumed Claude turns (one with
@@ -29,6 +31,8 @@ TMPDIR, a fake ANTHROPIC_API_KEY and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1.
    `milk_lsp.context.build_static(nonce, percepts)`.
 
     .venv/bin/python bench/escalation.py [--runs 10]
+
+(about 40 s on an idle 2-core machine; the CLI's start-up dominates each turn).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ N runs of each, interleaved (the order alternating), medians and their ratio
 first turn after start-up.
 
     .venv/bin/python bench/local_turn.py [--runs 15] [--starts 3]
+
+(about 45 s: each turn streams for ~1 s by design).
 """
 
 from __future__ import annotations

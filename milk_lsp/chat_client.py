@@ -140,7 +140,9 @@ async def run_chat(
         try:
             result = await client.protocol.send_request_async(wire.CHAT, request)
         except Exception as exc:  # a RequestFailed/InvalidParams answer
-            sys.stderr.write(f"milk: {exc}\n")
+            data = getattr(exc, "data", None)
+            reason = data.get("reason") if isinstance(data, dict) else None
+            sys.stderr.write(f"milk: {reason + ': ' if reason else ''}{exc}\n")
             return 2
         outcome = result if isinstance(result, dict) else {}
         if outcome.get("stopReason") == "error":

@@ -26,7 +26,9 @@ APP_NAME = "milk"
 
 
 class _Section(BaseModel):
+    # Strict: `true` is not the number 1 and "12" is not 12; a wrong type is reported.
     model_config = ConfigDict(
+        strict=True,
         alias_generator=to_camel,
         validate_by_name=True,
         validate_by_alias=True,
@@ -169,7 +171,7 @@ def load_user_file(path: Path | None = None) -> tuple[Any, str | None]:
     """Read the user's config.json; returns (data or None, error message or None)."""
     file = path or Path(os.environ.get("MILK_CONFIG_FILE") or user_config_file())
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         return None, None
     except OSError as exc:

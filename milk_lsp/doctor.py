@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import os
 from typing import Any
 
 from milk_lsp import wire
@@ -36,17 +36,22 @@ class _NoEditor:
         return None
 
 
-def describe(status: wire.Status, config_note: str) -> tuple[list[str], int]:
+def describe(
+    status: wire.Status, config_note: str, storage_error: str | None = None
+) -> tuple[list[str], int]:
     """Lines to print and the number of problems."""
     lines = [f"milk-lsp {status.version}", config_note]
     problems = 0
     local = status.local
-    if local.reachable:
-        model = local.model or "(none listed)"
-        lines.append(f"✓ local model server reachable at {local.base_url}, model {model}")
+    if local.reachable and local.model and not local.error:
+        lines.append(f"✓ local model server reachable at {local.base_url}, model {local.model}")
+    elif local.reachable:
+        problems += 1
+        lines.append(f"✗ the local model server at {local.base_url} answers, but: {local.error}")
+        lines.append("    fix: load or pull a model on the server, or set local.model")
     else:
         problems += 1
-        lines.append(f"✗ no local model reachable at {local.base_url}: {local.error}")
+        lines.append(f"✗ {local.error or f'no local model reachable at {local.base_url}'}")
         lines.append(
             "    fix: start Ollama (`ollama serve`), llama.cpp's llama-server, LM Studio or vLLM,"
             " or set local.baseUrl to your server's /v1 endpoint"
@@ -63,14 +68,20 @@ def describe(status: wire.Status, config_note: str) -> tuple[list[str], int]:
         )
     if claude.skip_permissions:
         lines.append("! claude.skipPermissions is ON: Claude runs tools without asking you")
-    lines.append(f"✓ sessions stored in {status.storage}")
+    if storage_error:
+        problems += 1
+        lines.append(f"✗ storage: {storage_error}")
+        lines.append("    fix: set storageDir to a writable folder, or free disk space")
+    else:
+        lines.append(f"✓ sessions stored in {status.storage}")
     return lines, problems
 
 
 async def run_doctor(settings: dict[str, Any]) -> int:
     config = MilkConfig()
     data, error = load_user_file()
-    note = f"config file: {user_config_file()}" + (
+    config_path = os.environ.get("MILK_CONFIG_FILE") or user_config_file()
+    note = f"config file: {config_path}" + (
         " (not present, defaults used)" if data is None and error is None else ""
     )
     if error:
@@ -80,16 +91,16 @@ async def run_doctor(settings: dict[str, Any]) -> int:
     for problem in problems + more:
         note += f"\n! setting {problem.key}: {problem.message}"
     engine = Engine(config, _NoEditor())
+    storage_error = None
     try:
         status = await collect_status(engine)
         try:
             engine.store  # noqa: B018 - opening it proves the storage is usable
         except Exception as exc:
-            print(f"✗ storage: {exc}", file=sys.stderr)
-            return 1
+            storage_error = str(exc)
     finally:
         await engine.aclose()
-    lines, count = describe(status, note)
+    lines, count = describe(status, note, storage_error)
     print("\n".join(lines))
     print("all good" if count == 0 else f"{count} problem(s) found")
     return 0 if count == 0 else 1

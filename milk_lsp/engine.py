@@ -313,6 +313,8 @@ class Engine:
                         if path.resolve().is_relative_to(root):
                             with suppress(OSError, UnicodeDecodeError):
                                 text = path.read_text(encoding="utf-8")
+                if text is not None and item.range is not None:
+                    text = _slice_range(text, item)
                 item = item.model_copy(update={"text": text})
             filled.append(item)
         return filled
@@ -586,6 +588,22 @@ def _busy(session_id: str) -> EngineError:
     return EngineError(
         "session_busy", f"session {session_id} is still running a turn; cancel it or wait"
     )
+
+
+def _slice_range(text: str, item: ContextItem) -> str:
+    """The text of a selection (LSP positions; the end is exclusive)."""
+    assert item.range is not None
+    lines = text.splitlines(keepends=True)
+    start, end = item.range.start, item.range.end
+    if start.line >= len(lines):
+        return ""
+    if start.line == end.line:
+        return lines[start.line][start.character : end.character]
+    picked = lines[start.line : end.line + 1]
+    picked[0] = picked[0][start.character :]
+    if end.line < len(lines):
+        picked[-1] = picked[-1][: end.character]
+    return "".join(picked)
 
 
 def uri_to_path(uri: str) -> Path | None:

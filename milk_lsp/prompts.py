@@ -92,16 +92,33 @@ def user_message(text: str, context: Sequence[ContextItem], workspace: str) -> s
     for item in context:
         label = _display_path(item.uri, workspace)
         if item.range is not None:
-            start, end = item.range.start.line + 1, item.range.end.line + 1
+            start, end = _line_span(item)
             label = f"{label} (lines {start}-{end})"
         body = item.text if item.text is not None else ""
         if len(body) > ATTACHMENT_CAP_CHARS:
             body = body[:ATTACHMENT_CAP_CHARS] + "\n… (cut)"
         if body:
-            blocks.append(f"Attached {label}:\n```\n{body}\n```")
+            fence = "`" * max(3, _longest_backtick_run(body) + 1)
+            blocks.append(f"Attached {label}:\n{fence}\n{body}\n{fence}")
         else:
             blocks.append(f"Attached file: {label}")
     return "\n\n".join(blocks)
+
+
+def _line_span(item: ContextItem) -> tuple[int, int]:
+    """1-based first and last line of a range (an end at character 0 is exclusive)."""
+    assert item.range is not None
+    start = item.range.start.line + 1
+    end = item.range.end.line + (0 if item.range.end.character == 0 else 1)
+    return start, max(start, end)
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
 
 
 def _display_path(uri: str, workspace: str) -> str:

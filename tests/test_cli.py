@@ -334,11 +334,6 @@ def test_chat_unknown_session_exits_nonzero(runs: Runs) -> None:
     assert runs.servers["unknown"].requests == [], "no turn may run for an unknown session"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="chat_client.run_chat prints str(exc) of the RequestFailed answer and drops "
-    "exc.data['reason'], so stderr never says session_not_found",
-)
 def test_chat_unknown_session_names_session_not_found(runs: Runs) -> None:
     assert "session_not_found" in runs.chat_unknown.stderr, runs.chat_unknown.describe()
 
@@ -376,12 +371,6 @@ def test_doctor_with_a_model_server_and_claude_reports_all_good(runs: Runs) -> N
     assert "✗" not in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="doctor.describe only looks at local.reachable: a server that lists no model "
-    "(and no local.model set) is reported ✓ with '(none listed)' and 'all good', though "
-    "every chat will fail; status.local.error is ignored when reachable",
-)
 def test_doctor_reports_a_server_without_models_as_a_problem(runs: Runs) -> None:
     run = runs.doctor_no_models
     assert run.returncode != 0, run.describe()
@@ -395,12 +384,6 @@ def test_doctor_with_unusable_storage_fails_naming_it(runs: Runs) -> None:
     assert "a-file" in run.stdout + run.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="doctor.run_doctor returns as soon as opening the storage fails: it prints only "
-    "'✗ storage: …' on stderr, drops the local-model and claude findings it already "
-    "collected, and gives no fix for the storage problem",
-)
 def test_doctor_with_unusable_storage_still_reports_everything(runs: Runs) -> None:
     run = runs.doctor_bad_storage
     assert "✗ no local model" in run.stdout, run.describe()

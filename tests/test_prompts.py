@@ -165,11 +165,6 @@ def test_a_huge_attachment_is_cut() -> None:
     assert "… (cut)" in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="prompts.user_message always fences attachments with ```: an attached Markdown "
-    "file containing ``` closes the block early and the rest reads as the user's own text",
-)
 def test_an_attachment_with_a_fence_inside_stays_in_one_block() -> None:
     body = "# Readme\n```sh\nmake test\n```\nafter"
     text = user_message(

@@ -8,6 +8,7 @@ Claude Code CLI bundled in the claude-agent-sdk wheel.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -51,7 +52,7 @@ class MilkClient(LanguageClient):
     def kinds(self, turn_id: str) -> list[str]:
         return [u["kind"] for u in self.turn_updates(turn_id)]
 
-    async def wait_for_update(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
+    async def wait_for_update(self, predicate: Any, seconds: float = 20.0) -> dict[str, Any]:
         async def scan() -> dict[str, Any]:
             seen = 0
             while True:
@@ -62,7 +63,7 @@ class MilkClient(LanguageClient):
                 self.update_event.clear()
                 await self.update_event.wait()
 
-        return await asyncio.wait_for(scan(), timeout)
+        return await asyncio.wait_for(scan(), seconds)
 
 
 def make_client() -> MilkClient:
@@ -195,10 +196,8 @@ class Harness:
     async def stop(self, client: MilkClient) -> None:
         if client in self.clients:
             self.clients.remove(client)
-        try:
+        with contextlib.suppress(Exception):
             await asyncio.wait_for(client.shutdown_session(), 10)
-        except Exception:
-            pass
         await client.stop()
 
     async def close(self) -> None:

@@ -109,7 +109,9 @@ async def test_user_escalation_first_then_resume_and_returning(
     assert "<context-file>" in " ".join(preview["argv"])
     api.enqueue({"text": LONG_REPLY, "chunk_chars": 20})
     result = await request(
-        client, "milk/escalate", {"sessionId": session_id, "text": "fix the parser", "reason": "hard"}
+        client,
+        "milk/escalate",
+        {"sessionId": session_id, "text": "fix the parser", "reason": "hard"},
     )
     assert result["stopReason"] == "end_turn", result
     assert result["agent"] == "claude"
@@ -194,8 +196,12 @@ async def test_agent_escalation_carries_the_brief(
     )
     assert "stuck on nil pointer" in preview["contextFile"]
     openai.enqueue(
-        {"text": "Let me hand this over.", "tool_calls": [
-            {"name": "escalate_to_claude", "arguments": {"reason": "stuck on nil pointer"}}]},
+        {
+            "text": "Let me hand this over.",
+            "tool_calls": [
+                {"name": "escalate_to_claude", "arguments": {"reason": "stuck on nil pointer"}}
+            ],
+        },
     )
     api.enqueue({"text": LONG_REPLY})
     result = await request(client, "milk/chat", {"sessionId": session_id, "text": "fix auth.go"})
@@ -214,7 +220,10 @@ async def test_agent_escalation_carries_the_brief(
     assert user_text(api.main_requests()[-1]) == "fix auth.go"
     got = await request(client, "milk/session/get", {"sessionId": session_id})
     assert [(t["role"], t["agent"]) for t in got["turns"]] == [
-        ("user", "local"), ("assistant", "local"), ("assistant", "claude")]
+        ("user", "local"),
+        ("assistant", "local"),
+        ("assistant", "claude"),
+    ]
     assert got["bricks"]["escalationBrief"] == ""  # delivered, then cleared
     assert LONG_REPLY.strip()[:40] in got["bricks"]["lastClaudeSummary"]
     # a user escalation afterwards does not carry a brief
@@ -297,8 +306,13 @@ async def test_allow_for_session_and_message_request_fallback(
     assert result["stopReason"] == "end_turn", result
     assert len(client.message_requests) == 1
     assert [a.title for a in client.message_requests[0].actions] == [
-        "Allow once", "Allow for this session", "Deny"]
-    statuses = [u["status"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "tool_call"]
+        "Allow once",
+        "Allow for this session",
+        "Deny",
+    ]
+    statuses = [
+        u["status"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "tool_call"
+    ]
     assert statuses[-1] == "completed"
 
 
@@ -309,19 +323,25 @@ async def test_cancel_mid_stream_then_resume(
     session_id = await session_of(client, env)
     api.enqueue({"text": "first reply"})
     await request(client, "milk/escalate", {"sessionId": session_id, "text": "hi"})
-    claude_id = (await request(client, "milk/session/get", {"sessionId": session_id}))["session"]["claudeSessionId"]
+    claude_id = (await request(client, "milk/session/get", {"sessionId": session_id}))["session"][
+        "claudeSessionId"
+    ]
     api.enqueue({"text": "partial words " * 50, "chunk_chars": 8, "delay": 0.05})
     chat = asyncio.ensure_future(
         request(client, "milk/chat", {"sessionId": session_id, "text": "long", "route": "claude"})
     )
-    await client.wait_for_update(lambda u: u["kind"] == "text" and u["delta"].startswith("part"), 60)
+    await client.wait_for_update(
+        lambda u: u["kind"] == "text" and u["delta"].startswith("part"), 60
+    )
     assert await request(client, "milk/cancel", {"sessionId": session_id}) == {"cancelled": True}
     result = await chat
     assert result["stopReason"] == "cancelled"
     assert result["text"].startswith("partial")
     await no_leftovers(env)
     api.enqueue({"text": "resumed fine"})
-    result = await request(client, "milk/chat", {"sessionId": session_id, "text": "go on", "route": "claude"})
+    result = await request(
+        client, "milk/chat", {"sessionId": session_id, "text": "go on", "route": "claude"}
+    )
     assert result["stopReason"] == "end_turn", result
     got = await request(client, "milk/session/get", {"sessionId": session_id})
     assert got["session"]["claudeSessionId"] == claude_id
@@ -380,7 +400,9 @@ async def test_unknown_resume_id_falls_back_to_a_fresh_start(
     await request(client, "milk/escalate", {"sessionId": session_id, "text": "hi"})
     shutil.rmtree(env.root / "home" / ".claude" / "projects")  # Claude forgets the conversation
     api.enqueue({"text": "fresh again"})
-    result = await request(client, "milk/chat", {"sessionId": session_id, "text": "more", "route": "claude"})
+    result = await request(
+        client, "milk/chat", {"sessionId": session_id, "text": "more", "route": "claude"}
+    )
     assert result["stopReason"] == "end_turn", result
     notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
     assert any("fresh" in n for n in notices)
