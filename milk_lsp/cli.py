@@ -117,11 +117,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve() -> int:
     from milk_lsp.agents.claude import kill_all_running
+    from milk_lsp.agents.tools import kill_running_commands
     from milk_lsp.server import server
 
     def on_term(signum: int, frame: object) -> None:
-        # A killed host must not leave Claude Code running until its turn ends.
+        # A killed host must not leave Claude Code or a command running until it ends.
         kill_all_running()
+        kill_running_commands()
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_term)
@@ -130,4 +132,5 @@ def serve() -> int:
         server.start_io()
     finally:
         kill_all_running()
+        kill_running_commands()
     return 0

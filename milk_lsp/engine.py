@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import unquote, urlparse
 
 from milk_lsp import prompts
@@ -28,7 +28,6 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings, ClaudeTurnRequest, resolve_cli
-from milk_lsp.agents.local import LocalAgent, LocalSettings
 from milk_lsp.agents.tools import WorkspaceTools
 from milk_lsp.config import MilkConfig
 from milk_lsp.context import (
@@ -60,10 +59,20 @@ from milk_lsp.wire import (
     Usage,
 )
 
+if TYPE_CHECKING:
+    from milk_lsp.agents.local import LocalAgent
+
 logger = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "cancelled", "error", "max_turns"]
 T = TypeVar("T")
+
+NEED_MAX_CHARS = 400
+"""The need is one sentence; a runaway tag body must not swell every hand-off."""
+BRIEF_MAX_CHARS = 1000
+"""Cap on `escalate_to_claude(reason)`, which becomes the brief in Claude's context."""
+PROGRESS_CREATE_SECONDS = 5.0
+"""How long the client may take to accept a work-done progress token."""
 
 
 class EngineError(Exception):
@@ -117,6 +126,9 @@ class Engine:
     @property
     def local(self) -> LocalAgent:
         if self._local is None:
+            # httpx is imported on first use: start-up stays quick for the editor.
+            from milk_lsp.agents.local import LocalAgent, LocalSettings
+
             cfg = self.config.local
             self._local = LocalAgent(
                 LocalSettings(
@@ -354,15 +366,18 @@ class Engine:
             raise EngineError("storage_failed", f"could not store the message: {exc}") from exc
         turn.update("turn_started", agent=plan.agent.value, route=plan.route, reason=plan.reason)
         title = "milk: Claude" if plan.agent is Agent.CLAUDE else "milk: local"
-        turn.progress_token = await self.bridge.progress_begin(title)
         stop: StopReason = "end_turn"
         escalated: Escalated | None = None
         try:
+            with suppress(TimeoutError):  # a client that never answers gets no progress
+                turn.progress_token = await asyncio.wait_for(
+                    self.bridge.progress_begin(title), PROGRESS_CREATE_SECONDS
+                )
             if plan.agent is Agent.LOCAL:
                 request = await self._local_part(session, turn, text, plan.offer_escalation)
                 if request is not None:
                     escalated = Escalated(by="agent", reason=request.reason)
-                    session.escalation_brief = request.reason
+                    session.escalation_brief = _cap(request.reason, BRIEF_MAX_CHARS)
                     self.bridge.progress_report(turn.progress_token, "escalating to Claude")
                     stop = await self.escalations.run(session, turn, text, "agent", request.reason)
                 else:
@@ -376,6 +391,14 @@ class Engine:
         except asyncio.CancelledError:
             stop = "cancelled"
             turn.flush_text()
+        except EngineError as exc:
+            reason = (
+                FailureReason.STORAGE_FAILED
+                if exc.reason == "storage_failed"
+                else FailureReason.INTERNAL
+            )
+            turn.failure = (reason, exc.message)
+            stop = "error"
         except Exception as exc:  # a bug must end the turn, not the server
             logger.exception("turn %s failed", turn_id)
             turn.failure = (FailureReason.INTERNAL, f"internal error: {exc}")
@@ -446,7 +469,7 @@ class Engine:
                 turn.apply(event)
 
     def _record_need(self, session: Session, turn: Turn, user: TurnRecord, need: str) -> None:
-        need = " ".join(need.split())
+        need = _cap(" ".join(need.split()), NEED_MAX_CHARS)
         if not need or need == session.current_need:
             return
         session.current_need = need
@@ -582,6 +605,10 @@ class Engine:
 async def _close_after(turns: list[asyncio.Task[TurnResult]], local: LocalAgent) -> None:
     await asyncio.wait(turns)
     await local.aclose()
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _busy(session_id: str) -> EngineError:

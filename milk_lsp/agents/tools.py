@@ -285,7 +285,11 @@ class WorkspaceTools:
         except OSError as exc:
             raise _ToolFailed(f"Could not start the command: {exc}") from exc
         output = _CappedOutput(self._output_cap_chars)
-        ending = await _supervise(process, output, timeout)
+        _RUNNING_GROUPS.add(process.pid)
+        try:
+            ending = await _supervise(process, output, timeout)
+        finally:
+            _RUNNING_GROUPS.discard(process.pid)
         text = output.text() or "(no output)"
         if ending == _Ending.TIMED_OUT:
             status = f"timed out after {timeout:g} s; the command and its processes were stopped"
@@ -521,6 +525,18 @@ async def _wait_at_most(process: asyncio.subprocess.Process, seconds: float) -> 
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
             await process.wait()
+
+
+_RUNNING_GROUPS: set[int] = set()
+"""Process groups of commands still running, so a dying server can stop them."""
+
+
+def kill_running_commands() -> int:
+    """SIGKILL every running command's process group (the server is going away)."""
+    groups = list(_RUNNING_GROUPS)
+    for group in groups:
+        _signal_group(group, signal.SIGKILL)
+    return len(groups)
 
 
 def _signal_group(process_group: int, signal_number: signal.Signals) -> None:

@@ -49,14 +49,18 @@ export HOME="$W/home" TMPDIR="$W/tmp" XDG_CONFIG_HOME="$W/xdg-config" XDG_DATA_H
 export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 ANTHROPIC_API_KEY=sk-test
 unset ANTHROPIC_AUTH_TOKEN CLAUDE_CONFIG_DIR
 
-start_fake() { # module outfile -> prints URL
+start_fake() { # module outfile (not in a $(...) subshell: PIDS must reach cleanup)
   (cd "$MILK_REPO" && exec "$PY" -m "$1" --port 0) > "$2" 2>"$2.err" &
   PIDS+=($!)
-  for _ in $(seq 200); do grep -q '^READY ' "$2" && break; sleep 0.1; done
-  sed -n 's/^READY //p' "$2" | head -1
 }
-OPENAI_URL="$(start_fake tests.fakes.openai_server "$W/openai.out")"
-ANTHROPIC_URL="$(start_fake tests.fakes.anthropic_api "$W/anthropic.out")"
+ready_url() { # outfile -> the URL of its READY line
+  for _ in $(seq 300); do grep -q '^READY ' "$1" && break; sleep 0.1; done
+  sed -n 's/^READY //p' "$1" | head -1
+}
+start_fake tests.fakes.openai_server "$W/openai.out"
+start_fake tests.fakes.anthropic_api "$W/anthropic.out"
+OPENAI_URL="$(ready_url "$W/openai.out")"
+ANTHROPIC_URL="$(ready_url "$W/anthropic.out")"
 [ -n "$OPENAI_URL" ] && [ -n "$ANTHROPIC_URL" ] || { echo "e2e: fakes did not start"; cat "$W"/*.err; exit 1; }
 export ANTHROPIC_BASE_URL="$ANTHROPIC_URL"
 echo "fakes: $OPENAI_URL $ANTHROPIC_URL ($(el))"
