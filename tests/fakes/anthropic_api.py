@@ -58,16 +58,14 @@ import json
 import select
 import socket
 import sys
-import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-Response = dict[str, Any]
+from tests.fakes._loopback import Response, ScriptedLoopbackServer
 
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
 _DEFAULT_USAGE = {
@@ -566,90 +564,23 @@ class _Server(ThreadingHTTPServer):
     api: FakeAnthropicAPI
 
 
-class FakeAnthropicAPI:
+class FakeAnthropicAPI(ScriptedLoopbackServer):
     """The stand-in API, serving on 127.0.0.1 in a background thread.
 
     Use as a context manager (or call `start()`/`stop()`). ``port=0`` picks a free port.
     """
 
+    handler_class = _Handler
+    server_class = _Server
+
     def __init__(self, script: list[Response] | None = None, *, port: int = 0) -> None:
-        self.lock = threading.Lock()
-        self.stopping = threading.Event()
         self.requests_list: list[dict[str, Any]] = []
         """Every recorded request: method, path, headers (minus the key), JSON body, main."""
-        self._queue: deque[Response] = deque()
-        self._port = port
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        if script:
-            self.enqueue(*script)
+        super().__init__(script, port=port)
 
-    # -- lifecycle ---------------------------------------------------------------------
-
-    def start(self) -> FakeAnthropicAPI:
-        if self._server is not None:
-            return self
-        server = _Server(("127.0.0.1", self._port), _Handler)
+    def _attach(self, server: ThreadingHTTPServer) -> None:
+        assert isinstance(server, _Server)
         server.api = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stopping.set()
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeAnthropicAPI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("not started")
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    # -- script --------------------------------------------------------------------------
-
-    def enqueue(self, *responses: Response) -> None:
-        with self.lock:
-            self._queue.extend(dict(r) for r in responses)
-
-    def set_script(self, responses: list[Response]) -> None:
-        with self.lock:
-            self._queue.clear()
-            self._queue.extend(dict(r) for r in responses)
-
-    def pending(self) -> int:
-        """How many scripted responses are still queued."""
-        with self.lock:
-            return len(self._queue)
-
-    def pop_response(self) -> Response:
-        with self.lock:
-            if not self._queue:
-                return {"text": "ok"}
-            response = self._queue[0]
-            repeat = int(response.get("repeat", 1))
-            if repeat > 1:
-                response["repeat"] = repeat - 1
-                return dict(response)
-            return self._queue.popleft()
 
     # -- records -------------------------------------------------------------------------
 

@@ -75,13 +75,12 @@ import string
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-Response = dict[str, Any]
+from tests.fakes._loopback import Response, ScriptedLoopbackServer
 
 DEFAULT_MODEL = "fake-model"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -520,11 +519,16 @@ class _Server(ThreadingHTTPServer):
     fake: FakeOpenAIServer
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(ScriptedLoopbackServer):
     """The scripted server, on 127.0.0.1 in a background thread.
 
-    Use as a context manager (or call `start()`/`stop()`). ``port=0`` picks a free port.
+    Use as a context manager (or call `start()`/`stop()`). ``port=0`` picks a free port;
+    `base_url` (``http://127.0.0.1:PORT/v1``) is what `local.baseUrl` should be.
     """
+
+    handler_class = _Handler
+    server_class = _Server
+    url_suffix = "/v1"
 
     def __init__(
         self,
@@ -534,96 +538,26 @@ class FakeOpenAIServer:
         model: str = DEFAULT_MODEL,
         models: list[str] | None = None,
     ) -> None:
-        self.lock = threading.Lock()
-        self.stopping = threading.Event()
+        super().__init__(script, port=port)
         self.models: list[str] = list(models) if models is not None else [model]
         """What ``GET /v1/models`` lists (may be empty)."""
         self.records: list[dict[str, Any]] = []
         """Every request but the ``/_`` control ones: method, path, headers, JSON body."""
-        self._queue: deque[Response] = deque()
         self._disconnects = 0
         self._open_streams = 0
         self._changed = threading.Condition(self.lock)
         self._connections: set[socket.socket] = set()
-        self._port = port
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        if script:
-            self.enqueue(*script)
 
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> FakeOpenAIServer:
-        if self._server is not None:
-            return self
-        self.stopping.clear()
-        server = _Server(("127.0.0.1", self._port), _Handler)
+    def _attach(self, server: ThreadingHTTPServer) -> None:
+        assert isinstance(server, _Server)
         server.fake = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
 
-    def stop(self) -> None:
-        self.stopping.set()
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+    def _wake_handlers(self) -> None:
         with self.lock:
             connections = list(self._connections)
         for connection in connections:  # wake handler threads blocked on keep-alive reads
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("not started")
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``, what `local.baseUrl` should be."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    # -- script ----------------------------------------------------------------------------
-
-    def enqueue(self, *responses: Response) -> None:
-        with self.lock:
-            self._queue.extend(copy.deepcopy(dict(r)) for r in responses)
-
-    def set_script(self, responses: list[Response]) -> None:
-        with self.lock:
-            self._queue.clear()
-            self._queue.extend(copy.deepcopy(dict(r)) for r in responses)
-
-    def pending(self) -> int:
-        """How many scripted responses are still queued."""
-        with self.lock:
-            return len(self._queue)
-
-    def pop_response(self) -> Response:
-        with self.lock:
-            if not self._queue:
-                return {"text": "ok"}
-            response = self._queue[0]
-            repeat = int(response.get("repeat", 1))
-            if repeat > 1:
-                response["repeat"] = repeat - 1
-                return copy.deepcopy(response)
-            return self._queue.popleft()
 
     # -- records ---------------------------------------------------------------------------
 

@@ -170,6 +170,9 @@ async function shot(page, name) {
     await chat.click('#cancel');
     const cancelled = await until(async () => (await chat.getAttribute('.turn:last-of-type', 'data-status')) === 'cancelled', 'cancelled turn', 30000).catch(() => false);
     check('Cancel ends the running turn as cancelled', cancelled);
+    await page.waitForTimeout(300);
+    const toasts = await page.locator('.notifications-toasts .notification-list-item').allInnerTexts();
+    check('cancelling raises no error notification', !toasts.some((t) => /error|failed/i.test(t)), toasts.join(' | ') || 'none');
     await shot(page, 'chat-cancelled.png');
 
     // the session's need-tag nonce, from the system prompt the local model was sent

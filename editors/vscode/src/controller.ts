@@ -132,8 +132,8 @@ export class ChatController {
         this.busyChanged();
         if (this.cancelWanted.delete(u.sessionId)) {
           // A short delay: milk-lsp (0.1.0) mishandles a milk/cancel that arrives while it is
-          // still awaiting window/workDoneProgress/create right after turn_started (the
-          // request then fails with -32800 and no turn_ended); see the extension's README.
+          // still awaiting window/workDoneProgress/create right after turn_started (it shows
+          // "Error in server: CANCELLED"); see the extension's README, Known issues.
           const timer = setTimeout(() => {
             this.request(Methods.CANCEL, { sessionId: u.sessionId }).catch((err) =>
               this.host.log?.(`cancel failed: ${describeError(err).message}`),

@@ -1,0 +1,110 @@
+"""What the scripted test servers share: a thread on 127.0.0.1 and a queue of responses."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+Response = dict[str, Any]
+
+
+class ScriptedLoopbackServer:
+    """A `ThreadingHTTPServer` on 127.0.0.1 in a daemon thread, answering from a script.
+
+    Subclasses name their handler and server classes and attach themselves to the server
+    (`_attach`) so handlers can reach the script. ``port=0`` picks a free port.
+    """
+
+    handler_class: type[BaseHTTPRequestHandler]
+    server_class: type[ThreadingHTTPServer]
+    url_suffix = ""
+    """Appended to ``http://127.0.0.1:PORT`` to form `base_url`."""
+
+    def __init__(self, script: list[Response] | None = None, *, port: int = 0) -> None:
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self._queue: deque[Response] = deque()
+        self._port = port
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        if script:
+            self.enqueue(*script)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _attach(self, server: ThreadingHTTPServer) -> None:
+        raise NotImplementedError
+
+    def _wake_handlers(self) -> None:
+        """Called on stop, after the listener closed: unblock handler threads if needed."""
+
+    def start(self) -> Self:
+        if self._server is not None:
+            return self
+        self.stopping.clear()
+        server = self.server_class(("127.0.0.1", self._port), self.handler_class)
+        self._attach(server)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        self._wake_handlers()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.url_suffix}"
+
+    # -- script ----------------------------------------------------------------------------
+
+    def enqueue(self, *responses: Response) -> None:
+        with self.lock:
+            self._queue.extend(copy.deepcopy(dict(r)) for r in responses)
+
+    def set_script(self, responses: list[Response]) -> None:
+        with self.lock:
+            self._queue.clear()
+            self._queue.extend(copy.deepcopy(dict(r)) for r in responses)
+
+    def pending(self) -> int:
+        """How many scripted responses are still queued."""
+        with self.lock:
+            return len(self._queue)
+
+    def pop_response(self) -> Response:
+        """The next response (`"repeat": N` answers N requests); "ok" when the queue is empty."""
+        with self.lock:
+            if not self._queue:
+                return {"text": "ok"}
+            response = self._queue[0]
+            repeat = int(response.get("repeat", 1))
+            if repeat > 1:
+                response["repeat"] = repeat - 1
+                return copy.deepcopy(response)
+            return self._queue.popleft()
