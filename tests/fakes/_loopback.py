@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import json
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Self
 
 Response = dict[str, Any]
@@ -108,3 +111,25 @@ class ScriptedLoopbackServer:
                 response["repeat"] = repeat - 1
                 return copy.deepcopy(response)
             return self._queue.popleft()
+
+
+def load_script(path: Path | None) -> list[Response] | None:
+    """A script file: a JSON list of responses, or ``{"responses": [...]}``."""
+    if path is None:
+        return None
+    loaded = json.loads(path.read_text(encoding="utf-8"))
+    return loaded.get("responses", []) if isinstance(loaded, dict) else loaded
+
+
+def serve_until_killed(server: ScriptedLoopbackServer) -> int:
+    """The CLI mode: start, print ``READY <base_url>``, serve until killed."""
+    server.start()
+    print(f"READY {server.base_url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0

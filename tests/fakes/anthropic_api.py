@@ -65,7 +65,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.fakes._loopback import Response, ScriptedLoopbackServer
+from tests.fakes._loopback import (
+    Response,
+    ScriptedLoopbackServer,
+    load_script,
+    serve_until_killed,
+)
 
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
 _DEFAULT_USAGE = {
@@ -610,20 +615,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", type=Path, default=None)
     args = parser.parse_args(argv)
-    script: list[Response] | None = None
-    if args.script is not None:
-        loaded = json.loads(args.script.read_text(encoding="utf-8"))
-        script = loaded.get("responses", []) if isinstance(loaded, dict) else loaded
-    api = FakeAnthropicAPI(script, port=args.port).start()
-    print(f"READY {api.base_url}", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        api.stop()
-    return 0
+    return serve_until_killed(FakeAnthropicAPI(load_script(args.script), port=args.port))
 
 
 if __name__ == "__main__":

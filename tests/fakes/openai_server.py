@@ -80,7 +80,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.fakes._loopback import Response, ScriptedLoopbackServer
+from tests.fakes._loopback import (
+    Response,
+    ScriptedLoopbackServer,
+    load_script,
+    serve_until_killed,
+)
 
 DEFAULT_MODEL = "fake-model"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -635,20 +640,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", type=Path, default=None, help="JSON list of responses")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="the model id /v1/models lists")
     args = parser.parse_args(argv)
-    script: list[Response] | None = None
-    if args.script is not None:
-        loaded = json.loads(args.script.read_text(encoding="utf-8"))
-        script = loaded.get("responses", []) if isinstance(loaded, dict) else loaded
-    server = FakeOpenAIServer(script, port=args.port, model=args.model).start()
-    print(f"READY {server.base_url}", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-    return 0
+    return serve_until_killed(
+        FakeOpenAIServer(load_script(args.script), port=args.port, model=args.model)
+    )
 
 
 if __name__ == "__main__":
