@@ -588,15 +588,25 @@ class Engine:
         )
 
     def claude_request(self, session: Session, plan: ContextPlan, prompt: str) -> ClaudeTurnRequest:
+        """The Claude run for `plan`; a new conversation uses the session's next id, which is
+        kept until a run uses it so that `milk/context` previews the argv exactly."""
         fresh = plan.mode in (ContextMode.FIRST, ContextMode.FRESH)
+        if fresh:
+            self.reserve_conversation_id(session)
         return ClaudeTurnRequest(
             workspace=Path(session.workspace_folder),
             prompt=plan.user_message_prefix + prompt,
             context_file_text=plan.context_file,
-            session_id=str(uuid.uuid4()) if fresh else session.claude_session_id,
+            session_id=session.next_claude_session_id if fresh else session.claude_session_id,
             resume=not fresh,
             settings=self.claude_settings(),
         )
+
+    def reserve_conversation_id(self, session: Session) -> None:
+        """Give the session the id its next new Claude conversation will use, and save it."""
+        if not session.next_claude_session_id:
+            session.next_claude_session_id = str(uuid.uuid4())
+            self._storage(lambda: self.store.save_session(session))
 
     def claude_path(self) -> str | None:
         return resolve_cli(self.claude_settings()).path

@@ -83,6 +83,8 @@ class EscalationBook:
         request = engine.claude_request(session, plan, text)
         previous_id = session.claude_session_id
         if not request.resume:
+            # A `--session-id` can be used once: the next new conversation gets another.
+            session.next_claude_session_id = ""
             session.claude_session_id = request.session_id
             session.last_resumed_context_hash = ""
         part = turn.part_of(Agent.CLAUDE) or turn.start_part(Agent.CLAUDE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from milk_lsp import wire
@@ -59,11 +60,10 @@ def context_preview(engine: Engine, session_id: str, reason: str | None) -> wire
     session = engine.get_session(session_id)
     if engine.is_busy(session_id):
         raise EngineError("session_busy", f"session {session_id} is running a turn")
+    engine.reserve_conversation_id(session)
     preview_session = session
     if reason is not None:
-        # As if the local agent escalated now: its reason becomes the brief.
-        from dataclasses import replace
-
+        # As if the local agent escalated now: its reason becomes the brief (not stored).
         preview_session = replace(session, escalation_brief=reason)
     plan = engine.plan_context(preview_session, by_agent=reason is not None)
     request = engine.claude_request(preview_session, plan, "")

@@ -103,6 +103,8 @@ class Session:
     # ADR 0004 hand-off state
     escalation_nonce: str = ""
     claude_session_id: str = ""
+    next_claude_session_id: str = ""
+    """The `--session-id` the next new Claude conversation will use (shown by milk/context)."""
     last_resumed_context_hash: str = ""
     """Hash of the last `<milk-context>` block delivered on a resumed turn."""
     claude_turn_count: int = 0

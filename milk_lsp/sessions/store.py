@@ -96,6 +96,7 @@ _BRICK_COLUMNS = (
 _HANDOFF_FIELDS = (
     "escalation_nonce",
     "claude_session_id",
+    "next_claude_session_id",
     "last_resumed_context_hash",
     "claude_turn_count",
     "instructions_injected_at",

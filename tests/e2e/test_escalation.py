@@ -129,7 +129,8 @@ async def test_user_escalation_first_then_resume_and_returning(
     assert "[Escalation brief" not in preview["contextFile"]
     assert "local looked at hello.py" in preview["contextFile"]
     info = (await request(client, "milk/session/get", {"sessionId": session_id}))["session"]
-    assert info["claudeSessionId"]
+    [previewed_id] = [a.split("=", 1)[1] for a in preview["argv"] if a.startswith("--session-id=")]
+    assert info["claudeSessionId"] == previewed_id  # the preview showed the argv that ran
     assert info["activeAgent"] == "claude"
     await no_leftovers(env)
 
