@@ -27,7 +27,9 @@ def setup_logging(verbose: bool) -> Path | None:
     root = logging.getLogger()
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet = _DeliberateErrorFilter()
     stderr = logging.StreamHandler(sys.stderr)
+    stderr.addFilter(quiet)
     stderr.setFormatter(fmt)
     stderr.setLevel(logging.DEBUG if verbose else logging.WARNING)
     root.addHandler(stderr)
@@ -45,8 +47,22 @@ def setup_logging(verbose: bool) -> Path | None:
         logger.warning("cannot write the log file %s: %s", log_path, exc)
         return None
     file_handler.setFormatter(fmt)
+    file_handler.addFilter(quiet)
     root.addHandler(file_handler)
     return log_path
+
+
+class _DeliberateErrorFilter(logging.Filter):
+    """Drops pygls' tracebacks for errors we answer on purpose (-32602, -32803, -32800)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.name.startswith("pygls"):
+            from pygls.exceptions import JsonRpcException
+
+            error = record.exc_info[1]
+            if isinstance(error, JsonRpcException | asyncio.CancelledError):
+                return False
+        return True
 
 
 def _settings_from_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -165,7 +165,9 @@ class EditorBridge:
             return None
         token = f"milk-{uuid.uuid4()}"
         try:
-            await self._server.work_done_progress.create_async(token)
+            # Shielded: a turn cancelled meanwhile must not cancel pygls' pending request,
+            # whose late answer would then be reported as a server error.
+            await asyncio.shield(self._server.work_done_progress.create_async(token))
         except Exception as exc:
             logger.info("work done progress refused: %s", exc)
             return None

@@ -21,7 +21,7 @@ import pytest_asyncio
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
-from pytest_lsp.client import register_lsp_features
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -42,6 +42,8 @@ class MilkClient(LanguageClient):
         self.message_answers: list[str | None] = []
         self.applied_edits: list[Any] = []
         self.apply_edits = True
+        self.progress_create_delay = 0.0
+        """Seconds before `window/workDoneProgress/create` is answered."""
         """How `workspace/applyEdit` is answered."""
         self.update_event = asyncio.Event()
         self.init_result: types.InitializeResult | None = None
@@ -68,7 +70,16 @@ class MilkClient(LanguageClient):
 
 def make_client() -> MilkClient:
     client = MilkClient()
-    register_lsp_features(client)
+    features = dict(DEFAULT_CLIENT_FEATURES)
+    create_progress = features.pop(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    register_lsp_features(client, features)
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    async def on_create_progress(
+        ls: MilkClient, params: types.WorkDoneProgressCreateParams
+    ) -> None:
+        await asyncio.sleep(ls.progress_create_delay)
+        create_progress(ls, params)
 
     @client.feature(UPDATE)
     def on_update(ls: MilkClient, params: Any) -> None:

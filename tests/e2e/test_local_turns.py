@@ -458,3 +458,25 @@ async def test_initialize_advertises_protocol_version(harness: Harness) -> None:
     assert status["storage"].endswith("sessions.sqlite3")
     assert status["claude"]["found"] is False
     assert "claude.path" in status["claude"]["error"]
+
+
+async def test_cancel_before_progress_is_accepted(client: MilkClient, env: Env, openai) -> None:
+    """A cancel that lands while the server still waits for the progress token."""
+    client.progress_create_delay = 1.0
+    openai.enqueue({"stall": 30})
+    session_id = await new_session(client, env)
+    chat = asyncio.ensure_future(
+        request(client, "milk/chat", {"sessionId": session_id, "text": "go"})
+    )
+    await client.wait_for_update(lambda u: u["kind"] == "turn_started")
+    assert await request(client, "milk/cancel", {"sessionId": session_id}) == {"cancelled": True}
+    result = await chat
+    assert result["stopReason"] == "cancelled"
+    assert_turn_shape(client, result["turnId"])
+    await asyncio.sleep(1.5)  # the late answer to the progress request arrives
+    assert [m.message for m in client.messages] == []
+    assert openai.pending() == 1  # the model was never asked
+    openai.set_script([{"text": "next"}])
+    client.progress_create_delay = 0.0
+    result = await request(client, "milk/chat", {"sessionId": session_id, "text": "again"})
+    assert result["stopReason"] == "end_turn"
