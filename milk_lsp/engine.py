@@ -9,6 +9,7 @@ running turns, so `milk/cancel` and `$/cancelRequest` stop them at once.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import uuid
 from collections.abc import Callable
@@ -378,6 +379,11 @@ class Engine:
                 if request is not None:
                     escalated = Escalated(by="agent", reason=request.reason)
                     session.escalation_brief = _cap(request.reason, BRIEF_MAX_CHARS)
+                    if not session.current_need:  # Claude gets at least the user's ask as goal
+                        session.current_need = _cap(" ".join(display_text.split()), NEED_MAX_CHARS)
+                        session.current_need_set_at = user_record.position
+                        turn.update("need", currentNeed=session.current_need)
+                    self._refresh_local_brick(session, turn)
                     self.bridge.progress_report(turn.progress_token, "escalating to Claude")
                     stop = await self.escalations.run(session, turn, text, "agent", request.reason)
                 else:
@@ -549,6 +555,18 @@ class Engine:
                 reader.records_newest_first(session.id, local_at), Agent.CLAUDE, budget
             )
         return local, claude
+
+    def _refresh_local_brick(self, session: Session, turn: Turn) -> None:
+        """Before a self-escalation: the local brick must include what the local agent did
+        in this very turn (its answer is not stored yet), or Claude would not see it."""
+        local_part = turn.part_of(Agent.LOCAL)
+        pending = [] if local_part is None else [local_part.record(turn.turn_id)]
+        reader = self.store.reader()
+        claude_at = reader.last_assistant_position(session.id, Agent.CLAUDE)
+        stored = reader.records_newest_first(session.id, claude_at)
+        session.last_local_summary = render_brick(
+            itertools.chain(pending, stored), Agent.LOCAL, self.config.context_budget_chars
+        )
 
     # ---- context ----------------------------------------------------------------------
 

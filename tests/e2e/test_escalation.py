@@ -197,6 +197,7 @@ async def test_agent_escalation_carries_the_brief(
     )
     assert "stuck on nil pointer" in preview["contextFile"]
     openai.enqueue(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
         {
             "text": "Let me hand this over.",
             "tool_calls": [
@@ -218,6 +219,12 @@ async def test_agent_escalation_carries_the_brief(
     sent = appended_system_text(api.main_requests()[-1])
     assert "stuck on nil pointer" in sent
     assert "[Escalation brief" in sent
+    # what the local agent did in this very turn reaches Claude
+    assert "[Tool: read_file]" in sent
+    assert "hello.py" in sent
+    assert "Assistant (local): Let me hand this over." in sent
+    assert "User: fix auth.go" in sent
+    assert "fix auth.go" in sent.split("[Current user goal]", 1)[1]  # the ask became the goal
     assert user_text(api.main_requests()[-1]) == "fix auth.go"
     got = await request(client, "milk/session/get", {"sessionId": session_id})
     assert [(t["role"], t["agent"]) for t in got["turns"]] == [
@@ -225,6 +232,7 @@ async def test_agent_escalation_carries_the_brief(
         ("assistant", "local"),
         ("assistant", "claude"),
     ]
+    assert len(got["turns"][1]["toolCalls"]) == 2  # read_file and the escalation itself
     assert got["bricks"]["escalationBrief"] == ""  # delivered, then cleared
     assert LONG_REPLY.strip()[:40] in got["bricks"]["lastClaudeSummary"]
     # a user escalation afterwards does not carry a brief
