@@ -57,10 +57,13 @@ class _DeliberateErrorFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and record.name.startswith("pygls"):
-            from pygls.exceptions import JsonRpcException
-
             error = record.exc_info[1]
-            if isinstance(error, JsonRpcException | asyncio.CancelledError):
+            if isinstance(error, asyncio.CancelledError):
+                return False
+            # pygls' JsonRpcException family, recognised without importing pygls here.
+            if type(error).__module__.startswith("pygls") and type(error).__name__.startswith(
+                "JsonRpc"
+            ):
                 return False
         return True
 
