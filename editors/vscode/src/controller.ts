@@ -57,8 +57,6 @@ export function describeError(err: unknown): RequestFailure {
   };
 }
 
-const CANCEL_AFTER_START_MS = 300;
-
 export class ChatController {
   activeSessionId: string | undefined;
   sessions: SessionInfo[] = [];
@@ -131,15 +129,9 @@ export class ChatController {
         this.running.set(u.sessionId, u.agent);
         this.busyChanged();
         if (this.cancelWanted.delete(u.sessionId)) {
-          // A short delay: milk-lsp (0.1.0) mishandles a milk/cancel that arrives while it is
-          // still awaiting window/workDoneProgress/create right after turn_started (it shows
-          // "Error in server: CANCELLED"); see the extension's README, Known issues.
-          const timer = setTimeout(() => {
-            this.request(Methods.CANCEL, { sessionId: u.sessionId }).catch((err) =>
-              this.host.log?.(`cancel failed: ${describeError(err).message}`),
-            );
-          }, CANCEL_AFTER_START_MS);
-          (timer as { unref?: () => void }).unref?.();
+          this.request(Methods.CANCEL, { sessionId: u.sessionId }).catch((err) =>
+            this.host.log?.(`cancel failed: ${describeError(err).message}`),
+          );
         }
         break;
       case 'escalated':

@@ -9,11 +9,13 @@ test('flat milk.* settings become the nested object of PROTOCOL.md', () => {
     'local.model': 'qwen',
     'local.apiKey': '',
     'local.maxToolRounds': 5,
+    'local.requestTimeoutSeconds': 30,
     'claude.path': '/opt/claude',
     'claude.allowedTools': ['Read'],
     'claude.addDirs': [],
     'claude.model': '',
     'claude.skipPermissions': false,
+    'claude.permissionTimeoutSeconds': 0.5,
     contextBudgetChars: 12000,
     route: 'auto',
     storageDir: '',
@@ -21,8 +23,8 @@ test('flat milk.* settings become the nested object of PROTOCOL.md', () => {
   };
   const s = buildServerSettings((k) => flat[k]);
   assert.deepEqual(s, {
-    local: { baseUrl: 'http://127.0.0.1:9/v1', model: 'qwen', maxToolRounds: 5 },
-    claude: { path: '/opt/claude', allowedTools: ['Read'], addDirs: [], skipPermissions: false },
+    local: { baseUrl: 'http://127.0.0.1:9/v1', model: 'qwen', maxToolRounds: 5, requestTimeoutSeconds: 30 },
+    claude: { path: '/opt/claude', allowedTools: ['Read'], addDirs: [], skipPermissions: false, permissionTimeoutSeconds: 0.5 },
     contextBudgetChars: 12000,
     route: 'auto',
   });
@@ -49,6 +51,13 @@ test('every server key is declared in package.json with a default and a descript
   assert.equal(props['milk.contextBudgetChars'].default, 12000);
   assert.equal(props['milk.route'].default, 'auto');
   assert.equal(props['milk.claude.skipPermissions'].default, false);
+  assert.equal(props['milk.local.requestTimeoutSeconds'].default, 120);
+  assert.equal(props['milk.claude.permissionTimeoutSeconds'].default, 600);
+  // "number > 0" on the server: fractions allowed, zero not
+  for (const k of ['milk.local.requestTimeoutSeconds', 'milk.claude.permissionTimeoutSeconds']) {
+    assert.equal(props[k].type, 'number', k);
+    assert.equal(props[k].exclusiveMinimum, 0, k);
+  }
 });
 
 test('classifyChange: server.* restarts, others are pushed', () => {

@@ -206,6 +206,26 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     assert.equal(api.client.state, 2 /* Running: not restarted */);
   });
 
+  it('milk.local.requestTimeoutSeconds reaches the server: a silent model fails the turn', { timeout: 60000 }, async () => {
+    // changed together with the model, so the status bar shows when the server has pulled both
+    mock.setSettings({ 'milk.local.model': 'timeout-model', 'milk.local.requestTimeoutSeconds': 1 });
+    try {
+      await waitFor(() => /timeout-model/.test(statusText()), `status bar with timeout-model (now "${statusText()}")`, 10000);
+      await openai.script([{ stall: 30 }]);
+      const t0 = Date.now();
+      // route local: the session carries on with Claude since the escalation above
+      const result = await S.withTimeout(api.controller.send('are you there?', { route: 'local' }), 20000, 'failed turn');
+      assert.equal(result.stopReason, 'error', JSON.stringify(result));
+      assert.equal(result.agent, 'local');
+      assert.equal(result.error.reason, 'local_failed');
+      assert.match(result.error.message, /sent nothing for 1 s \(the read timeout\)/);
+      assert.ok(Date.now() - t0 < 15000, `failed after ${Date.now() - t0} ms, not the 120 s default`);
+    } finally {
+      mock.setSettings({ 'milk.local.model': 'live-model', 'milk.local.requestTimeoutSeconds': 120 });
+    }
+    await waitFor(() => /live-model/.test(statusText()), 'status bar back to live-model', 10000);
+  });
+
   it('sessions: new, switch through the picker, delete with confirmation', async () => {
     const first = api.controller.activeSessionId;
     await mock.vscode.commands.executeCommand('milk.newSession');
