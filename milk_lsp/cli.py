@@ -107,7 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--session", help="session id (default: the folder's latest)")
     _add_setting_flags(chat)
     doctor = commands.add_parser("doctor", help="check the local model, claude and storage")
-    doctor.add_argument("--workspace", type=Path, default=Path.cwd())
     _add_setting_flags(doctor)
     return parser
 

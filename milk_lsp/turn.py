@@ -277,8 +277,16 @@ class TurnHost:
             "options": [option.value for option in request.options],
         }
         turn.bridge.progress_report(turn.progress_token, "waiting for your permission")
+        local = request.agent is Agent.LOCAL
+        if local:  # Claude's agent reports its own statuses; the local loop leaves it to us
+            self._status(request, ToolStatus.PENDING)
         try:
             answer = await asyncio.wait_for(turn.bridge.ask_permission(params), self._timeout)
+        except asyncio.CancelledError:
+            # The turn was cancelled with the question open: the question is withdrawn
+            # (the bridge cancels the client request) and the call counts as denied.
+            self._status(request, ToolStatus.DENIED)
+            raise
         except TimeoutError:
             turn.notice(
                 "warning",
@@ -292,7 +300,16 @@ class TurnHost:
             option = PermissionOption.DENY
         if option is PermissionOption.ALLOW_SESSION:
             turn.allowed_tools.add(request.tool)
+        if local and option is not PermissionOption.DENY:
+            self._status(request, ToolStatus.RUNNING)
         return option
+
+    def _status(self, request: PermissionRequest, status: ToolStatus) -> None:
+        if not self._turn.parts:  # no agent is speaking: nothing to attach the call to
+            return
+        self._turn.apply(
+            ToolCallEvent(request.tool_call_id, request.tool, dict(request.input), status)
+        )
 
     def open_document_text(self, path: Path) -> str | None:
         return self._turn.bridge.open_document_text(path)

@@ -480,3 +480,28 @@ async def test_cancel_before_progress_is_accepted(client: MilkClient, env: Env, 
     client.progress_create_delay = 0.0
     result = await request(client, "milk/chat", {"sessionId": session_id, "text": "again"})
     assert result["stopReason"] == "end_turn"
+
+
+async def test_cancel_while_a_local_permission_question_is_open(
+    client: MilkClient, env: Env, openai
+) -> None:
+    client.permission_answers.append("hang")
+    openai.enqueue(
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": "touch never.txt"}}]},
+        {"text": "should not be asked"},
+    )
+    session_id = await new_session(client, env)
+    chat = asyncio.ensure_future(
+        request(client, "milk/chat", {"sessionId": session_id, "text": "go"})
+    )
+    await client.wait_for_update(lambda u: u["kind"] == "tool_call" and u["status"] == "pending")
+    assert await request(client, "milk/cancel", {"sessionId": session_id}) == {"cancelled": True}
+    result = await chat
+    assert result["stopReason"] == "cancelled"
+    statuses = [
+        u["status"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "tool_call"
+    ]
+    assert statuses[-1] == "denied"
+    assert "pending" in statuses
+    assert not (env.workspace / "never.txt").exists()
+    assert len(openai.requests) == 1  # the model was not asked again
