@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 
 from milk_lsp import wire
 from milk_lsp.engine import Engine, EngineError
@@ -19,7 +20,7 @@ def iso(moment: datetime) -> str:
 def session_info(session: Session) -> wire.SessionInfo:
     return wire.SessionInfo(
         session_id=session.id,
-        workspace_folder=session.workspace_folder,
+        workspace_folder=Path(session.workspace_folder).as_uri(),
         title=session.title,
         state=session.state.value,
         active_agent=session.active_agent.value,

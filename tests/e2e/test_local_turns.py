@@ -438,6 +438,7 @@ async def test_sessions_new_list_delete(client: MilkClient, env: Env) -> None:
     b = await new_session(client, env)
     listed = await request(client, "milk/session/list", {"workspaceFolder": env.workspace.as_uri()})
     assert {s["sessionId"] for s in listed["sessions"]} == {a, b}
+    assert {s["workspaceFolder"] for s in listed["sessions"]} == {env.workspace.resolve().as_uri()}
     assert await request(client, "milk/session/delete", {"sessionId": a}) is None
     listed = await request(client, "milk/session/list", {})
     assert [s["sessionId"] for s in listed["sessions"]] == [b]
