@@ -48,7 +48,7 @@ from milk_lsp.sessions.model import (
     SessionState,
     TurnRecord,
 )
-from milk_lsp.sessions.store import SessionStore, StorageError, StoreReader
+from milk_lsp.sessions.store import SessionClaimed, SessionStore, StorageError, StoreReader
 from milk_lsp.turn import ClientBridge, Turn, TurnHost
 from milk_lsp.wire import (
     ChatParams,
@@ -363,6 +363,8 @@ class Engine:
         turn.allowed_tools = self._allowed_tools.setdefault(session.id, set())
         try:
             self.store.begin_turn(session, user_record)
+        except SessionClaimed as exc:
+            raise EngineError("session_busy", f"{exc}; cancel it there or wait") from exc
         except (StorageError, EngineError) as exc:
             raise EngineError("storage_failed", f"could not store the message: {exc}") from exc
         turn.update("turn_started", agent=plan.agent.value, route=plan.route, reason=plan.reason)
@@ -507,6 +509,8 @@ class Engine:
             self.store.finish_turn(session, turn.turn_id, status, answers, self._rebuild_bricks)
         except (StorageError, EngineError) as exc:
             logger.error("turn %s: storage failed: %s", turn.turn_id, exc)
+            with suppress(StorageError, EngineError):  # never leave the session claimed
+                self.store.release_turn(session.id, turn.turn_id)
             turn.failure = (
                 FailureReason.STORAGE_FAILED,
                 f"the turn could not be saved: {exc}. Free disk space or check "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 import uuid
@@ -35,7 +36,7 @@ from milk_lsp.sessions.model import (
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_SECONDS = 10.0
 PAGE_RECORDS = 64
 
@@ -84,6 +85,14 @@ _MIGRATIONS: dict[int, str] = {
         ALTER TABLE sessions ADD COLUMN last_claude_summary TEXT;
         ALTER TABLE sessions ADD COLUMN handoff TEXT;
     """,
+    3: """
+        CREATE TABLE running_turns (
+            session_id TEXT PRIMARY KEY,
+            turn_id TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            started_at TEXT NOT NULL
+        );
+    """,
 }
 
 _BRICK_COLUMNS = (
@@ -109,6 +118,10 @@ _HANDOFF_FIELDS = (
 
 class StorageError(RuntimeError):
     """The database could not be read or written (disk full, locked, corrupt)."""
+
+
+class SessionClaimed(RuntimeError):
+    """Another live server process is running a turn on this session."""
 
 
 BrickBuilder = Callable[["StoreReader", Session], tuple[str, str]]
@@ -304,8 +317,23 @@ class SessionStore:
     # ---- turns --------------------------------------------------------------------------
 
     def begin_turn(self, session: Session, user_record: TurnRecord) -> None:
-        """Store the user's message, marked `error` until `finish_turn` says otherwise."""
+        """Claim the session for this process and store the user's message, marked `error`
+        until `finish_turn` says otherwise. Raises `SessionClaimed` when another live
+        process holds the session (two editor windows on one folder)."""
         with self._transaction() as conn:
+            claim = conn.execute(
+                "SELECT pid FROM running_turns WHERE session_id = ?", (session.id,)
+            ).fetchone()
+            if claim is not None and claim["pid"] != os.getpid() and _alive(claim["pid"]):
+                raise SessionClaimed(
+                    f"session {session.id} is running a turn in another milk-lsp process "
+                    f"(pid {claim['pid']})"
+                )
+            conn.execute(
+                "INSERT OR REPLACE INTO running_turns (session_id, turn_id, pid, started_at)"
+                " VALUES (?, ?, ?, ?)",
+                (session.id, user_record.turn_id, os.getpid(), _iso(utc_now())),
+            )
             row = conn.execute(
                 "SELECT record_count, turn_count FROM sessions WHERE id = ?", (session.id,)
             ).fetchone()
@@ -366,11 +394,23 @@ class SessionStore:
             )
             if on_positions is not None:
                 on_positions(session)
+            conn.execute(
+                "DELETE FROM running_turns WHERE session_id = ? AND turn_id = ?",
+                (session.id, turn_id),
+            )
             local, claude = rebuild_bricks(StoreReader(conn), session)
             session.last_local_summary = local
             session.last_claude_summary = claude
             session.bricks_built = True
             self._write_session(conn, session)
+
+    def release_turn(self, session_id: str, turn_id: str) -> None:
+        """Give up this process's claim on a session (when `finish_turn` could not run)."""
+        with self._transaction() as conn:
+            conn.execute(
+                "DELETE FROM running_turns WHERE session_id = ? AND turn_id = ?",
+                (session_id, turn_id),
+            )
 
     def _insert_record(self, conn: sqlite3.Connection, session_id: str, record: TurnRecord) -> None:
         conn.execute(
@@ -430,6 +470,17 @@ class SessionStore:
                 )
                 added += cursor.rowcount
         return added
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this pid exists (a claim by a crashed process is void)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _iso(moment: datetime) -> str:

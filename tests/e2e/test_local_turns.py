@@ -506,3 +506,26 @@ async def test_cancel_while_a_local_permission_question_is_open(
     assert "pending" in statuses
     assert not (env.workspace / "never.txt").exists()
     assert len(openai.requests) == 1  # the model was not asked again
+
+
+async def test_two_servers_on_one_session(harness: Harness, env: Env, openai) -> None:
+    """Two editor windows on one folder: a session runs one turn at a time across processes."""
+    first = await harness.start()
+    second = await harness.start()
+    session_id = await new_session(first, env)
+    openai.enqueue({"stall": 30})
+    chat = asyncio.ensure_future(
+        request(first, "milk/chat", {"sessionId": session_id, "text": "a"})
+    )
+    await first.wait_for_update(lambda u: u["kind"] == "turn_started")
+    with pytest.raises(JsonRpcException) as caught:
+        await request(second, "milk/chat", {"sessionId": session_id, "text": "b"})
+    assert caught.value.data == {"reason": "session_busy"}
+    assert "another milk-lsp process" in str(caught.value)
+    await request(first, "milk/cancel", {"sessionId": session_id})
+    assert (await chat)["stopReason"] == "cancelled"
+    openai.set_script([{"text": "from the second window"}])
+    result = await request(second, "milk/chat", {"sessionId": session_id, "text": "b"})
+    assert result["text"] == "from the second window"
+    got = await request(first, "milk/session/get", {"sessionId": session_id})
+    assert [t["text"] for t in got["turns"]] == ["a", "b", "from the second window"]
