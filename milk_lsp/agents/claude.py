@@ -69,6 +69,7 @@ from milk_lsp.agents.base import (
     NoticeEvent,
     PermissionOption,
     PermissionRequest,
+    ToolCallEvent,
     TurnDone,
     TurnFailed,
 )
@@ -477,6 +478,8 @@ class _Turn:
         self.stderr = bytearray()
         self.stdin_closed = False
         self.closed = False
+        self.ran_tools = False
+        """Claude used a tool: its processes may outlive a killed CLI (see `close`)."""
         self.reader: asyncio.Task[None] | None = None
         self.stderr_reader: asyncio.Task[None] | None = None
         self.permission_tasks: dict[str, asyncio.Task[None]] = {}
@@ -641,6 +644,8 @@ class _Turn:
 
     def _emit(self, events: list[AgentEvent]) -> None:
         for event in events:
+            if isinstance(event, ToolCallEvent):
+                self.ran_tools = True
             self.queue.put_nowait(event)
 
     async def _dispatch(self, msg: dict[str, Any]) -> None:
@@ -813,6 +818,7 @@ class _Turn:
             if proc is not None:
                 if proc.returncode is None:
                     await self._interrupt()
+                    self.ran_tools = True  # stopped mid-run: a tool may still be running
                     if await self._wait_exit(INTERRUPT_GRACE_SECONDS) is None:
                         await self._terminate()
                 _signal_group(proc.pid, signal.SIGKILL)
@@ -823,7 +829,9 @@ class _Turn:
                     with contextlib.suppress(Exception):
                         transport.close()
                 # Tools run in sessions of their own: if the CLI did not stop them, do it.
-                await asyncio.to_thread(_kill_tagged, {self.tag})
+                # (A /proc scan; skipped for runs that used no tool and ended by themselves.)
+                if self.ran_tools or proc.returncode != 0:
+                    await asyncio.to_thread(_kill_tagged, {self.tag})
                 _LIVE.pop(proc.pid, None)
             if self.permission_tasks:
                 await asyncio.wait(list(self.permission_tasks.values()), timeout=1.0)
