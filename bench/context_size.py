@@ -6,7 +6,7 @@ this builds the session in a scratch SQLite database (bulk insert, like bench/bo
 then runs the engine's real end-of-turn path
 (`begin_turn` + `finish_turn` with `Engine._rebuild_bricks`) for the last turns so the bricks
 are current, and asks the engine what the next escalation would send:
-`engine.plan_context(session, by_agent=False)` -> len(context_file) + len(user_message_prefix).
+`engine.escalations.plan(session, by_agent=False)` -> len(context_file) + len(user_message_prefix).
 
 Two situations per length:
 
@@ -253,7 +253,7 @@ def worst_case(engine: Engine, workspace: str, rng: random.Random) -> tuple[int,
     session.claude_session_id = str(uuid.uuid4())
     session.local_turns_since_claude = TAIL_LOCAL_TURNS
     session.escalation_brief = "The user needs " + _prose(rng, 280)
-    plan = engine.plan_context(session, by_agent=True)
+    plan = engine.escalations.plan(session, by_agent=True)
     assert plan.mode is ContextMode.FRESH
     chars = len(plan.context_file) + len(plan.user_message_prefix)
     return chars, len(session.last_local_summary), len(session.last_claude_summary)
@@ -303,7 +303,7 @@ def main() -> None:
             # "first": the tail is all local, no Claude conversation yet.
             for k in range(1 + TAIL_LOCAL_TURNS):
                 real_turn(engine, session, Agent.LOCAL, 10**6 + k, rng)
-            first = engine.plan_context(session, by_agent=False)
+            first = engine.escalations.plan(session, by_agent=False)
             assert first.mode is ContextMode.FIRST
             first_chars = len(first.context_file) + len(first.user_message_prefix)
             # "fresh": the same session where the turn before the 8 local ones was Claude's.
@@ -316,7 +316,7 @@ def main() -> None:
                 real_turn(engine, session2, Agent.LOCAL, 10**6 + 1 + k, rng)
             session2.claude_session_id = str(uuid.uuid4())
             session2.local_turns_since_claude = TAIL_LOCAL_TURNS
-            fresh = engine.plan_context(session2, by_agent=False)
+            fresh = engine.escalations.plan(session2, by_agent=False)
             assert fresh.mode is ContextMode.FRESH, fresh.mode
             fresh_chars = len(fresh.context_file) + len(fresh.user_message_prefix)
             full, text_only = transcript(store, sid2)

@@ -17,7 +17,6 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
-from urllib.parse import unquote, urlparse
 
 from milk_lsp import prompts
 from milk_lsp.agents.base import (
@@ -28,15 +27,11 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
-from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings, ClaudeTurnRequest, resolve_cli
+from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings, resolve_cli
 from milk_lsp.agents.tools import WorkspaceTools
 from milk_lsp.config import MilkConfig
 from milk_lsp.context import (
-    ContextInputs,
-    ContextMode,
-    ContextPlan,
     generate_nonce,
-    plan_escalation,
 )
 from milk_lsp.escalation import EscalationBook, claude_prompt_for_escalate
 from milk_lsp.sessions.bricks import is_empty_claude_run, render_brick
@@ -52,13 +47,13 @@ from milk_lsp.sessions.store import SessionClaimed, SessionStore, StorageError, 
 from milk_lsp.turn import ClientBridge, Turn, TurnHost
 from milk_lsp.wire import (
     ChatParams,
-    ContextItem,
     Escalated,
     EscalateParams,
     TurnError,
     TurnResult,
     Usage,
 )
+from milk_lsp.workspace import fill_attachments, path_to_uri, uri_to_path
 
 if TYPE_CHECKING:
     from milk_lsp.agents.local import LocalAgent
@@ -206,36 +201,37 @@ class Engine:
 
     def new_session(self, workspace_uri: str | None, title: str | None) -> Session:
         workspace = self.resolve_workspace(workspace_uri)
-        return self._storage(
+        return self.storage(
             lambda: self.store.create_session(workspace, title or "", generate_nonce())
         )
 
     def list_sessions(self, workspace_uri: str | None) -> list[Session]:
         if workspace_uri is None:
-            return self._storage(lambda: self.store.list_sessions(self.workspaces or None))
+            return self.storage(lambda: self.store.list_sessions(self.workspaces or None))
         workspace = self.resolve_workspace(workspace_uri)
-        return self._storage(lambda: self.store.list_sessions([workspace]))
+        return self.storage(lambda: self.store.list_sessions([workspace]))
 
     def get_session(self, session_id: str) -> Session:
-        session = self._storage(lambda: self.store.get_session(session_id))
+        session = self.storage(lambda: self.store.get_session(session_id))
         if session is None:
             raise EngineError("session_not_found", f"no session with id {session_id}")
         return session
 
     def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
-        return self._storage(lambda: self.store.recent_turn_records(session_id, turn_limit))
+        return self.storage(lambda: self.store.recent_turn_records(session_id, turn_limit))
 
     async def delete_session(self, session_id: str) -> None:
         self.get_session(session_id)
         await self.cancel(session_id)
-        self._storage(lambda: self.store.delete_session(session_id))
+        self.storage(lambda: self.store.delete_session(session_id))
         self._allowed_tools.pop(session_id, None)
 
     def is_busy(self, session_id: str) -> bool:
         task = self._running.get(session_id)
         return task is not None and not task.done()
 
-    def _storage(self, action: Callable[[], T]) -> T:
+    def storage(self, action: Callable[[], T]) -> T:
+        """Run a store call, turning its failure into `storage_failed`."""
         try:
             return action()
         except StorageError as exc:
@@ -250,9 +246,10 @@ class Engine:
         if self.is_busy(session.id):
             raise _busy(session.id)
         plan = self._route(session, params.route or self.config.route)
-        text = prompts.user_message(
-            params.text, self._fill_context(params.context, session), session.workspace_folder
+        attached = fill_attachments(
+            params.context, Path(session.workspace_folder), self.bridge.open_document_text
         )
+        text = prompts.user_message(params.text, attached, session.workspace_folder)
         return await self._run(session, text, plan, display_text=params.text)
 
     async def escalate(self, params: EscalateParams) -> TurnResult:
@@ -278,7 +275,7 @@ class Engine:
         if params.session_id is not None:
             return self.get_session(params.session_id)
         workspace = self.resolve_workspace(params.workspace_folder)
-        sessions = self._storage(lambda: self.store.list_sessions([workspace]))
+        sessions = self.storage(lambda: self.store.list_sessions([workspace]))
         if sessions:
             return sessions[0]
         return self.new_session(path_to_uri(workspace), None)
@@ -311,26 +308,6 @@ class Engine:
                 "continuing with Claude",
             )
         return _Plan(Agent.LOCAL, "auto", "default", True)
-
-    def _fill_context(self, items: list[ContextItem], session: Session) -> list[ContextItem]:
-        """Attachments without text get the editor's text, or the file's (inside the workspace)."""
-        filled = []
-        for item in items:
-            if item.text is None:
-                path = uri_to_path(item.uri)
-                text = None
-                if path is not None:
-                    text = self.bridge.open_document_text(path)
-                    if text is None and path.is_file():
-                        root = Path(session.workspace_folder)
-                        if path.resolve().is_relative_to(root):
-                            with suppress(OSError, UnicodeDecodeError):
-                                text = path.read_text(encoding="utf-8")
-                if text is not None and item.range is not None:
-                    text = _slice_range(text, item)
-                item = item.model_copy(update={"text": text})
-            filled.append(item)
-        return filled
 
     async def _run(self, session: Session, text: str, plan: _Plan, display_text: str) -> TurnResult:
         turn_id = str(uuid.uuid4())
@@ -420,8 +397,8 @@ class Engine:
     ) -> EscalationRequested | None:
         turn.start_part(Agent.LOCAL)
         session.state = SessionState.LOCAL
-        percepts = self._storage(lambda: self.store.percepts(session.workspace_folder))
-        history = self._storage(
+        percepts = self.storage(lambda: self.store.percepts(session.workspace_folder))
+        history = self.storage(
             lambda: self.store.recent_turn_records(session.id, prompts.HISTORY_TURNS + 1)
         )
         history = [record for record in history if record.turn_id != turn.turn_id]
@@ -572,64 +549,6 @@ class Engine:
             itertools.chain(pending, stored), Agent.LOCAL, self.config.context_budget_chars
         )
 
-    # ---- context ----------------------------------------------------------------------
-
-    def context_inputs(self, session: Session, *, resume_rejected: bool = False) -> ContextInputs:
-        if not session.escalation_nonce:  # a session stored before nonces existed
-            session.escalation_nonce = generate_nonce()
-            self._storage(lambda: self.store.save_session(session))
-        percepts = self._storage(lambda: self.store.percepts(session.workspace_folder))
-        need_ago = None
-        if session.current_need and session.current_need_set_at:
-            # Records since the need's user record, counting the turn about to run.
-            need_ago = session.record_count + 1 - (session.current_need_set_at - 1)
-        return ContextInputs(
-            nonce=session.escalation_nonce,
-            percepts=tuple(percepts),
-            current_need=session.current_need,
-            need_records_ago=need_ago,
-            escalation_brief=session.escalation_brief,
-            last_local_summary=session.last_local_summary,
-            last_claude_summary=session.last_claude_summary,
-            claude_session_id=session.claude_session_id,
-            waiting_on_claude=session.state is SessionState.ESCALATION_WAITING,
-            local_turns_since_claude=session.local_turns_since_claude,
-            need_changed_since_claude=session.need_changed_since_claude,
-            resume_rejected=resume_rejected,
-            last_resumed_context_hash=session.last_resumed_context_hash,
-            claude_turns_since_injection=session.claude_turn_count
-            - session.instructions_injected_at,
-            claude_bytes_since_injection=session.claude_bytes_since_injection,
-        )
-
-    def plan_context(
-        self, session: Session, *, by_agent: bool, resume_rejected: bool = False
-    ) -> ContextPlan:
-        return plan_escalation(
-            self.context_inputs(session, resume_rejected=resume_rejected), by_agent=by_agent
-        )
-
-    def claude_request(self, session: Session, plan: ContextPlan, prompt: str) -> ClaudeTurnRequest:
-        """The Claude run for `plan`; a new conversation uses the session's next id, which is
-        kept until a run uses it so that `milk/context` previews the argv exactly."""
-        fresh = plan.mode in (ContextMode.FIRST, ContextMode.FRESH)
-        if fresh:
-            self.reserve_conversation_id(session)
-        return ClaudeTurnRequest(
-            workspace=Path(session.workspace_folder),
-            prompt=plan.user_message_prefix + prompt,
-            context_file_text=plan.context_file,
-            session_id=session.next_claude_session_id if fresh else session.claude_session_id,
-            resume=not fresh,
-            settings=self.claude_settings(),
-        )
-
-    def reserve_conversation_id(self, session: Session) -> None:
-        """Give the session the id its next new Claude conversation will use, and save it."""
-        if not session.next_claude_session_id:
-            session.next_claude_session_id = str(uuid.uuid4())
-            self._storage(lambda: self.store.save_session(session))
-
     def claude_path(self) -> str | None:
         return resolve_cli(self.claude_settings()).path
 
@@ -647,32 +566,3 @@ def _busy(session_id: str) -> EngineError:
     return EngineError(
         "session_busy", f"session {session_id} is still running a turn; cancel it or wait"
     )
-
-
-def _slice_range(text: str, item: ContextItem) -> str:
-    """The text of a selection (LSP positions; the end is exclusive)."""
-    assert item.range is not None
-    lines = text.splitlines(keepends=True)
-    start, end = item.range.start, item.range.end
-    if start.line >= len(lines):
-        return ""
-    if start.line == end.line:
-        return lines[start.line][start.character : end.character]
-    picked = lines[start.line : end.line + 1]
-    picked[0] = picked[0][start.character :]
-    if end.line < len(lines):
-        picked[-1] = picked[-1][: end.character]
-    return "".join(picked)
-
-
-def uri_to_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    if parsed.scheme == "" and uri.startswith("/"):
-        return Path(uri)
-    return None
-
-
-def path_to_uri(path: str) -> str:
-    return Path(path).as_uri()

@@ -9,11 +9,20 @@ Claude Code rejects the `--resume` id.
 from __future__ import annotations
 
 import logging
+import uuid
 from contextlib import aclosing
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from milk_lsp.agents.base import ClaudeSessionStarted, FailureReason, TurnDone, TurnFailed
-from milk_lsp.context import ContextMode, ContextPlan
+from milk_lsp.agents.claude import ClaudeTurnRequest
+from milk_lsp.context import (
+    ContextInputs,
+    ContextMode,
+    ContextPlan,
+    generate_nonce,
+    plan_escalation,
+)
 from milk_lsp.sessions.bricks import ends_with_question
 from milk_lsp.sessions.model import Agent, Session, SessionState
 from milk_lsp.turn import Turn, TurnHost
@@ -39,6 +48,66 @@ class EscalationBook:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
+    def context_inputs(self, session: Session, *, resume_rejected: bool = False) -> ContextInputs:
+        """What the ADR 0004 builders need, from the session and the workspace's percepts."""
+        engine = self._engine
+        if not session.escalation_nonce:  # a session stored before nonces existed
+            session.escalation_nonce = generate_nonce()
+            engine.storage(lambda: engine.store.save_session(session))
+        percepts = engine.storage(lambda: engine.store.percepts(session.workspace_folder))
+        need_ago = None
+        if session.current_need and session.current_need_set_at:
+            # Records since the need's user record, counting the turn about to run.
+            need_ago = session.record_count + 1 - (session.current_need_set_at - 1)
+        return ContextInputs(
+            nonce=session.escalation_nonce,
+            percepts=tuple(percepts),
+            current_need=session.current_need,
+            need_records_ago=need_ago,
+            escalation_brief=session.escalation_brief,
+            last_local_summary=session.last_local_summary,
+            last_claude_summary=session.last_claude_summary,
+            claude_session_id=session.claude_session_id,
+            waiting_on_claude=session.state is SessionState.ESCALATION_WAITING,
+            local_turns_since_claude=session.local_turns_since_claude,
+            need_changed_since_claude=session.need_changed_since_claude,
+            resume_rejected=resume_rejected,
+            last_resumed_context_hash=session.last_resumed_context_hash,
+            claude_turns_since_injection=session.claude_turn_count
+            - session.instructions_injected_at,
+            claude_bytes_since_injection=session.claude_bytes_since_injection,
+        )
+
+    def plan(
+        self, session: Session, *, by_agent: bool, resume_rejected: bool = False
+    ) -> ContextPlan:
+        return plan_escalation(
+            self.context_inputs(session, resume_rejected=resume_rejected), by_agent=by_agent
+        )
+
+    def request(self, session: Session, plan: ContextPlan, prompt: str) -> ClaudeTurnRequest:
+        """The Claude run for `plan`; a new conversation uses the session's next id, which is
+        kept until a run uses it so that `milk/context` previews the argv exactly."""
+        engine = self._engine
+        fresh = plan.mode in (ContextMode.FIRST, ContextMode.FRESH)
+        if fresh:
+            self.reserve_conversation_id(session)
+        return ClaudeTurnRequest(
+            workspace=Path(session.workspace_folder),
+            prompt=plan.user_message_prefix + prompt,
+            context_file_text=plan.context_file,
+            session_id=session.next_claude_session_id if fresh else session.claude_session_id,
+            resume=not fresh,
+            settings=engine.claude_settings(),
+        )
+
+    def reserve_conversation_id(self, session: Session) -> None:
+        """Give the session the id its next new Claude conversation will use, and save it."""
+        engine = self._engine
+        if not session.next_claude_session_id:
+            session.next_claude_session_id = str(uuid.uuid4())
+            engine.storage(lambda: engine.store.save_session(session))
+
     async def run(
         self,
         session: Session,
@@ -47,8 +116,7 @@ class EscalationBook:
         by: Literal["user", "agent"],
         reason: str,
     ) -> StopReason:
-        engine = self._engine
-        plan = engine.plan_context(session, by_agent=by == "agent")
+        plan = self.plan(session, by_agent=by == "agent")
         turn.update(
             "escalated",
             by=by,
@@ -65,7 +133,7 @@ class EscalationBook:
                 "with the full session context.",
             )
             turn.failure = None
-            plan = engine.plan_context(session, by_agent=by == "agent", resume_rejected=True)
+            plan = self.plan(session, by_agent=by == "agent", resume_rejected=True)
             attempt = await self._attempt(session, turn, text, plan)
         if attempt == "end_turn":
             self._after_success(session, turn, plan)
@@ -80,7 +148,7 @@ class EscalationBook:
         self, session: Session, turn: Turn, text: str, plan: ContextPlan
     ) -> Literal["end_turn", "error", "resume_rejected"]:
         engine = self._engine
-        request = engine.claude_request(session, plan, text)
+        request = self.request(session, plan, text)
         previous_id = session.claude_session_id
         if not request.resume:
             # A `--session-id` can be used once: the next new conversation gets another.

@@ -19,9 +19,10 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from milk_lsp import __version__, wire
 from milk_lsp.config import MilkConfig, load_user_file, merge_settings
 from milk_lsp.editor import EditorBridge
-from milk_lsp.engine import Engine, EngineError, uri_to_path
+from milk_lsp.engine import Engine, EngineError
 from milk_lsp.status import collect_status
 from milk_lsp.views import context_preview, session_info, turn_record
+from milk_lsp.workspace import uri_to_path
 
 logger = logging.getLogger(__name__)
 

@@ -61,13 +61,13 @@ def context_preview(engine: Engine, session_id: str, reason: str | None) -> wire
     session = engine.get_session(session_id)
     if engine.is_busy(session_id):
         raise EngineError("session_busy", f"session {session_id} is running a turn")
-    engine.reserve_conversation_id(session)
+    engine.escalations.reserve_conversation_id(session)
     preview_session = session
     if reason is not None:
         # As if the local agent escalated now: its reason becomes the brief (not stored).
         preview_session = replace(session, escalation_brief=reason)
-    plan = engine.plan_context(preview_session, by_agent=reason is not None)
-    request = engine.claude_request(preview_session, plan, "")
+    plan = engine.escalations.plan(preview_session, by_agent=reason is not None)
+    request = engine.escalations.request(preview_session, plan, "")
     argv = build_argv(request, engine.claude_path() or "claude", CONTEXT_FILE_PLACEHOLDER)
     return wire.ContextPreview(
         mode=plan.mode.value,
