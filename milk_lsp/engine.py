@@ -133,6 +133,7 @@ class Engine:
                     api_key=cfg.api_key,
                     max_tool_rounds=cfg.max_tool_rounds,
                     read_timeout_seconds=cfg.request_timeout_seconds,
+                    text_tool_calls=cfg.text_tool_calls,
                 )
             )
         return self._local

@@ -39,7 +39,9 @@ from milk_lsp.agents.local import (
     LocalModelError,
     LocalSettings,
     MergedToolCall,
+    _TextCallGate,
     merge_tool_call_deltas,
+    parse_text_tool_calls,
     parse_tool_arguments,
 )
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -879,3 +881,333 @@ async def test_probe_unreachable() -> None:
     assert error is not None
     assert base_url in error
     assert info.value.reason is FailureReason.LOCAL_UNREACHABLE
+
+
+# -- tool calls written as text --------------------------------------------------------------
+
+OFFERED = frozenset({"read_file", "list_dir", ESCALATE_TOOL_NAME})
+READ_A = '{"name": "read_file", "arguments": {"path": "a.py"}}'
+TEXT_CALL_SHAPES = {
+    "fence": f"```json\n{READ_A}\n```",
+    "fence-no-lang": f"\n```\n{READ_A}\n```\n",
+    "bare": READ_A,
+    "bare-parameters-string": '{"name": "read_file", "parameters": "{\\"path\\": \\"a.py\\"}"}',
+    "tool_call-tag": f"<tool_call>\n{READ_A}\n</tool_call>",
+    "bracket-tag": f"[tool_call]{READ_A}[/tool_call]",
+    "tag-unclosed": f"<tool_call>\n{READ_A}",
+    "llama-style": '{"type": "function", "name": "read_file", "parameters": {"path": "a.py"}}',
+}
+NOT_TEXT_CALLS = {
+    "not-offered": '{"name": "rm_rf", "arguments": {"path": "/"}}',
+    "prose-before": f"Sure, here it is: {READ_A}",
+    "prose-after": f"{READ_A}\nThat reads the file.",
+    "prose-after-fence": f"```json\n{READ_A}\n```\nThis reads a.py.",
+    "python-fence": f"```python\n{READ_A}\n```",
+    "no-arguments": '{"name": "read_file"}',
+    "both-argument-keys": '{"name": "read_file", "arguments": {}, "parameters": {}}',
+    "arguments-not-an-object": '{"name": "read_file", "arguments": "a.py"}',
+    "other-keys": '{"name": "read_file", "arguments": {}, "description": "x"}',
+    "data-json": '{"compilerOptions": {"strict": true}}',
+    "empty-list": "[]",
+    "list-with-a-stranger": f'[{READ_A}, {{"name": "nope", "arguments": {{}}}}]',
+    "markdown-link": "[read_file](docs/read_file.md) reads a file.",
+    "mismatched-tags": f"<tool_call>{READ_A}[/tool_call]",
+    "plain": "Hello there",
+}
+
+
+@pytest.mark.parametrize("text", list(TEXT_CALL_SHAPES.values()), ids=list(TEXT_CALL_SHAPES))
+def test_parse_text_tool_calls_shapes(text: str) -> None:
+    assert parse_text_tool_calls(text, OFFERED) == [
+        MergedToolCall(id="", name="read_file", arguments='{"path": "a.py"}')
+    ]
+
+
+def test_parse_text_tool_calls_several() -> None:
+    list_b = '{"name": "list_dir", "arguments": {"path": "b"}}'
+    expected = [("read_file", {"path": "a.py"}), ("list_dir", {"path": "b"})]
+    for text in (
+        f"[{READ_A}, {list_b}]",
+        f"```json\n[{READ_A},\n {list_b}]\n```",
+        f"{READ_A}\n{list_b}",
+        f"<tool_call>\n{READ_A}\n</tool_call>\n<tool_call>\n{list_b}\n</tool_call>",
+        f"[tool_call]{READ_A}[/tool_call] [tool_call]{list_b}[/tool_call]",
+    ):
+        calls = parse_text_tool_calls(text, OFFERED)
+        assert calls is not None, text
+        assert [(c.name, json.loads(c.arguments)) for c in calls] == expected
+
+
+@pytest.mark.parametrize("text", list(NOT_TEXT_CALLS.values()), ids=list(NOT_TEXT_CALLS))
+def test_parse_text_tool_calls_rejects(text: str) -> None:
+    assert parse_text_tool_calls(text, OFFERED) is None
+
+
+def test_parse_text_tool_calls_only_offered_names() -> None:
+    escalate = f'{{"name": "{ESCALATE_TOOL_NAME}", "arguments": {{"reason": "big"}}}}'
+    assert parse_text_tool_calls(escalate, OFFERED) is not None
+    assert parse_text_tool_calls(escalate, {"read_file"}) is None
+    assert parse_text_tool_calls(READ_A, set()) is None
+
+
+def gate_run(text: str, size: int) -> tuple[list[str], _TextCallGate]:
+    gate = _TextCallGate(OFFERED)
+    shown = [gate.feed(text[i : i + size]) for i in range(0, len(text), size)]
+    return shown, gate
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 64])
+def test_gate_holds_every_call_shape_whole(size: int) -> None:
+    for text in [*TEXT_CALL_SHAPES.values(), f"[{READ_A}, {READ_A}]", f"{READ_A}\n{READ_A}"]:
+        shown, gate = gate_run(text, size)
+        assert not any(shown), (text, size)
+        assert gate.holding
+        assert gate.held == text
+
+
+@pytest.mark.parametrize("size", [1, 3, 7])
+def test_gate_releases_what_cannot_be_a_call_early(size: int) -> None:
+    cases = {
+        # text -> the characters it takes to tell (everything so far is shown then)
+        "Hello there, a plain answer": 1,
+        "  \n\tIndented plain text": 5,
+        "```python\nprint('hi')\n```\n": 4,  # "```p" is no known info string
+        "<b>bold</b> text": 2,
+        '{"compilerOptions": {"strict": true, "target": "es2022"}}': 19,  # the first key
+        '{"name": "rm_rf", "arguments": {"path": "/"}}': 16,  # the tool name
+        f"{READ_A} and then some prose": len(READ_A) + 2,
+        "[1] footnote style": 3,
+    }
+    for text, at_most in cases.items():
+        shown, gate = gate_run(text, size)
+        assert not gate.holding, text
+        assert "".join(shown) == text
+        first = next(i for i, piece in enumerate(shown) if piece)
+        assert first == (at_most - 1) // size, (text, first)
+        # after the release, every piece passes straight through
+        assert all(shown[first + 1 :]), text
+
+
+def test_gate_gives_up_on_long_text() -> None:
+    text = '{"name": "read_file", "arguments": {"path": "' + "x" * 9000 + '"}}'
+    shown, gate = gate_run(text, 100)
+    assert not gate.holding
+    assert "".join(shown) == text
+    first = next(i for i, piece in enumerate(shown) if piece)
+    assert (first + 1) * 100 == 8200  # the first piece past 8 KiB (8192)
+
+
+def text_call_agent(server: FakeOpenAIServer, **overrides: Any) -> LocalAgent:
+    return LocalAgent(settings_for(server, **overrides))
+
+
+@pytest.mark.parametrize(
+    "text", list(TEXT_CALL_SHAPES.values()), ids=[f"shape-{k}" for k in TEXT_CALL_SHAPES]
+)
+async def test_text_tool_call_is_run(
+    server: FakeOpenAIServer, agent: LocalAgent, text: str
+) -> None:
+    server.enqueue({"text": text, "chunk_chars": 3}, {"text": "a.py holds x = 1"})
+    tools = StandInTools()
+    events = await collect(agent, tools)
+
+    assert [(name, args) for _, name, args in tools.calls] == [("read_file", {"path": "a.py"})]
+    assert tool_events(events) == [
+        ("call", ("read_file", ToolStatus.RUNNING)),
+        ("call", ("read_file", ToolStatus.COMPLETED)),
+        ("result", False),
+    ]
+    # the JSON was never shown: the only text is the next reply's answer
+    assert [e.text for e in events if isinstance(e, TextDelta)] == [
+        "a.p",
+        "y h",
+        "old",
+        "s x",
+        " = ",
+        "1",
+    ]
+    notices = [e for e in events if isinstance(e, NoticeEvent)]
+    assert [n.severity for n in notices] == ["info"]
+    assert "local.textToolCalls" in notices[0].message
+    assert events[-1] == TurnDone()
+
+    call_id = tools.calls[0][0]
+    assert call_id.startswith("call_")
+    assert [e.tool_call_id for e in events if isinstance(e, ToolResultEvent)] == [call_id]
+    first, second = server.requests
+    assert first["messages"] == MESSAGES
+    assistant, tool = second["messages"][len(MESSAGES) :]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == ""
+    assert [c["id"] for c in assistant["tool_calls"]] == [call_id]
+    assert assistant["tool_calls"][0]["function"]["name"] == "read_file"
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"path": "a.py"}
+    assert tool == {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": 'read_file output for {"path": "a.py"}',
+    }
+
+
+async def test_text_tool_calls_over_several_rounds(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    list_b = '{"name": "list_dir", "arguments": {"path": "b"}}'
+    server.enqueue(
+        {"text": f"<tool_call>\n{READ_A}\n</tool_call>\n<tool_call>\n{list_b}\n</tool_call>"},
+        {"text": f"```json\n{list_b}\n```", "chunk_chars": 1},
+        {"text": "done"},
+    )
+    tools = StandInTools()
+    events = await collect(agent, tools)
+    assert [(name, args) for _, name, args in tools.calls] == [
+        ("read_file", {"path": "a.py"}),
+        ("list_dir", {"path": "b"}),
+        ("list_dir", {"path": "b"}),
+    ]
+    assert len({tid for tid, _, _ in tools.calls}) == 3
+    assert text_of(events) == "done"
+    assert sum(isinstance(e, NoticeEvent) for e in events) == 1  # once per turn
+    assert events[-1] == TurnDone()
+    roles = [m["role"] for m in server.requests[2]["messages"][len(MESSAGES) :]]
+    assert roles == ["assistant", "tool", "tool", "assistant", "tool"]
+
+
+async def test_text_escalation_call(server: FakeOpenAIServer, agent: LocalAgent) -> None:
+    server.enqueue(
+        {
+            "text": f'```json\n{{"name": "{ESCALATE_TOOL_NAME}", "arguments": {{"reason": "big"}}}}\n```'
+        },
+        {"text": "never sent"},
+    )
+    events = await collect(agent, StandInTools(), offer_escalation=True)
+    assert not any(isinstance(e, TextDelta) for e in events)
+    assert isinstance(events[-1], EscalationRequested)
+    assert events[-1].reason == "big"
+    assert events[-1].tool_call_id.startswith("call_")
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        NOT_TEXT_CALLS["not-offered"],
+        NOT_TEXT_CALLS["prose-before"],
+        NOT_TEXT_CALLS["prose-after"],
+        NOT_TEXT_CALLS["prose-after-fence"],
+        NOT_TEXT_CALLS["data-json"],
+        f'{{"name": "{ESCALATE_TOOL_NAME}", "arguments": {{"reason": "not offered"}}}}',
+        "```\n```",
+    ],
+    ids=[
+        "not-offered",
+        "prose-before",
+        "prose-after",
+        "prose-after-fence",
+        "data-json",
+        "escalation-not-offered",
+        "empty-fence",
+    ],
+)
+async def test_text_that_is_not_a_call_stays_text(
+    server: FakeOpenAIServer, agent: LocalAgent, text: str
+) -> None:
+    server.enqueue({"text": text, "chunk_chars": 3}, {"text": "never sent"})
+    tools = StandInTools()
+    events = await collect(agent, tools, offer_escalation=False)
+    assert text_of(events) == text
+    assert tools.calls == []
+    assert tool_events(events) == []
+    assert not any(isinstance(e, NoticeEvent) for e in events)
+    assert events[-1] == TurnDone()
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "tools"),
+    [({"text_tool_calls": False}, StandInTools()), ({}, None)],
+    ids=["setting-off", "no-tools-offered"],
+)
+async def test_text_calls_stay_text_when_off_or_nothing_offered(
+    server: FakeOpenAIServer, overrides: dict[str, Any], tools: StandInTools | None
+) -> None:
+    text = f"```json\n{READ_A}\n```"
+    server.enqueue({"text": text, "chunk_chars": 3}, {"text": "never sent"})
+    local = text_call_agent(server, **overrides)
+    try:
+        events = await collect(local, tools)
+    finally:
+        await local.aclose()
+    # exactly as before the fallback existed: every chunk shown as it came
+    assert [e.text for e in events if isinstance(e, TextDelta)] == [
+        text[i : i + 3] for i in range(0, len(text), 3)
+    ]
+    assert tool_events(events) == []
+    assert events[-1] == TurnDone()
+    assert len(server.requests) == 1
+    assert LocalSettings().text_tool_calls is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Plain words stream as they come, chunk by chunk.", "```python\nprint('streams too')\n```"],
+    ids=["prose", "python-fence"],
+)
+async def test_text_still_streams_with_the_fallback_on(
+    server: FakeOpenAIServer, agent: LocalAgent, text: str
+) -> None:
+    server.enqueue({"text": text, "chunk_chars": 4, "delay": 0.05})
+    shown: list[str] = []
+    while_streaming: list[int] = []
+    async with aclosing(agent.run(list(MESSAGES), StandInTools(), offer_escalation=False)) as run:
+        async for event in run:
+            if isinstance(event, TextDelta):
+                shown.append(event.text)
+                if server.open_streams:
+                    while_streaming.append(len(shown))
+    assert "".join(shown) == text
+    # every chunk is its own delta (the python fence is held for its first two chunks only)
+    assert len(shown) >= len(text) // 4 - 1
+    assert len(while_streaming) >= 5
+    assert while_streaming[0] <= 1
+
+
+async def test_structured_calls_win_over_text_that_looks_like_one(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    list_b = '{"name": "list_dir", "arguments": {"path": "b"}}'
+    server.enqueue(
+        {
+            "text": f"```json\n{list_b}\n```",
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}, "id": "s1"}],
+        },
+        {"text": "ok"},
+    )
+    tools = StandInTools()
+    events = await collect(agent, tools)
+    assert [(tid, name) for tid, name, _ in tools.calls] == [("s1", "read_file")]
+    assert text_of(events) == f"```json\n{list_b}\n```ok"
+    assert not any(isinstance(e, NoticeEvent) for e in events)
+    assistant = server.requests[1]["messages"][len(MESSAGES)]
+    assert assistant["content"] == f"```json\n{list_b}\n```"
+
+
+async def test_held_text_is_shown_when_the_stream_drops(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue({"text": READ_A, "chunk_chars": 3, "cut_after": 6})
+    tools = StandInTools()
+    events = await collect(agent, tools)
+    assert failure(events).reason is FailureReason.LOCAL_FAILED
+    assert text_of(events) == READ_A[:15]  # five content chunks after the role chunk
+    assert tools.calls == []
+
+
+async def test_long_text_call_is_shown_as_text(server: FakeOpenAIServer, agent: LocalAgent) -> None:
+    text = '{"name": "read_file", "arguments": {"path": "' + "x" * 9000 + '"}}'
+    server.enqueue({"text": text, "chunk_chars": 500})
+    tools = StandInTools()
+    events = await collect(agent, tools)
+    assert text_of(events) == text
+    assert tools.calls == []
+    assert events[-1] == TurnDone()

@@ -118,7 +118,8 @@ def load_script(path: Path | None) -> list[Response] | None:
     if path is None:
         return None
     loaded = json.loads(path.read_text(encoding="utf-8"))
-    return loaded.get("responses", []) if isinstance(loaded, dict) else loaded
+    script: list[Response] = loaded.get("responses", []) if isinstance(loaded, dict) else loaded
+    return script
 
 
 def serve_until_killed(server: ScriptedLoopbackServer) -> int:
