@@ -9,6 +9,7 @@ export const SERVER_SETTING_KEYS = [
   'local.apiKey',
   'local.maxToolRounds',
   'local.requestTimeoutSeconds',
+  'local.textToolCalls',
   'claude.path',
   'claude.allowedTools',
   'claude.addDirs',
