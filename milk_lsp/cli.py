@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve() -> int:
     from milk_lsp.agents.claude import kill_all_running
-    from milk_lsp.agents.tools import kill_running_commands
+    from milk_lsp.agents.commands import kill_running_commands
     from milk_lsp.server import server
 
     def on_term(signum: int, frame: object) -> None:

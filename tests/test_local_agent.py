@@ -38,8 +38,10 @@ from milk_lsp.agents.local import (
     LocalAgent,
     LocalModelError,
     LocalSettings,
+)
+from milk_lsp.agents.tool_calls import (
     MergedToolCall,
-    _TextCallGate,
+    TextCallGate,
     merge_tool_call_deltas,
     parse_text_tool_calls,
     parse_tool_arguments,
@@ -950,8 +952,8 @@ def test_parse_text_tool_calls_only_offered_names() -> None:
     assert parse_text_tool_calls(READ_A, set()) is None
 
 
-def gate_run(text: str, size: int) -> tuple[list[str], _TextCallGate]:
-    gate = _TextCallGate(OFFERED)
+def gate_run(text: str, size: int) -> tuple[list[str], TextCallGate]:
+    gate = TextCallGate(OFFERED)
     shown = [gate.feed(text[i : i + size]) for i in range(0, len(text), size)]
     return shown, gate
 

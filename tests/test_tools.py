@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from milk_lsp.agents import tools
+from milk_lsp.agents import commands, tools
 from milk_lsp.agents.base import PermissionOption, PermissionRequest
 from milk_lsp.agents.tools import (
     OutsideWorkspace,
@@ -557,7 +557,7 @@ async def test_run_command_timeout_kills_the_process_group(ws: WorkspaceTools, r
 async def test_run_command_timeout_escalates_to_sigkill(
     ws: WorkspaceTools, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tools, "TERMINATE_GRACE_SECONDS", 0.3)
+    monkeypatch.setattr(commands, "TERMINATE_GRACE_SECONDS", 0.3)
     command = "trap '' TERM; echo $$ > pid; while :; do sleep 0.05; done"
     outcome = await ws.call("t1", "run_command", {"command": command, "timeout_seconds": 0.3})
     assert "timed out" in outcome.output
@@ -615,7 +615,7 @@ async def test_cancelling_run_command_kills_the_child(ws: WorkspaceTools, root: 
 
 
 async def test_capped_output_keeps_whole_multibyte_text_under_the_cap() -> None:
-    output = tools._CappedOutput(10)
+    output = commands._CappedOutput(10)
     for byte in "äöü€".encode():
         output.add(bytes([byte]))
     assert output.text() == "äöü€"

@@ -5,18 +5,17 @@ Everything stays inside the workspace folder: every path argument is resolved (s
 through the `AgentHost`; an edit of a file open in the editor goes through the editor, so its
 unsaved text and undo history are kept. Tool failures, bad arguments included, come back as
 error outcomes for the model to read, never as exceptions. `escalate_to_claude` is not here:
-the local agent owns it.
+the local agent owns it. Running an approved command (process group, timeout, output cap) is
+`milk_lsp.agents.commands`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import os
 import re
-import signal
 import stat
 import tempfile
 import threading
@@ -31,6 +30,7 @@ from milk_lsp.agents.base import (
     PermissionOption,
     PermissionRequest,
 )
+from milk_lsp.agents.commands import CommandNotStarted, run_shell
 from milk_lsp.sessions.model import Agent
 
 logger = logging.getLogger(__name__)
@@ -47,15 +47,6 @@ SKIPPED_DIRS = frozenset(
     {".git", "node_modules", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 )
 MAX_COMMAND_TIMEOUT_SECONDS = 3600.0
-TERMINATE_GRACE_SECONDS = 2.0
-"""Between SIGTERM and SIGKILL of a command's process group."""
-KILL_WAIT_SECONDS = 2.0
-DRAIN_GRACE_SECONDS = 0.5
-"""After the shell exits, how long its output may stay open (background children) before
-those children are stopped."""
-EXIT_POLL_SECONDS = 0.1
-READ_CHUNK_BYTES = 65536
-SHELL = "/bin/sh"
 
 READ_FILE = "read_file"
 LIST_DIRECTORY = "list_directory"
@@ -271,34 +262,11 @@ class WorkspaceTools:
         if not await self._ask(tool_call_id, RUN_COMMAND, args.raw, description):
             return _denied(RUN_COMMAND)
         try:
-            # The command text is what the user approved; the shell is an explicit argv.
-            process = await asyncio.create_subprocess_exec(
-                SHELL,
-                "-c",
-                command,
-                cwd=self._root,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise _ToolFailed(f"Could not start the command: {exc}") from exc
-        output = _CappedOutput(self._output_cap_chars)
-        _RUNNING_GROUPS.add(process.pid)
-        try:
-            ending = await _supervise(process, output, timeout)
-        finally:
-            _RUNNING_GROUPS.discard(process.pid)
-        text = output.text() or "(no output)"
-        if ending == _Ending.TIMED_OUT:
-            status = f"timed out after {timeout:g} s; the command and its processes were stopped"
-        else:
-            status = _describe_exit(process.returncode)
-            if ending == _Ending.LINGERED:
-                status += "; background processes still holding its output were stopped"
-        failed = ending == _Ending.TIMED_OUT or process.returncode != 0
-        return ToolOutcome(f"{text.rstrip()}\n[{status}]", is_error=failed)
+            result = await run_shell(command, self._root, timeout, self._output_cap_chars)
+        except CommandNotStarted as exc:
+            raise _ToolFailed(str(exc)) from exc
+        text = result.output or "(no output)"
+        return ToolOutcome(f"{text.rstrip()}\n[{result.status}]", is_error=result.failed)
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -347,13 +315,6 @@ class WorkspaceTools:
                 if len(found) >= MAX_SEARCH_MATCHES:
                     return found, False
         return found, True
-
-
-class _Ending(enum.Enum):
-    EXITED = enum.auto()
-    LINGERED = enum.auto()
-    """The shell exited but processes it left behind kept the output open."""
-    TIMED_OUT = enum.auto()
 
 
 class _Arguments:
@@ -421,139 +382,6 @@ class _Arguments:
         if not isinstance(value, bool):
             raise _BadArgument(f"{name!r} must be true or false, not {_json_type(value)}")
         return value
-
-
-class _CappedOutput:
-    """A command's merged output: its start and its end, the middle dropped past the cap."""
-
-    def __init__(self, cap_chars: int) -> None:
-        self._cap_chars = max(cap_chars, 2)
-        self._keep_bytes = self._cap_chars * 4  # enough for `cap_chars` characters of UTF-8
-        self._head = bytearray()
-        self._tail = bytearray()
-        self._total_bytes = 0
-
-    def add(self, data: bytes) -> None:
-        self._total_bytes += len(data)
-        room = self._keep_bytes - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        self._tail += data
-        if len(self._tail) > 2 * self._keep_bytes:
-            del self._tail[: -self._keep_bytes]
-
-    def text(self) -> str:
-        tail = self._tail[-self._keep_bytes :]
-        gap = self._total_bytes - len(self._head) - len(tail)
-        if gap == 0:
-            whole = bytes(self._head + tail).decode("utf-8", "replace")
-            if len(whole) <= self._cap_chars:
-                return whole
-            start, end = whole, whole
-        else:
-            start = bytes(self._head).decode("utf-8", "replace")
-            end = bytes(tail).decode("utf-8", "replace")
-        half = self._cap_chars // 2
-        return (
-            f"{start[:half]}\n[... output truncated: {self._total_bytes} bytes in all, "
-            f"the middle is left out ...]\n{end[-(self._cap_chars - half) :]}"
-        )
-
-
-async def _supervise(
-    process: asyncio.subprocess.Process, output: _CappedOutput, limit_seconds: float
-) -> _Ending:
-    """Collect the output until the command ends, stopping its process group when needed."""
-    assert process.stdout is not None
-    reader = asyncio.create_task(_pump(process.stdout, output))
-    try:
-        try:
-            async with asyncio.timeout(limit_seconds):
-                lingered = await _wait_for_output_end(process, reader)
-                if not lingered:
-                    await process.wait()
-        except TimeoutError:
-            await _stop_process_group(process)
-            await asyncio.wait({reader}, timeout=DRAIN_GRACE_SECONDS)
-            return _Ending.TIMED_OUT
-        if lingered:
-            await _stop_process_group(process)
-            await asyncio.wait({reader}, timeout=DRAIN_GRACE_SECONDS)
-            return _Ending.LINGERED
-        return _Ending.EXITED
-    except BaseException:
-        # Cancelled (or broken): no process of the command may outlive the call.
-        await _stop_process_group(process)
-        raise
-    finally:
-        reader.cancel()
-
-
-async def _wait_for_output_end(
-    process: asyncio.subprocess.Process, reader: asyncio.Task[None]
-) -> bool:
-    """Wait for the end of the output; True when the shell exited but others hold it open.
-
-    The shell's exit is polled: before Python 3.12 `Process.wait()` also waits for the pipes,
-    which a background child may keep open for ever.
-    """
-    while not reader.done():
-        await asyncio.wait({reader}, timeout=EXIT_POLL_SECONDS)
-        if process.returncode is not None and not reader.done():
-            await asyncio.wait({reader}, timeout=DRAIN_GRACE_SECONDS)
-            return not reader.done()
-    return False
-
-
-async def _pump(stream: asyncio.StreamReader, output: _CappedOutput) -> None:
-    while chunk := await stream.read(READ_CHUNK_BYTES):
-        output.add(chunk)
-
-
-async def _stop_process_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the command's process group, then SIGKILL whatever is left after a grace."""
-    _signal_group(process.pid, signal.SIGTERM)
-    try:
-        await _wait_at_most(process, TERMINATE_GRACE_SECONDS)
-    finally:
-        _signal_group(process.pid, signal.SIGKILL)
-    await _wait_at_most(process, KILL_WAIT_SECONDS)
-
-
-async def _wait_at_most(process: asyncio.subprocess.Process, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await process.wait()
-
-
-_RUNNING_GROUPS: set[int] = set()
-"""Process groups of commands still running, so a dying server can stop them."""
-
-
-def kill_running_commands() -> int:
-    """SIGKILL every running command's process group (the server is going away)."""
-    groups = list(_RUNNING_GROUPS)
-    for group in groups:
-        _signal_group(group, signal.SIGKILL)
-    return len(groups)
-
-
-def _signal_group(process_group: int, signal_number: signal.Signals) -> None:
-    # start_new_session made the shell the leader of its own group: its pid is the group id.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process_group, signal_number)
-
-
-def _describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "exit code unknown"
-    if returncode < 0:
-        try:
-            return f"killed by signal {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def _denied(tool: str) -> ToolOutcome:
