@@ -6,8 +6,9 @@ This module and `editor.py` are the only ones that import pygls/lsprotocol.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from lsprotocol import types
@@ -21,7 +22,7 @@ from milk_lsp.config import MilkConfig, load_user_file, merge_settings
 from milk_lsp.editor import EditorBridge
 from milk_lsp.engine import Engine, EngineError
 from milk_lsp.status import collect_status
-from milk_lsp.views import context_preview, session_info, turn_record
+from milk_lsp.views import context_preview, session_detail, session_info
 from milk_lsp.workspace import uri_to_path
 
 logger = logging.getLogger(__name__)
@@ -99,11 +100,14 @@ class MilkServer(LanguageServer):
 server = MilkServer()
 
 
-def _params(model: type[wire.M], raw: Any) -> wire.M:
+async def _parsed(ls: MilkServer, model: type[wire.M], raw: Any) -> wire.M:
+    """Validate the params (-32602 naming the field), then wait for the settings."""
     try:
-        return wire.parse(model, _plain(raw))
+        parsed = wire.parse(model, _plain(raw))
     except wire.ParamsError as exc:
         raise JsonRpcInvalidParams(str(exc)) from None
+    await ls.ready()
+    return parsed
 
 
 def _plain(raw: Any) -> Any:
@@ -113,10 +117,17 @@ def _plain(raw: Any) -> Any:
     return get_converter().unstructure(raw)
 
 
-def _failed(exc: EngineError) -> JsonRpcException:
-    return JsonRpcException(
-        exc.message, code=types.LSPErrorCodes.RequestFailed.value, data={"reason": exc.reason}
-    )
+@contextlib.contextmanager
+def _request_failed() -> Iterator[None]:
+    """A request the engine cannot serve answers RequestFailed (-32803) with its reason."""
+    try:
+        yield
+    except EngineError as exc:
+        raise JsonRpcException(
+            exc.message,
+            code=types.LSPErrorCodes.RequestFailed.value,
+            data={"reason": exc.reason},
+        ) from None
 
 
 # ---- lifecycle ---------------------------------------------------------------------------
@@ -190,56 +201,34 @@ async def on_shutdown(ls: MilkServer, params: None) -> None:
 
 @server.feature(wire.SESSION_NEW)
 async def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
-    parsed = _params(wire.SessionNewParams, params)
-    await ls.ready()
-    try:
+    parsed = await _parsed(ls, wire.SessionNewParams, params)
+    with _request_failed():
         session = ls.engine.new_session(parsed.workspace_folder, parsed.title)
-    except EngineError as exc:
-        raise _failed(exc) from None
     return session_info(session).to_wire()
 
 
 @server.feature(wire.SESSION_LIST)
 async def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
-    parsed = _params(wire.SessionListParams, params)
-    await ls.ready()
-    try:
+    parsed = await _parsed(ls, wire.SessionListParams, params)
+    with _request_failed():
         sessions = ls.engine.list_sessions(parsed.workspace_folder)
-    except EngineError as exc:
-        raise _failed(exc) from None
     return {"sessions": [session_info(s).to_wire() for s in sessions]}
 
 
 @server.feature(wire.SESSION_GET)
 async def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
-    parsed = _params(wire.SessionGetParams, params)
-    await ls.ready()
-    try:
+    parsed = await _parsed(ls, wire.SessionGetParams, params)
+    with _request_failed():
         session = ls.engine.get_session(parsed.session_id)
         records = ls.engine.session_records(session.id, parsed.limit)
-    except EngineError as exc:
-        raise _failed(exc) from None
-    result = wire.SessionGetResult(
-        session=session_info(session),
-        turns=[turn_record(record) for record in records],
-        bricks=wire.Bricks(
-            current_need=session.current_need,
-            escalation_brief=session.escalation_brief,
-            last_local_summary=session.last_local_summary,
-            last_claude_summary=session.last_claude_summary,
-        ),
-    )
-    return result.to_wire()
+    return session_detail(session, records).to_wire()
 
 
 @server.feature(wire.SESSION_DELETE)
 async def on_session_delete(ls: MilkServer, params: Any) -> None:
-    parsed = _params(wire.SessionIdParams, params)
-    await ls.ready()
-    try:
+    parsed = await _parsed(ls, wire.SessionIdParams, params)
+    with _request_failed():
         await ls.engine.delete_session(parsed.session_id)
-    except EngineError as exc:
-        raise _failed(exc) from None
 
 
 # ---- turns -------------------------------------------------------------------------------
@@ -247,47 +236,36 @@ async def on_session_delete(ls: MilkServer, params: Any) -> None:
 
 @server.feature(wire.CHAT)
 async def on_chat(ls: MilkServer, params: Any) -> dict[str, Any]:
-    parsed = _params(wire.ChatParams, params)
-    await ls.ready()
-    try:
+    parsed = await _parsed(ls, wire.ChatParams, params)
+    with _request_failed():
         result = await ls.engine.chat(parsed)
-    except EngineError as exc:
-        raise _failed(exc) from None
     return result.to_wire()
 
 
 @server.feature(wire.ESCALATE)
 async def on_escalate(ls: MilkServer, params: Any) -> dict[str, Any]:
-    parsed = _params(wire.EscalateParams, params)
-    await ls.ready()
-    try:
+    parsed = await _parsed(ls, wire.EscalateParams, params)
+    with _request_failed():
         result = await ls.engine.escalate(parsed)
-    except EngineError as exc:
-        raise _failed(exc) from None
     return result.to_wire()
 
 
 @server.feature(wire.CANCEL)
 async def on_cancel(ls: MilkServer, params: Any) -> dict[str, Any]:
-    parsed = _params(wire.SessionIdParams, params)
-    await ls.ready()
+    parsed = await _parsed(ls, wire.SessionIdParams, params)
     return {"cancelled": await ls.engine.cancel(parsed.session_id)}
 
 
 @server.feature(wire.CONTEXT)
 async def on_context(ls: MilkServer, params: Any) -> dict[str, Any]:
-    parsed = _params(wire.ContextParams, params)
-    await ls.ready()
-    try:
+    parsed = await _parsed(ls, wire.ContextParams, params)
+    with _request_failed():
         preview = context_preview(ls.engine, parsed.session_id, parsed.reason)
-    except EngineError as exc:
-        raise _failed(exc) from None
     return preview.to_wire()
 
 
 @server.feature(wire.STATUS)
 async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
-    _params(wire.WireModel, params if isinstance(params, dict) else {})
-    await ls.ready()
+    await _parsed(ls, wire.WireModel, params if isinstance(params, dict) else {})
     status = await collect_status(ls.engine)
     return status.to_wire()

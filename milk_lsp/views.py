@@ -32,6 +32,20 @@ def session_info(session: Session) -> wire.SessionInfo:
     )
 
 
+def session_detail(session: Session, records: list[TurnRecord]) -> wire.SessionGetResult:
+    """`milk/session/get`: the session, its newest records (oldest first) and its bricks."""
+    return wire.SessionGetResult(
+        session=session_info(session),
+        turns=[turn_record(record) for record in records],
+        bricks=wire.Bricks(
+            current_need=session.current_need,
+            escalation_brief=session.escalation_brief,
+            last_local_summary=session.last_local_summary,
+            last_claude_summary=session.last_claude_summary,
+        ),
+    )
+
+
 def turn_record(record: TurnRecord) -> wire.TurnRecordWire:
     calls = [
         wire.ToolCallWire(
