@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -12,6 +13,20 @@ from pathlib import Path
 from typing import Any, Self
 
 Response = dict[str, Any]
+
+
+class QuietThreadingServer(ThreadingHTTPServer):
+    """A threaded loopback server that does not print a traceback when a client hangs up
+    (tests cancel streams on purpose)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class ScriptedLoopbackServer:

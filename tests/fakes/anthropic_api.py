@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes._loopback import (
+    QuietThreadingServer,
     Response,
     ScriptedLoopbackServer,
     load_script,
@@ -563,9 +564,7 @@ class _Handler(BaseHTTPRequestHandler):
         emit("message_stop", {"type": "message_stop"})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class _Server(QuietThreadingServer):
     api: FakeAnthropicAPI
 
 

@@ -81,6 +81,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes._loopback import (
+    QuietThreadingServer,
     Response,
     ScriptedLoopbackServer,
     load_script,
@@ -518,9 +519,7 @@ class _Handler(BaseHTTPRequestHandler):
         return events
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+class _Server(QuietThreadingServer):
     fake: FakeOpenAIServer
 
 
