@@ -684,16 +684,20 @@ async def test_not_logged_in(
     assert "/login" in failed.message
 
 
+def _cmdline(pid: int) -> bytes:
+    """A process's command line, or b"" once it is gone (it may exit while we look)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 async def wait_for_tool_processes(cli_pid: int, tag: str, seconds: float = 15.0) -> list[int]:
     """The processes (besides the CLI) carrying this run's tag, once the tool has started."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         pids = [p for p in claude_mod.tagged_pids({tag}) if p != cli_pid]
-        if any(
-            b"sleep" in Path(f"/proc/{p}/cmdline").read_bytes()
-            for p in pids
-            if Path(f"/proc/{p}").exists()
-        ):
+        if any(b"sleep" in _cmdline(p) for p in pids):
             return pids
         await asyncio.sleep(0.05)
     raise AssertionError("the slow tool never started")
