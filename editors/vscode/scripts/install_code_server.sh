@@ -24,6 +24,10 @@ LOG="$CS_DIR/install.log"
 run() { "$@" >> "$LOG" 2>&1 || { echo "install_code_server: failed: $*" >&2; tail -40 "$LOG" >&2; exit 1; }; }
 echo '{"name":"cs-host","version":"0.0.0","private":true}' > package.json
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
+# Native modules build against the local Node headers: node-gyp must never try to download them.
+if [ -z "${npm_config_nodedir:-}" ] && [ -e /usr/include/node/node_api.h ]; then
+  export npm_config_nodedir=/usr
+fi
 run npm install --ignore-scripts "code-server@$CS_VERSION"
 run npm rebuild --foreground-scripts argon2
 
