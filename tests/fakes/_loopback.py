@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import select
+import socket
 import sys
 import threading
 import time
@@ -27,6 +29,39 @@ class QuietThreadingServer(ThreadingHTTPServer):
         if isinstance(error, ConnectionError):
             return
         super().handle_error(request, client_address)
+
+
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """What the fakes' request handlers share: quiet logs, bodies, hang-up aware waits."""
+
+    protocol_version = "HTTP/1.1"
+    wait_tick_seconds = 0.05
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep, waking early on stop() or when the client hangs up. False if it hung up."""
+        owner: ScriptedLoopbackServer = getattr(self.server, "owner")  # noqa: B009
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            if owner.stopping.is_set():
+                return False
+            try:
+                readable, _, _ = select.select(
+                    [self.connection], [], [], min(left, self.wait_tick_seconds)
+                )
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    return False
+            except (OSError, ValueError):
+                return False
 
 
 class ScriptedLoopbackServer:
@@ -64,6 +99,7 @@ class ScriptedLoopbackServer:
             return self
         self.stopping.clear()
         server = self.server_class(("127.0.0.1", self._port), self.handler_class)
+        server.owner = self  # type: ignore[attr-defined]
         self._attach(server)
         self._server = server
         self._thread = threading.Thread(

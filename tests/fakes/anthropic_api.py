@@ -55,17 +55,15 @@ import argparse
 import contextlib
 import copy
 import json
-import select
-import socket
 import sys
-import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from tests.fakes._loopback import (
+    LoopbackHandler,
     QuietThreadingServer,
     Response,
     ScriptedLoopbackServer,
@@ -175,18 +173,10 @@ def _chunks(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
     # -- helpers -----------------------------------------------------------------------
-
-    def _read_body(self) -> bytes:
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -208,22 +198,6 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.api.lock:
             self.server.api.requests_list.append(record)
         return record
-
-    def _wait(self, seconds: float) -> bool:
-        """Sleep, waking early on stop() or when the client hangs up. False if it hung up."""
-        deadline = time.monotonic() + seconds
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True
-            if self.server.api.stopping.is_set():
-                return False
-            try:
-                readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
-                if readable and not self.connection.recv(1, socket.MSG_PEEK):
-                    return False
-            except (OSError, ValueError):
-                return False
 
     # -- endpoints ---------------------------------------------------------------------
 

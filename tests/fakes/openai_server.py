@@ -69,18 +69,18 @@ import contextlib
 import copy
 import json
 import secrets
-import select
 import socket
 import string
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from tests.fakes._loopback import (
+    LoopbackHandler,
     QuietThreadingServer,
     Response,
     ScriptedLoopbackServer,
@@ -122,12 +122,9 @@ def resolve_replay_path(name: str) -> Path:
     return REPO_ROOT / path
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
+    wait_tick_seconds = 0.02
     server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
     def setup(self) -> None:
         super().setup()
@@ -148,10 +145,6 @@ class _Handler(BaseHTTPRequestHandler):
     def fake(self) -> FakeOpenAIServer:
         return self.server.fake
 
-    def _read_body(self) -> bytes:
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
-
     def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)
         self.send_header("content-type", content_type)
@@ -167,22 +160,6 @@ class _Handler(BaseHTTPRequestHandler):
         record = {"method": self.command, "path": self.path, "headers": headers, "body": body}
         with self.fake.lock:
             self.fake.records.append(record)
-
-    def _wait(self, seconds: float) -> bool:
-        """Sleep, waking early on stop() or when the client hangs up. False if it hung up."""
-        deadline = time.monotonic() + seconds
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True
-            if self.fake.stopping.is_set():
-                return False
-            try:
-                readable, _, _ = select.select([self.connection], [], [], min(left, 0.02))
-                if readable and not self.connection.recv(1, socket.MSG_PEEK):
-                    return False
-            except (OSError, ValueError):
-                return False
 
     def _drop(self) -> None:
         """Close the connection at once, mid-response."""
