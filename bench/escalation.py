@@ -1,7 +1,7 @@
 """An escalation turn through milk-lsp against a bare `claude -p`, and the static prefix at the API.
 
 Both parts run the REAL Claude Code CLI (the binary bundled in the claude-agent-sdk wheel,
-`milk_lsp.agents.claude.bundled_cli_path()`) against the Messages-API stand-in
+`milk_lsp.agents.claude_cli.bundled_cli_path()`) against the Messages-API stand-in
 (`tests.fakes.anthropic_api`, its own process on 127.0.0.1), with a throwaway HOME and
 TMPDIR, a fake ANTHROPIC_API_KEY and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1.
 
@@ -56,7 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._harness import REPO, FakeProcess, MilkLsp, Scratch, expect, process_cpu
 from milk_lsp import context as ctx
-from milk_lsp.agents.claude import ClaudeSettings, build_env, bundled_cli_path
+from milk_lsp.agents.claude import ClaudeSettings, build_env
+from milk_lsp.agents.claude_cli import bundled_cli_path
 from milk_lsp.config import MilkConfig
 from tests.fakes.anthropic_api import appended_system_text
 

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve() -> int:
-    from milk_lsp.agents.claude import kill_all_running
+    from milk_lsp.agents.claude_processes import kill_all_running
     from milk_lsp.agents.commands import kill_running_commands
     from milk_lsp.server import server
 

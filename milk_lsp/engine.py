@@ -27,7 +27,8 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
-from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings, resolve_cli
+from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings
+from milk_lsp.agents.claude_cli import resolve_cli
 from milk_lsp.agents.tools import WorkspaceTools
 from milk_lsp.config import MilkConfig
 from milk_lsp.context import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from milk_lsp import __version__, wire
-from milk_lsp.agents.claude import cli_version, resolve_cli
+from milk_lsp.agents.claude_cli import cli_version, resolve_cli
 from milk_lsp.engine import Engine
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from milk_lsp.agents import claude as claude_mod
+from milk_lsp.agents import claude_cli, claude_processes
 from milk_lsp.agents.base import (
     AgentEvent,
     ClaudeSessionStarted,
@@ -52,12 +52,9 @@ from milk_lsp.agents.claude import (
     ClaudeTurnRequest,
     build_argv,
     build_env,
-    bundled_cli_path,
-    cli_version,
-    kill_all_running,
-    resolve_cli,
-    running_pids,
 )
+from milk_lsp.agents.claude_cli import bundled_cli_path, cli_version, resolve_cli
+from milk_lsp.agents.claude_processes import kill_all_running, running_pids
 from milk_lsp.sessions.model import Agent
 from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text, user_text
 
@@ -292,15 +289,15 @@ def test_resolve_cli_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     on_path = write_script(bindir / "claude", "echo '1.0.0 (Claude Code)'")
     explicit = write_script(tmp_path / "my-claude", "exit 0")
     monkeypatch.setenv("PATH", str(bindir))
-    assert resolve_cli(ClaudeSettings(path=str(explicit))) == claude_mod.ResolvedCli(
+    assert resolve_cli(ClaudeSettings(path=str(explicit))) == claude_cli.ResolvedCli(
         str(explicit), "setting"
     )
-    assert resolve_cli(ClaudeSettings()) == claude_mod.ResolvedCli(str(on_path), "path")
+    assert resolve_cli(ClaudeSettings()) == claude_cli.ResolvedCli(str(on_path), "path")
     missing = resolve_cli(ClaudeSettings(path=str(tmp_path / "nope")))
-    assert missing == claude_mod.ResolvedCli(None, "missing")
+    assert missing == claude_cli.ResolvedCli(None, "missing")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     bundled = bundled_cli_path()
-    expected = claude_mod.ResolvedCli(bundled, "bundled" if bundled else "missing")
+    expected = claude_cli.ResolvedCli(bundled, "bundled" if bundled else "missing")
     assert resolve_cli(ClaudeSettings()) == expected
 
 
@@ -319,7 +316,7 @@ async def test_cli_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert await cli_version(str(tmp_path / "nope")) is None
     failing = write_script(tmp_path / "failing", "exit 3")
     assert await cli_version(str(failing)) is None
-    monkeypatch.setattr(claude_mod, "VERSION_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(claude_cli, "VERSION_TIMEOUT_SECONDS", 0.3)
     slow = write_script(tmp_path / "slow", "sleep 30")
     started = time.monotonic()
     assert await cli_version(str(slow)) is None
@@ -349,14 +346,14 @@ async def test_kill_all_running_kills_registered_groups() -> None:
     proc = await asyncio.create_subprocess_exec(
         "sh", "-c", "sleep 30 & sleep 30", start_new_session=True
     )
-    claude_mod._LIVE[proc.pid] = (proc, uuid.uuid4().hex)
+    claude_processes._LIVE[proc.pid] = (proc, uuid.uuid4().hex)
     try:
         assert running_pids() == [proc.pid]
         assert kill_all_running(grace_seconds=1.0) == 1
         assert await asyncio.wait_for(proc.wait(), 5) == -signal.SIGTERM
         assert await wait_group_gone(proc.pid)
     finally:
-        claude_mod._LIVE.pop(proc.pid, None)
+        claude_processes._LIVE.pop(proc.pid, None)
 
 
 # -- the real CLI -------------------------------------------------------------------------------
@@ -696,7 +693,7 @@ async def wait_for_tool_processes(cli_pid: int, tag: str, seconds: float = 15.0)
     """The processes (besides the CLI) carrying this run's tag, once the tool has started."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        pids = [p for p in claude_mod.tagged_pids({tag}) if p != cli_pid]
+        pids = [p for p in claude_processes.tagged_pids({tag}) if p != cli_pid]
         if any(b"sleep" in _cmdline(p) for p in pids):
             return pids
         await asyncio.sleep(0.05)
@@ -706,7 +703,7 @@ async def wait_for_tool_processes(cli_pid: int, tag: str, seconds: float = 15.0)
 async def wait_tag_gone(tag: str, seconds: float = 5.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not claude_mod.tagged_pids({tag}):
+        if not claude_processes.tagged_pids({tag}):
             return True
         await asyncio.sleep(0.05)
     return False
@@ -733,7 +730,7 @@ async def test_no_tool_process_survives_the_turn(
         events.append(event)
         if not tag and isinstance(event, ToolCallEvent) and event.status == ToolStatus.RUNNING:
             (cli_pid,) = running_pids()
-            tag = claude_mod._LIVE[cli_pid][1]
+            tag = claude_processes._LIVE[cli_pid][1]
             await wait_for_tool_processes(cli_pid, tag)
             if how == "cancel":
                 break

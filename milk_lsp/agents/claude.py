@@ -3,7 +3,7 @@
 Driver: the CLI is driven **directly** (`asyncio.create_subprocess_exec`, stream-json in and
 out), not through `claude-agent-sdk`. The SDK is still used for one thing: its wheel bundles
 the `claude` binary, which is the fallback when `claude.path` is unset and no `claude` is on
-PATH (found on disk without importing the SDK). Why not the SDK's client:
+PATH (found on disk without importing the SDK, in `claude_cli`). Why not the SDK's client:
 
 * `build_argv` must be exactly the command that runs (``milk/context`` previews it). The SDK
   builds its command line privately (`SubprocessCLITransport._build_command`) and adds flags
@@ -39,23 +39,19 @@ What the driver does, per turn (one process per turn; no CLI outlives its turn):
   Code runs its Bash tool in a session of its own, so every process of a run carries a
   ``MILK_LSP_CLAUDE_RUN`` token in its environment; whatever still carries it when the run
   ends (a CLI killed with SIGKILL leaves its tools behind) is killed (Linux, via /proc).
-  `kill_all_running()` does all this for every live run (also at interpreter exit).
+  `claude_processes.kill_all_running()` does all this for every live run (also at
+  interpreter exit).
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
-import importlib.util
 import logging
 import os
-import re
 import shutil
 import signal
-import sys
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncGenerator, Coroutine, Mapping
 from dataclasses import dataclass
@@ -72,6 +68,14 @@ from milk_lsp.agents.base import (
     ToolCallEvent,
     TurnDone,
     TurnFailed,
+)
+from milk_lsp.agents.claude_cli import not_found_message, resolve_cli
+from milk_lsp.agents.claude_processes import (
+    RUN_TAG_ENV,
+    kill_tagged,
+    register_run,
+    signal_group,
+    unregister_run,
 )
 from milk_lsp.agents.claude_stream import (
     INSTALL_HINT,
@@ -91,19 +95,11 @@ from milk_lsp.sessions.model import Agent
 __all__ = [
     "CONTEXT_FILE_PLACEHOLDER",
     "DENIED_MESSAGE",
-    "RUN_TAG_ENV",
     "ClaudeAgent",
     "ClaudeSettings",
     "ClaudeTurnRequest",
-    "ResolvedCli",
     "build_argv",
     "build_env",
-    "bundled_cli_path",
-    "cli_version",
-    "kill_all_running",
-    "resolve_cli",
-    "running_pids",
-    "tagged_pids",
 ]
 
 logger = logging.getLogger(__name__)
@@ -112,7 +108,6 @@ LINE_LIMIT_BYTES = 16 * 1024 * 1024
 """stdout line limit; asyncio's default is 64 KiB and one stream-json line can be far larger."""
 STDERR_KEEP_BYTES = 64 * 1024
 """How much of the CLI's stderr is kept (its end) for failure messages."""
-VERSION_TIMEOUT_SECONDS = 5.0
 INTERRUPT_GRACE_SECONDS = 2.0
 """After the interrupt and stdin EOF, how long the CLI gets to write its transcript and exit."""
 TERMINATE_GRACE_SECONDS = 1.0
@@ -151,13 +146,6 @@ class ClaudeSettings:
 
 
 @dataclass(frozen=True)
-class ResolvedCli:
-    path: str | None
-    source: str
-    """"setting" | "path" | "bundled" | "missing"."""
-
-
-@dataclass(frozen=True)
 class ClaudeTurnRequest:
     workspace: Path
     prompt: str
@@ -168,86 +156,6 @@ class ClaudeTurnRequest:
     """A new uuid4 for a first/fresh start (``--session-id``), or the id to ``--resume``."""
     resume: bool
     settings: ClaudeSettings
-
-
-# -- finding the CLI ------------------------------------------------------------------------------
-
-
-def bundled_cli_path() -> str | None:
-    """The `claude` binary inside the installed claude-agent-sdk wheel, without importing it."""
-    try:
-        spec = importlib.util.find_spec("claude_agent_sdk")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    name = "claude.exe" if sys.platform == "win32" else "claude"
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "_bundled" / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
-
-
-def resolve_cli(settings: ClaudeSettings) -> ResolvedCli:
-    """``claude.path``, then ``claude`` on PATH, then the SDK's bundled binary.
-
-    A ``claude.path`` that does not point at an executable is "missing": it is never
-    silently replaced by another CLI.
-    """
-    if settings.path:
-        configured = Path(settings.path).expanduser()
-        if len(configured.parts) == 1:  # a bare name: look it up on PATH
-            found = shutil.which(settings.path)
-            return ResolvedCli(found, "setting") if found else ResolvedCli(None, "missing")
-        if configured.is_file() and os.access(configured, os.X_OK):
-            return ResolvedCli(str(configured), "setting")
-        return ResolvedCli(None, "missing")
-    found = shutil.which("claude")
-    if found:
-        return ResolvedCli(found, "path")
-    bundled = bundled_cli_path()
-    if bundled:
-        return ResolvedCli(bundled, "bundled")
-    return ResolvedCli(None, "missing")
-
-
-def not_found_message(settings: ClaudeSettings) -> str:
-    if settings.path:
-        return f"Claude Code was not found at claude.path = {settings.path!r}. {INSTALL_HINT}"
-    return (
-        "Claude Code (`claude`) was not found on PATH and no bundled copy is installed. "
-        f"{INSTALL_HINT}"
-    )
-
-
-async def cli_version(path: str) -> str | None:
-    """The version `claude --version` reports (e.g. "2.1.332"), or None if it cannot run."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            path,
-            "--version",
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError:
-        return None
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), VERSION_TIMEOUT_SECONDS)
-    except TimeoutError:
-        _signal_group(proc.pid, signal.SIGKILL)
-        await proc.wait()
-        return None
-    except asyncio.CancelledError:
-        _signal_group(proc.pid, signal.SIGKILL)
-        raise
-    if proc.returncode != 0 or not out:
-        return None
-    line = out.decode("utf-8", "replace").strip().splitlines()[0] if out.strip() else ""
-    match = re.match(r"\d+\.\d+\.\d+\S*", line)
-    return match.group(0) if match else (line or None)
 
 
 # -- the command line and environment -------------------------------------------------------------
@@ -300,97 +208,6 @@ def build_env(
     env["CLAUDE_CODE_MAX_RETRIES"] = str(max(0, settings.max_retries))
     env["PWD"] = str(workspace)
     return env
-
-
-# -- live process groups --------------------------------------------------------------------------
-
-RUN_TAG_ENV = "MILK_LSP_CLAUDE_RUN"
-"""Set to a per-run token in the CLI's environment; every process it starts inherits it.
-
-Claude Code runs its Bash tool in a new session (not in the CLI's process group), so a
-CLI that dies abruptly (SIGKILL) leaves its tools running. The token finds them."""
-
-_LIVE: dict[int, tuple[asyncio.subprocess.Process, str]] = {}
-"""Running CLI processes by pid (= their process group id) with their run token."""
-
-
-def running_pids() -> list[int]:
-    """Pids (= process group ids) of the CLI processes of turns still running."""
-    return [pid for pid, (proc, _tag) in _LIVE.items() if proc.returncode is None]
-
-
-def tagged_pids(tags: set[str]) -> list[int]:
-    """Pids of processes whose environment carries one of these run tokens (Linux only)."""
-    proc_root = Path("/proc")
-    if not tags or not proc_root.is_dir():
-        return []
-    needles = [f"\0{RUN_TAG_ENV}={tag}\0".encode() for tag in tags]
-    me = os.getpid()
-    found: list[int] = []
-    with os.scandir(proc_root) as entries:
-        for entry in entries:
-            if not entry.name.isdigit() or int(entry.name) == me:
-                continue
-            try:
-                data = b"\0" + (proc_root / entry.name / "environ").read_bytes()
-            except OSError:
-                continue
-            if any(needle in data for needle in needles):
-                found.append(int(entry.name))
-    return found
-
-
-def _kill_tagged(tags: set[str]) -> int:
-    """SIGKILL every process left over from these runs (tools of a CLI that died)."""
-    killed = 0
-    for pid in tagged_pids(tags):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-            killed += 1
-    return killed
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send `sig` to a process group; False when it no longer exists."""
-    try:
-        os.killpg(pgid, sig)  # POSIX: the CLI runs in a session of its own
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        logger.warning("not allowed to signal process group %d", pgid)
-        return False
-    return True
-
-
-def kill_all_running(grace_seconds: float = 0.0) -> int:
-    """Kill every live CLI process group (server shutdown / SIGTERM); returns how many.
-
-    Sends SIGTERM, waits up to `grace_seconds` for the groups to go, then SIGKILLs what is
-    left, and the tool processes the CLIs started. Synchronous, so it can run from a signal
-    handler or `atexit`.
-    """
-    groups = list(_LIVE)
-    tags = {tag for _proc, tag in _LIVE.values()}
-    alive = [pgid for pgid in groups if _signal_group(pgid, signal.SIGTERM)]
-    deadline = time.monotonic() + grace_seconds
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.02)
-        alive = [pgid for pgid in alive if _group_has_live_members(pgid)]
-    for pgid in alive:
-        _signal_group(pgid, signal.SIGKILL)
-    _kill_tagged(tags)
-    return len(groups)
-
-
-def _group_has_live_members(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-atexit.register(kill_all_running)
 
 
 # -- the agent ------------------------------------------------------------------------------------
@@ -538,7 +355,7 @@ class _Turn:
                 FailureReason.CLAUDE_FAILED, f"Claude Code could not be started: {exc}"
             )
             return
-        _LIVE[self.proc.pid] = (self.proc, self.tag)
+        register_run(self.proc, self.tag)
         self.stderr_reader = asyncio.create_task(self._read_stderr())
         self.reader = asyncio.create_task(self._read_stdout())
         await self._write(user_message_line(request.prompt))
@@ -788,12 +605,12 @@ class _Turn:
         if proc is None:
             return
         if proc.returncode is None:
-            _signal_group(proc.pid, signal.SIGTERM)
+            signal_group(proc.pid, signal.SIGTERM)
             if await self._wait_exit(TERMINATE_GRACE_SECONDS) is None:
-                _signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, signal.SIGKILL)
                 await self._wait_exit(10.0)
         # Whatever the CLI started in its group (tools) goes with it.
-        _signal_group(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
 
     async def _drain_readers(self) -> None:
         tasks = [t for t in (self.reader, self.stderr_reader) if t is not None]
@@ -821,7 +638,7 @@ class _Turn:
                     self.ran_tools = True  # stopped mid-run: a tool may still be running
                     if await self._wait_exit(INTERRUPT_GRACE_SECONDS) is None:
                         await self._terminate()
-                _signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, signal.SIGKILL)
                 await self._close_stdin()
                 await self._drain_readers()
                 transport = getattr(proc, "_transport", None)
@@ -831,8 +648,8 @@ class _Turn:
                 # Tools run in sessions of their own: if the CLI did not stop them, do it.
                 # (A /proc scan; skipped for runs that used no tool and ended by themselves.)
                 if self.ran_tools or proc.returncode != 0:
-                    await asyncio.to_thread(_kill_tagged, {self.tag})
-                _LIVE.pop(proc.pid, None)
+                    await asyncio.to_thread(kill_tagged, {self.tag})
+                unregister_run(proc.pid)
             if self.permission_tasks:
                 await asyncio.wait(list(self.permission_tasks.values()), timeout=1.0)
         finally:

@@ -18,7 +18,8 @@ text instead: a ```json block, bare JSON, or `<tool_call>`/`[tool_call]` tags. W
 a call to an offered tool is run as that call (`parse_text_tool_calls`). Text that starts
 like one is held back while it still could be one (`TextCallGate`), so the JSON is never
 shown as an answer; any other text streams as it comes. The parsing of tool calls, both
-kinds, lives in `milk_lsp.agents.tool_calls`; this module owns the HTTP side and the loop.
+kinds, lives in `milk_lsp.agents.tool_calls`, and folding one streamed reply's chunks in
+`milk_lsp.agents.local_stream`; this module owns the HTTP side and the loop.
 
 All per-turn state lives in the generator's locals; the agent object only holds settings
 and the shared `httpx.AsyncClient`, so several sessions can run turns at once.
@@ -46,13 +47,20 @@ from milk_lsp.agents.base import (
     FailureReason,
     NoticeEvent,
     TextDelta,
-    ThinkingDelta,
     ToolCallEvent,
     ToolResultEvent,
     ToolStatus,
     TurnDone,
     TurnFailed,
-    UsageEvent,
+)
+from milk_lsp.agents.local_stream import (
+    LocalModelError,
+    Reply,
+    apply_chunk,
+    body_detail,
+    final_reply_notices,
+    short,
+    usage_event,
 )
 from milk_lsp.agents.tool_calls import (
     MergedToolCall,
@@ -106,8 +114,6 @@ ESCALATE_TOOL_SPEC: dict[str, Any] = {
 
 _ERROR_BODY_LIMIT = 64 * 1024
 """Bytes of an HTTP error body read to explain a failure."""
-_DETAIL_CHARS = 300
-"""Characters of a server's error text quoted in a failure message."""
 _RAW_ARGS_CHARS = 500
 """Characters of invalid tool arguments quoted back to the model."""
 
@@ -156,121 +162,6 @@ class LocalTools(Protocol):
     async def call(
         self, tool_call_id: str, name: str, arguments: dict[str, Any]
     ) -> ToolOutcomeLike: ...
-
-
-class LocalModelError(Exception):
-    """A failure talking to the local model, with the `TurnFailed` reason it maps to."""
-
-    def __init__(self, reason: FailureReason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-
-
-# -- one streamed reply ----------------------------------------------------------------------
-
-
-@dataclass
-class _Reply:
-    """What one model call produced (filled while its stream is read)."""
-
-    text: list[str] = field(default_factory=list)
-    reasoned: bool = False
-    fragments: list[Any] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
-    done: bool = False
-    """`data: [DONE]` arrived (or a whole non-streamed completion was read)."""
-
-
-_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
-
-
-def _apply_chunk(reply: _Reply, chunk: Any) -> list[AgentEvent]:
-    """Fold one parsed `chat.completion.chunk` into `reply`; the display events it carries."""
-    if not isinstance(chunk, dict):
-        raise LocalModelError(
-            FailureReason.LOCAL_FAILED,
-            f"malformed stream from the local model: a data line held a JSON "
-            f"{type(chunk).__name__}, not an object",
-        )
-    error = chunk.get("error")
-    if error:
-        raise LocalModelError(
-            FailureReason.LOCAL_FAILED,
-            f"the local model reported an error mid-stream: {_error_text(error)}",
-        )
-    usage = chunk.get("usage")
-    if isinstance(usage, dict):
-        reply.usage = usage
-    choices = chunk.get("choices")
-    if not isinstance(choices, list):
-        return []
-    events: list[AgentEvent] = []
-    for choice in choices:
-        if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
-            continue
-        delta = choice.get("delta")
-        if delta is None:
-            delta = choice.get("message")  # a whole (non-streamed) completion
-        if isinstance(delta, dict):
-            for key in _REASONING_KEYS:
-                reasoning = delta.get(key)
-                if isinstance(reasoning, str) and reasoning:
-                    reply.reasoned = True
-                    events.append(ThinkingDelta(reasoning))
-                    break  # servers that send two of these send the same text twice
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                reply.text.append(content)
-                events.append(TextDelta(content))
-            tool_calls = delta.get("tool_calls")
-            if isinstance(tool_calls, list):
-                reply.fragments.extend(tool_calls)
-            elif isinstance(delta.get("function_call"), dict):
-                # the deprecated single-call field, only when `tool_calls` is absent
-                reply.fragments.append({"index": 0, "function": delta["function_call"]})
-        finish_reason = choice.get("finish_reason")
-        if isinstance(finish_reason, str) and finish_reason:
-            reply.finish_reason = finish_reason
-    return events
-
-
-def _usage_event(usage: Mapping[str, Any]) -> UsageEvent:
-    """OpenAI usage → `UsageEvent` (input tokens exclude the cached part, as Anthropic's do)."""
-    prompt = _int(usage.get("prompt_tokens"))
-    completion = _int(usage.get("completion_tokens"))
-    details = usage.get("prompt_tokens_details")
-    cached: int | None = None
-    if isinstance(details, Mapping) and details.get("cached_tokens") is not None:
-        cached = _int(details.get("cached_tokens"))
-    return UsageEvent(
-        input_tokens=max(prompt - (cached or 0), 0),
-        output_tokens=completion,
-        cache_read_tokens=cached,
-    )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _error_text(error: Any) -> str:
-    """The message of an OpenAI-style `error` value (object or string), shortened."""
-    if isinstance(error, Mapping):
-        for key in ("message", "detail", "error"):
-            value = error.get(key)
-            if isinstance(value, str) and value:
-                return _short(value)
-            if isinstance(value, Mapping):
-                return _error_text(value)
-        return _short(json.dumps(error))
-    return _short(str(error))
-
-
-def _short(text: str, limit: int = _DETAIL_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- the tool calls of one round -------------------------------------------------------------
@@ -444,7 +335,7 @@ class LocalAgent:
                 raise LocalModelError(
                     FailureReason.LOCAL_FAILED,
                     f"GET {url} answered HTTP {response.status_code}: "
-                    f"{_body_detail(response.content)}{_http_hint(response.status_code)}",
+                    f"{body_detail(response.content)}{_http_hint(response.status_code)}",
                 )
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise self._transport_error(exc) from exc
@@ -453,7 +344,7 @@ class LocalAgent:
         except ValueError:
             raise LocalModelError(
                 FailureReason.LOCAL_FAILED,
-                f"GET {url} did not answer JSON: {_body_detail(response.content)}",
+                f"GET {url} did not answer JSON: {body_detail(response.content)}",
             ) from None
         entries: Any = []
         if isinstance(payload, dict):
@@ -538,7 +429,7 @@ class LocalAgent:
             }
             if specs:
                 body["tools"] = specs
-            reply = _Reply()
+            reply = Reply()
             gate = TextCallGate(offered) if self.settings.text_tool_calls and offered else None
             try:
                 async with aclosing(self._stream_reply(body, reply)) as stream:
@@ -562,7 +453,7 @@ class LocalAgent:
                 if text_calls is None:
                     yield TextDelta(gate.release())
             if reply.usage is not None:
-                yield _usage_event(reply.usage)
+                yield usage_event(reply.usage)
             if text_calls:
                 merged = text_calls
                 if not noticed_text_calls:
@@ -580,7 +471,7 @@ class LocalAgent:
                     "name from the local model",
                 )
             if not named:
-                for notice in _final_reply_notices(reply):
+                for notice in final_reply_notices(reply):
                     yield notice
                 yield TurnDone()
                 return
@@ -684,7 +575,7 @@ class LocalAgent:
         yield outcome
 
     async def _stream_reply(
-        self, body: dict[str, Any], reply: _Reply
+        self, body: dict[str, Any], reply: Reply
     ) -> AsyncGenerator[AgentEvent, None]:
         """POST one streamed chat completion; yields its text/thinking, fills `reply`."""
         url = f"{self._base_url}/chat/completions"
@@ -692,7 +583,7 @@ class LocalAgent:
             async with httpx_sse.aconnect_sse(self._client, "POST", url, json=body) as source:
                 response = source.response
                 if response.status_code >= 400:
-                    detail = _body_detail(await _read_capped(response))
+                    detail = body_detail(await _read_capped(response))
                     raise LocalModelError(
                         FailureReason.LOCAL_FAILED,
                         f"the local model at {self._base_url} answered HTTP "
@@ -709,9 +600,9 @@ class LocalAgent:
                             FailureReason.LOCAL_FAILED,
                             f"malformed stream from the local model: expected "
                             f"text/event-stream, got {content_type or 'no content type'}: "
-                            f"{_body_detail(raw)}",
+                            f"{body_detail(raw)}",
                         ) from None
-                    for event in _apply_chunk(reply, completion):
+                    for event in apply_chunk(reply, completion):
                         yield event
                     reply.done = True
                     return
@@ -720,7 +611,7 @@ class LocalAgent:
                     if sse.event == "error":
                         raise LocalModelError(
                             FailureReason.LOCAL_FAILED,
-                            f"the local model reported an error mid-stream: {_short(data)}",
+                            f"the local model reported an error mid-stream: {short(data)}",
                         )
                     if not data:
                         continue
@@ -733,9 +624,9 @@ class LocalAgent:
                         raise LocalModelError(
                             FailureReason.LOCAL_FAILED,
                             f"malformed stream from the local model: a data line is not "
-                            f"JSON: {_short(data, 120)}",
+                            f"JSON: {short(data, 120)}",
                         ) from None
-                    for event in _apply_chunk(reply, chunk):
+                    for event in apply_chunk(reply, chunk):
                         yield event
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise self._transport_error(exc) from exc
@@ -800,24 +691,6 @@ def _spec_names(specs: Iterable[Any]) -> Iterable[str]:
             yield name
 
 
-def _final_reply_notices(reply: _Reply) -> list[NoticeEvent]:
-    notices: list[NoticeEvent] = []
-    if not "".join(reply.text).strip():
-        notices.append(
-            NoticeEvent(
-                "warning",
-                "the local model gave only reasoning and no answer"
-                if reply.reasoned
-                else "the local model returned an empty reply",
-            )
-        )
-    if reply.finish_reason == "length":
-        notices.append(
-            NoticeEvent("warning", "the local model's reply was cut off at its token limit")
-        )
-    return notices
-
-
 async def _read_capped(response: httpx.Response, limit: int | None = _ERROR_BODY_LIMIT) -> bytes:
     """The response body, at most `limit` bytes (all of it when None)."""
     data = bytearray()
@@ -826,15 +699,3 @@ async def _read_capped(response: httpx.Response, limit: int | None = _ERROR_BODY
         if limit is not None and len(data) >= limit:
             break
     return bytes(data)
-
-
-def _body_detail(raw: bytes) -> str:
-    """A short text for an error body: the JSON error message when there is one."""
-    text = raw.decode("utf-8", "replace")
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        return _short(text) or "(empty body)"
-    if isinstance(payload, Mapping):
-        return _error_text(payload.get("error") or payload)
-    return _short(text)

@@ -25,8 +25,8 @@ from milk_lsp.agents.claude import (
     ClaudeTurnRequest,
     build_argv,
     build_env,
-    resolve_cli,
 )
+from milk_lsp.agents.claude_cli import resolve_cli
 from milk_lsp.agents.claude_stream import (
     allow_line,
     deny_line,
