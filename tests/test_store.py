@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,13 @@ from milk_lsp.sessions.model import (
     ToolCallRecord,
     TurnRecord,
 )
-from milk_lsp.sessions.store import SCHEMA_VERSION, SessionStore, StorageError, StoreReader
+from milk_lsp.sessions.store import (
+    SCHEMA_VERSION,
+    SessionClaimed,
+    SessionStore,
+    StorageError,
+    StoreReader,
+)
 
 
 def _no_bricks(reader: StoreReader, session) -> tuple[str, str]:
@@ -215,12 +222,20 @@ def test_unwritable_location_is_a_storage_error(tmp_path: Path) -> None:
 
 
 def _writer(path: str, session_id: str, worker: int, count: int) -> None:
+    """Writes `count` turns on one session; waits while the other process holds it."""
     store = SessionStore(Path(path))
     session = store.get_session(session_id)
     assert session is not None
     for i in range(count):
         turn_id = f"w{worker}-{i}"
-        store.begin_turn(session, TurnRecord(turn_id, Role.USER, Agent.LOCAL, f"q {worker} {i}"))
+        while True:
+            try:
+                store.begin_turn(
+                    session, TurnRecord(turn_id, Role.USER, Agent.LOCAL, f"q {worker} {i}")
+                )
+                break
+            except SessionClaimed:
+                time.sleep(0.001)
         store.finish_turn(
             session,
             turn_id,
@@ -232,6 +247,7 @@ def _writer(path: str, session_id: str, worker: int, count: int) -> None:
 
 
 def test_two_processes_on_one_database(tmp_path: Path) -> None:
+    """Two server processes on one session: turns never interleave, none is lost."""
     store = _store(tmp_path)
     session = store.create_session("/ws", "")
     path = str(store.path)
@@ -245,13 +261,10 @@ def test_two_processes_on_one_database(tmp_path: Path) -> None:
     records = store.recent_records(session.id, 1000)
     assert len(records) == 100
     assert [r.position for r in records] == list(range(1, 101))
-    # Turns of the two processes may interleave, but none is lost or half written.
-    by_turn: dict[str, list] = {}
-    for record in records:
-        by_turn.setdefault(record.turn_id, []).append(record)
-    assert len(by_turn) == 50
-    for user, answer in by_turn.values():
+    # The session is claimed for a whole turn: each question is followed by its own answer.
+    for user, answer in zip(records[::2], records[1::2], strict=True):
         assert (user.role, answer.role) == (Role.USER, Role.ASSISTANT)
+        assert user.turn_id == answer.turn_id
         assert user.status is answer.status is RecordStatus.OK
     loaded = store.get_session(session.id)
     assert loaded is not None and loaded.turn_count == 50
