@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -268,3 +269,27 @@ def test_two_processes_on_one_database(tmp_path: Path) -> None:
         assert user.status is answer.status is RecordStatus.OK
     loaded = store.get_session(session.id)
     assert loaded is not None and loaded.turn_count == 50
+
+
+def test_a_claim_counts_only_while_its_process_lives(tmp_path: Path) -> None:
+    from milk_lsp.sessions.store import _process_start
+
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "")
+    other = os.getppid()  # a live process that is not us
+
+    def claim(pid: int, start: str) -> None:
+        with store._transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO running_turns VALUES (?, 'other-turn', ?, ?, 'now')",
+                (session.id, pid, start),
+            )
+
+    claim(other, _process_start(other))
+    with pytest.raises(SessionClaimed, match=f"pid {other}"):
+        store.begin_turn(session, TurnRecord("t1", Role.USER, Agent.LOCAL, "q"))
+    claim(other, "1")  # the pid was reused by a process started at another time
+    store.begin_turn(session, TurnRecord("t2", Role.USER, Agent.LOCAL, "q"))
+    claim(2**22 + 7, "")  # a process that no longer exists
+    store.begin_turn(session, TurnRecord("t3", Role.USER, Agent.LOCAL, "q"))
+    assert [r.turn_id for r in store.recent_records(session.id, 10)] == ["t2", "t3"]

@@ -90,6 +90,7 @@ _MIGRATIONS: dict[int, str] = {
             session_id TEXT PRIMARY KEY,
             turn_id TEXT NOT NULL,
             pid INTEGER NOT NULL,
+            process_start TEXT NOT NULL DEFAULT '',
             started_at TEXT NOT NULL
         );
     """,
@@ -322,17 +323,28 @@ class SessionStore:
         process holds the session (two editor windows on one folder)."""
         with self._transaction() as conn:
             claim = conn.execute(
-                "SELECT pid FROM running_turns WHERE session_id = ?", (session.id,)
+                "SELECT pid, process_start FROM running_turns WHERE session_id = ?",
+                (session.id,),
             ).fetchone()
-            if claim is not None and claim["pid"] != os.getpid() and _alive(claim["pid"]):
+            if (
+                claim is not None
+                and claim["pid"] != os.getpid()
+                and _alive(claim["pid"], claim["process_start"])
+            ):
                 raise SessionClaimed(
                     f"session {session.id} is running a turn in another milk-lsp process "
                     f"(pid {claim['pid']})"
                 )
             conn.execute(
-                "INSERT OR REPLACE INTO running_turns (session_id, turn_id, pid, started_at)"
-                " VALUES (?, ?, ?, ?)",
-                (session.id, user_record.turn_id, os.getpid(), _iso(utc_now())),
+                "INSERT OR REPLACE INTO running_turns"
+                " (session_id, turn_id, pid, process_start, started_at) VALUES (?, ?, ?, ?, ?)",
+                (
+                    session.id,
+                    user_record.turn_id,
+                    os.getpid(),
+                    _process_start(os.getpid()),
+                    _iso(utc_now()),
+                ),
             )
             row = conn.execute(
                 "SELECT record_count, turn_count FROM sessions WHERE id = ?", (session.id,)
@@ -472,15 +484,27 @@ class SessionStore:
         return added
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process with this pid exists (a claim by a crashed process is void)."""
+def _alive(pid: int, process_start: str) -> bool:
+    """Whether the claiming process still runs (a claim by a crashed process is void). The
+    start time guards against another process having been given the same pid since."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return not process_start or _process_start(pid) in ("", process_start)
+
+
+def _process_start(pid: int) -> str:
+    """The process's start time in clock ticks since boot (Linux), or "" where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return ""
+    # Field 22; the command name (field 2) may hold spaces, so split after its ")".
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else ""
 
 
 def _iso(moment: datetime) -> str:
