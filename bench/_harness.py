@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,20 @@ from lsprotocol.converters import get_converter
 from pygls.lsp.client import LanguageClient
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def paired_ratio(
+    name: str, ours: list[float], theirs: list[float], target: float, decimals: int = 0
+) -> str:
+    """The ratio line for interleaved pairs of timings (seconds): medians, per-pair, fastest."""
+    pairs = statistics.median(o / t for o, t in zip(ours, theirs, strict=True))
+    overhead = statistics.median(o - t for o, t in zip(ours, theirs, strict=True))
+    ratio = statistics.median(ours) / statistics.median(theirs)
+    return (
+        f"ratio {name}: {ratio:.3f}x (target <= {target}x; median of per-pair ratios "
+        f"{pairs:.3f}x, of the fastest runs {min(ours) / min(theirs):.3f}x); "
+        f"overhead median {overhead * 1000:.{decimals}f} ms per turn"
+    )
 
 
 def expect(ok: bool, what: object) -> None:

@@ -54,7 +54,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._harness import REPO, FakeProcess, MilkLsp, Scratch, expect, process_cpu
+from bench._harness import (
+    REPO,
+    FakeProcess,
+    MilkLsp,
+    Scratch,
+    expect,
+    paired_ratio,
+    process_cpu,
+)
 from milk_lsp import context as ctx
 from milk_lsp.agents.claude import ClaudeSettings, build_env
 from milk_lsp.agents.claude_cli import bundled_cli_path
@@ -215,12 +223,8 @@ async def timing(
         f"milk-lsp milk/escalate (request -> result):  median {m_ours * 1000:.0f} ms "
         f"(min {min(t_ours) * 1000:.0f}, max {max(t_ours) * 1000:.0f})"
     )
-    pairs = statistics.median(o / b for o, b in zip(t_ours, t_bare, strict=True))
-    overhead = statistics.median(o - b for o, b in zip(t_ours, t_bare, strict=True))
     print(
-        f"ratio milk-lsp / bare: {m_ours / m_bare:.3f}x (target <= 1.15x; median of per-pair "
-        f"ratios {pairs:.3f}x, of the fastest runs {min(t_ours) / min(t_bare):.3f}x); "
-        f"overhead median {overhead * 1000:.0f} ms per turn; "
+        f"{paired_ratio('milk-lsp / bare', t_ours, t_bare, 1.15)}; "
         f"{len(main)} conversation requests, {len(requests) - len(main)} side requests "
         f"at the stand-in for {2 * (args.runs + 1)} turns"
     )

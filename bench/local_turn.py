@@ -39,7 +39,15 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._harness import REPO, FakeProcess, MilkLsp, Scratch, expect, process_cpu
+from bench._harness import (
+    REPO,
+    FakeProcess,
+    MilkLsp,
+    Scratch,
+    expect,
+    paired_ratio,
+    process_cpu,
+)
 
 CHUNKS = 60
 CHUNK_CHARS = 4
@@ -173,12 +181,8 @@ async def run(args: argparse.Namespace) -> None:
             f"through milk-lsp (milk/chat request -> result):          median "
             f"{m_ours * 1000:.1f} ms (min {min(ours) * 1000:.1f}, max {max(ours) * 1000:.1f})"
         )
-        pairs = statistics.median(o / t for o, t in zip(ours, theirs, strict=True))
-        overhead = statistics.median(o - t for o, t in zip(ours, theirs, strict=True))
         print(
-            f"ratio milk-lsp / direct: {m_ours / m_theirs:.3f}x (target <= 1.2x; median of "
-            f"per-pair ratios {pairs:.3f}x, of the fastest runs {min(ours) / min(theirs):.3f}x); "
-            f"overhead median {overhead * 1000:.1f} ms per turn; "
+            f"{paired_ratio('milk-lsp / direct', ours, theirs, 1.2, decimals=1)}; "
             f"{milk.updates} milk/update notifications received in all"
         )
         timed = SERVER_CPU[-args.runs :]

@@ -4,6 +4,7 @@ edits and work-done progress, each mapped onto what this client supports."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
 from pathlib import Path
@@ -114,15 +115,14 @@ class EditorBridge:
     # ---- documents --------------------------------------------------------------------
 
     def _document(self, path: Path) -> Any:
-        uri = path.resolve().as_uri()
+        """The open document of `path`, matched by URI, else by resolved path."""
+        wanted = path.resolve()
         docs = self._server.workspace.text_documents
-        if uri in docs:
-            return docs[uri]
-        for doc_uri, doc in docs.items():
-            doc_path = doc.path
-            if doc_path and Path(doc_path).resolve() == path.resolve():
+        if wanted.as_uri() in docs:
+            return docs[wanted.as_uri()]
+        for doc in docs.values():
+            if doc.path and Path(doc.path).resolve() == wanted:
                 return doc
-            del doc_uri
         return None
 
     def open_document_text(self, path: Path) -> str | None:
@@ -186,7 +186,5 @@ class EditorBridge:
 
 
 def _short_json(value: Any, limit: int = 300) -> str:
-    import json
-
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit] + "…"

@@ -102,7 +102,7 @@ class Engine:
         self.workspaces: list[str] = []
         self._store: SessionStore | None = None
         self._local: LocalAgent | None = None
-        self._claude = ClaudeAgent()
+        self.claude = ClaudeAgent()
         self._running: dict[str, asyncio.Task[TurnResult]] = {}
         self._allowed_tools: dict[str, set[str]] = {}
         """Tools the user allowed for the rest of a session, per session id."""
@@ -138,10 +138,6 @@ class Engine:
                 )
             )
         return self._local
-
-    @property
-    def claude(self) -> ClaudeAgent:
-        return self._claude
 
     def claude_settings(self) -> ClaudeSettings:
         cfg = self.config.claude

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from milk_lsp import __version__, wire
-from milk_lsp.agents.claude_cli import cli_version, resolve_cli
+from milk_lsp.agents.claude_cli import cli_version, not_found_message, resolve_cli
 from milk_lsp.engine import Engine
 
 
@@ -32,16 +32,10 @@ async def _claude_status(engine: Engine) -> wire.ClaudeStatus:
     resolved = resolve_cli(settings)
     skip = True if settings.skip_permissions else None
     if resolved.path is None:
-        where = (
-            f"claude.path ({settings.path}) does not exist"
-            if settings.path
-            else ("no `claude` on PATH and no bundled binary")
-        )
         return wire.ClaudeStatus(
             path=settings.path,
             found=False,
-            error=f"{where}: install Claude Code (npm install -g @anthropic-ai/claude-code) "
-            "or set claude.path",
+            error=not_found_message(settings),
             skip_permissions=skip,
         )
     version = await cli_version(resolved.path)

@@ -18,7 +18,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -572,9 +571,8 @@ def _session_from_row(row: sqlite3.Row) -> Session:
         value = row[column]
         if value is not None:
             setattr(session, column, value)
-    known = {f.name for f in fields(Session)}
     handoff = json.loads(row["handoff"]) if row["handoff"] else {}
     for name, value in handoff.items():
-        if name in known and name in _HANDOFF_FIELDS:
+        if name in _HANDOFF_FIELDS:
             setattr(session, name, value)
     return session

@@ -44,6 +44,27 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
+    def _json_body(self) -> Any:
+        """The request body as JSON; as text when it is not JSON (recorded as sent)."""
+        raw = self._read_body()
+        try:
+            return json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            return raw.decode("utf-8", "replace")
+
+    def _replace_script(self, body: Any) -> None:
+        """``POST /_script``: a JSON list of responses, or ``{"responses": [...]}``."""
+        responses = script_from(body)
+        if responses is None:
+            self._send_json(400, {"error": {"message": "expected a JSON list of objects"}})
+            return
+        owner: ScriptedLoopbackServer = getattr(self.server, "owner")  # noqa: B009
+        owner.set_script(responses)
+        self._send_json(200, {"ok": True, "queued": len(responses)})
+
+    def _send_json(self, status: int, payload: Any) -> None:
+        raise NotImplementedError
+
     def _wait(self, seconds: float) -> bool:
         """Sleep, waking early on stop() or when the client hangs up. False if it hung up."""
         owner: ScriptedLoopbackServer = getattr(self.server, "owner")  # noqa: B009
@@ -164,12 +185,21 @@ class ScriptedLoopbackServer:
             return self._queue.popleft()
 
 
+def script_from(loaded: Any) -> list[Response] | None:
+    """A script: a JSON list of response objects, or ``{"responses": [...]}``; None if not."""
+    responses = loaded.get("responses", []) if isinstance(loaded, dict) else loaded
+    if isinstance(responses, list) and all(isinstance(r, dict) for r in responses):
+        return responses
+    return None
+
+
 def load_script(path: Path | None) -> list[Response] | None:
-    """A script file: a JSON list of responses, or ``{"responses": [...]}``."""
+    """A script file (see `script_from`)."""
     if path is None:
         return None
-    loaded = json.loads(path.read_text(encoding="utf-8"))
-    script: list[Response] = loaded.get("responses", []) if isinstance(loaded, dict) else loaded
+    script = script_from(json.loads(path.read_text(encoding="utf-8")))
+    if script is None:
+        raise ValueError(f"{path}: expected a JSON list of response objects")
     return script
 
 

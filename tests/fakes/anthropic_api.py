@@ -246,16 +246,10 @@ class _Handler(LoopbackHandler):
         )
 
     def do_POST(self) -> None:
-        raw = self._read_body()
+        body = self._json_body()
         path = self.path.split("?", 1)[0]
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = raw.decode("utf-8", "replace")
         if path == "/_script":
-            responses = body.get("responses", []) if isinstance(body, dict) else body
-            self.server.api.set_script(list(responses or []))
-            self._send_json(200, {"ok": True, "queued": len(responses or [])})
+            self._replace_script(body)
             return
         record = self._record(body)
         if path == "/v1/messages/count_tokens":

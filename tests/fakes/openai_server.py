@@ -201,19 +201,10 @@ class _Handler(LoopbackHandler):
         self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
 
     def do_POST(self) -> None:
-        raw = self._read_body()
+        body = self._json_body()
         path = self.path.split("?", 1)[0].rstrip("/")
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = raw.decode("utf-8", "replace")
         if path == "/_script":
-            responses = body.get("responses", []) if isinstance(body, dict) else body
-            if not isinstance(responses, list) or not all(isinstance(r, dict) for r in responses):
-                self._send_json(400, {"error": {"message": "expected a JSON list of objects"}})
-                return
-            self.fake.set_script(responses)
-            self._send_json(200, {"ok": True, "queued": len(responses)})
+            self._replace_script(body)
             return
         self._record(body)
         if not path.endswith("/chat/completions"):
