@@ -77,21 +77,43 @@ class ChatPrinter:
             self._line(f"── {update.get('stopReason')}")
 
 
+_STANDARD_KEYS = {"allow_once": "o", "allow_session": "s", "deny": "d"}
+
+
 def _ask_on_terminal(params: dict[str, Any]) -> str:
+    """Ask a permission question (or the hand-off question) with the server's own labels."""
+    options = [o for o in params.get("options") or [] if isinstance(o, dict)]
     if not sys.stdin.isatty():
         sys.stderr.write(f"milk: denied {params.get('tool')} (no terminal to ask on)\n")
         return "deny"
-    prompt = (
-        f"\n{params.get('agent')} wants to run {params.get('tool')} "
-        f"{json.dumps(params.get('input'), ensure_ascii=False)[:400]}\n"
-        "  [o] allow once  [s] allow for this session  [d] deny > "
+    keys: dict[str, str] = {}
+    for number, option in enumerate(options, 1):
+        option_id = str(option.get("optionId"))
+        keys[_STANDARD_KEYS.get(option_id, str(number))] = option_id
+        keys[str(number)] = option_id
+    choices = "  ".join(
+        f"[{_STANDARD_KEYS.get(str(o.get('optionId')), str(n))}] {o.get('label')}"
+        for n, o in enumerate(options, 1)
     )
-    answer = input(prompt).strip().lower()
-    return {"o": "allow_once", "s": "allow_session"}.get(answer[:1], "deny")
+    if params.get("tool") == "hand_off_to_claude":
+        question = f"\n{params.get('description')}\n"
+    else:
+        question = (
+            f"\n{params.get('agent')} wants to run {params.get('tool')} "
+            f"{json.dumps(params.get('input'), ensure_ascii=False)[:400]}\n"
+        )
+    answer = input(f"{question}  {choices} > ").strip().lower()
+    return keys.get(answer[:1], "deny")
 
 
 async def run_chat(
-    text: str, workspace: Path, route: str, session_id: str | None, settings: dict[str, Any]
+    text: str,
+    workspace: Path,
+    route: str,
+    session_id: str | None,
+    settings: dict[str, Any],
+    *,
+    verbose: bool = False,
 ) -> int:
     client = LanguageClient("milk-chat", __version__, converter_factory=get_converter)
     printer = ChatPrinter()
@@ -108,6 +130,11 @@ async def run_chat(
     @client.feature(types.WINDOW_SHOW_MESSAGE)
     def on_show_message(ls: LanguageClient, params: types.ShowMessageParams) -> None:
         sys.stderr.write(f"milk: {params.message}\n")
+
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def on_log_message(ls: LanguageClient, params: types.LogMessageParams) -> None:
+        if verbose:  # the server's log lines; its log file has them too
+            sys.stderr.write(f"milk-lsp: {params.message}\n")
 
     @client.feature(types.WORKSPACE_CONFIGURATION)
     def on_configuration(ls: LanguageClient, params: types.ConfigurationParams) -> list[Any]:

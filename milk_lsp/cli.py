@@ -1,4 +1,5 @@
-"""Command line: serve LSP on stdio (default), `chat` from a terminal, `doctor`, `--version`.
+"""Command line: serve LSP on stdio (default), `acp` (the Agent Client Protocol on stdio),
+`chat` from a terminal, `doctor`, `--version`.
 
 stdout carries the protocol when serving: every log line goes to stderr and to a file in
 the user log dir, never to stdout.
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from milk_lsp import __version__
+from milk_lsp.redact import RedactingFilter, register_environment
 
 logger = logging.getLogger("milk_lsp")
 
@@ -28,8 +30,11 @@ def setup_logging(verbose: bool) -> Path | None:
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet = _DeliberateErrorFilter()
+    secrets = RedactingFilter()
+    register_environment()
     stderr = logging.StreamHandler(sys.stderr)
     stderr.addFilter(quiet)
+    stderr.addFilter(secrets)
     stderr.setFormatter(fmt)
     stderr.setLevel(logging.DEBUG if verbose else logging.WARNING)
     root.addHandler(stderr)
@@ -48,6 +53,7 @@ def setup_logging(verbose: bool) -> Path | None:
         return None
     file_handler.setFormatter(fmt)
     file_handler.addFilter(quiet)
+    file_handler.addFilter(secrets)
     root.addHandler(file_handler)
     return log_path
 
@@ -108,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_flags(chat)
     doctor = commands.add_parser("doctor", help="check the local model, claude and storage")
     _add_setting_flags(doctor)
+    acp = commands.add_parser("acp", help="serve the Agent Client Protocol (ACP) on stdio")
+    _add_setting_flags(acp)
     return parser
 
 
@@ -122,7 +130,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return asyncio.run(
             run_chat(
-                " ".join(args.text), workspace, args.route, args.session, _settings_from_args(args)
+                " ".join(args.text),
+                workspace,
+                args.route,
+                args.session,
+                _settings_from_args(args),
+                verbose=args.verbose,
             )
         )
     if args.command == "doctor":
@@ -130,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return asyncio.run(run_doctor(_settings_from_args(args)))
     setup_logging(args.verbose)
+    if args.command == "acp":
+        from milk_lsp.acp.server import serve as serve_acp  # the ACP SDK loads only here
+
+        return serve_acp(_settings_from_args(args))
     return serve()
 
 

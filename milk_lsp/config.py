@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 logger = logging.getLogger(__name__)
 
 APP_NAME = "milk"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Section(BaseModel):
@@ -36,6 +37,16 @@ class _Section(BaseModel):
         validate_assignment=True,
     )
 
+    @field_validator("*")
+    @classmethod
+    def _text_is_usable(cls, value: Any) -> Any:
+        """A NUL or a lone surrogate makes a path, argv or header unusable: report it once
+        here rather than fail every later use (an invalid setting keeps its previous value)."""
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and ("\x00" in text or _LONE_SURROGATE.search(text)):
+                raise ValueError("must not contain a NUL character or a lone surrogate")
+        return value
+
 
 class LocalConfig(_Section):
     base_url: str = Field(default="http://127.0.0.1:11434/v1", min_length=1)
@@ -47,6 +58,9 @@ class LocalConfig(_Section):
     """Longest silence from the model server before the turn fails (milk addition)."""
     text_tool_calls: bool = True
     """Run a reply that is only a tool call written as JSON text as that call (milk addition)."""
+    hand_off: Literal["ask", "auto", "off"] = "ask"
+    """On route `auto`, what happens when the local part of a turn visibly fails: ask the
+    user whether Claude takes over, hand over without asking, or end the turn as failed."""
 
 
 class ClaudeConfig(_Section):

@@ -75,29 +75,32 @@ class EditorBridge:
     async def ask_permission(self, params: dict[str, Any]) -> str:
         """milk/requestPermission, or window/showMessageRequest for clients without it."""
         option_ids: list[str] = params["options"]
+        labels: dict[str, str] = {**wire.PERMISSION_LABELS, **params.get("labels", {})}
         if self.asks_milk_permission:
             request = wire.RequestPermissionParams.model_validate(
-                {**params, "options": wire.permission_options(option_ids)}
+                {**params, "options": wire.permission_options(option_ids, labels)}
             )
             answer = await self._request(wire.REQUEST_PERMISSION, request.to_wire())
             if isinstance(answer, dict) and answer.get("optionId") in option_ids:
                 return str(answer["optionId"])
             return "deny"
-        labels = {wire.PERMISSION_LABELS[oid]: oid for oid in option_ids}
+        by_label = {labels[oid]: oid for oid in option_ids}
         tool_input = _short_json(params.get("input"))
         message = f"{params['agent']} wants to use {params['tool']}: {tool_input}"
-        if params.get("description"):
+        if params.get("labels") and params.get("description"):  # a question of milk's own
+            message = str(params["description"])
+        elif params.get("description"):
             message = f"{message}\n{params['description']}"
         show = types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=message,
-            actions=[types.MessageActionItem(title=label) for label in labels],
+            actions=[types.MessageActionItem(title=label) for label in by_label],
         )
         answer = await self._request(types.WINDOW_SHOW_MESSAGE_REQUEST, show)
         title = getattr(answer, "title", None)
         if title is None and isinstance(answer, dict):
             title = answer.get("title")
-        return labels.get(str(title), "deny") if title is not None else "deny"
+        return by_label.get(str(title), "deny") if title is not None else "deny"
 
     async def _request(self, method: str, params: Any) -> Any:
         """A server→client request that is cancelled on the client when we stop waiting."""

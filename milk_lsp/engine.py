@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from milk_lsp import prompts
+from milk_lsp import handoff, prompts
 from milk_lsp.agents.base import (
     AgentEvent,
     ClaudeSessionStarted,
     EscalationRequested,
     FailureReason,
+    LocalGaveUp,
+    LocalSignal,
     TurnDone,
     TurnFailed,
 )
@@ -35,6 +37,8 @@ from milk_lsp.context import (
     generate_nonce,
 )
 from milk_lsp.escalation import EscalationBook, claude_prompt_for_escalate
+from milk_lsp.redact import redact
+from milk_lsp.redact import register as redact_register
 from milk_lsp.sessions.bricks import is_empty_claude_run, render_brick
 from milk_lsp.sessions.model import (
     Agent,
@@ -127,6 +131,7 @@ class Engine:
             from milk_lsp.agents.local import LocalAgent, LocalSettings
 
             cfg = self.config.local
+            redact_register(cfg.api_key)
             self._local = LocalAgent(
                 LocalSettings(
                     base_url=cfg.base_url,
@@ -193,7 +198,11 @@ class Engine:
                 )
             return self.workspaces[0]
         path = uri_to_path(uri)
-        if path is None or not path.is_dir():
+        try:
+            found = path is not None and path.is_dir()
+        except OSError:  # a name too long for the file system, say: no such folder
+            found = False
+        if path is None or not found:
             raise EngineError("workspace_unknown", f"workspace folder not found: {uri}")
         return str(path.resolve())
 
@@ -229,10 +238,11 @@ class Engine:
         return task is not None and not task.done()
 
     def storage(self, action: Callable[[], T]) -> T:
-        """Run a store call, turning its failure into `storage_failed`."""
+        """Run a store call, turning its failure into `storage_failed`. The store raises
+        `StorageError` for every SQLite and disk failure; `OSError` is the belt to that."""
         try:
             return action()
-        except StorageError as exc:
+        except (StorageError, OSError) as exc:
             raise EngineError("storage_failed", str(exc)) from exc
 
     # ---- turns ----------------------------------------------------------------------
@@ -340,9 +350,11 @@ class Engine:
             self.store.begin_turn(session, user_record)
         except SessionClaimed as exc:
             raise EngineError("session_busy", f"{exc}; cancel it there or wait") from exc
-        except (StorageError, EngineError) as exc:
+        except (StorageError, EngineError, OSError) as exc:
             raise EngineError("storage_failed", f"could not store the message: {exc}") from exc
         turn.update("turn_started", agent=plan.agent.value, route=plan.route, reason=plan.reason)
+        if session.damaged:  # the end of this turn writes the session's fields back whole
+            turn.notice("warning", _damaged_notice(session.damaged))
         title = "milk: Claude" if plan.agent is Agent.CLAUDE else "milk: local"
         stop: StopReason = "end_turn"
         escalated: Escalated | None = None
@@ -352,17 +364,26 @@ class Engine:
                     self.bridge.progress_begin(title), PROGRESS_CREATE_SECONDS
                 )
             if plan.agent is Agent.LOCAL:
-                request = await self._local_part(session, turn, text, plan.offer_escalation)
-                if request is not None:
-                    escalated = Escalated(by="agent", reason=request.reason)
-                    session.escalation_brief = _cap(request.reason, BRIEF_MAX_CHARS)
+                outcome = await self._local_part(session, turn, text, plan)
+                hand_off: tuple[Literal["agent", "fallback"], str, str] | None = None
+                if isinstance(outcome, EscalationRequested):
+                    hand_off = ("agent", outcome.reason, outcome.reason)
+                elif isinstance(outcome, LocalGaveUp) and await self._hand_off_wanted(
+                    turn, plan, outcome
+                ):
+                    reason = handoff.reason_text(outcome)
+                    hand_off = ("fallback", reason, handoff.brief(outcome, display_text))
+                if hand_off is not None:
+                    by, reason, brief = hand_off
+                    escalated = Escalated(by=by, reason=reason)
+                    session.escalation_brief = _cap(brief, BRIEF_MAX_CHARS)
                     if not session.current_need:  # Claude gets at least the user's ask as goal
                         session.current_need = _cap(" ".join(display_text.split()), NEED_MAX_CHARS)
                         session.current_need_set_at = user_record.position
                         turn.update("need", currentNeed=session.current_need)
                     self._refresh_local_brick(session, turn)
                     self.bridge.progress_report(turn.progress_token, "escalating to Claude")
-                    stop = await self.escalations.run(session, turn, text, "agent", request.reason)
+                    stop = await self.escalations.run(session, turn, text, by, reason)
                 else:
                     stop = "error" if turn.failure else "end_turn"
             else:
@@ -374,13 +395,10 @@ class Engine:
         except asyncio.CancelledError:
             stop = "cancelled"
             turn.flush_text()
-        except EngineError as exc:
-            reason = (
-                FailureReason.STORAGE_FAILED
-                if exc.reason == "storage_failed"
-                else FailureReason.INTERNAL
-            )
-            turn.failure = (reason, exc.message)
+        except (EngineError, StorageError) as exc:
+            storage = isinstance(exc, StorageError) or exc.reason == "storage_failed"
+            reason = FailureReason.STORAGE_FAILED if storage else FailureReason.INTERNAL
+            turn.failure = (reason, str(exc))
             stop = "error"
         except Exception as exc:  # a bug must end the turn, not the server
             logger.exception("turn %s failed", turn_id)
@@ -390,9 +408,35 @@ class Engine:
             stop = "error"
         return self._finish(session, turn, stop, escalated)
 
+    async def _hand_off_wanted(self, turn: Turn, plan: _Plan, gave_up: LocalGaveUp) -> bool:
+        """Whether Claude takes over a failed local part; if not, the turn's failure says
+        why (route `auto` only, per `local.handOff`)."""
+        mode = self.config.local.hand_off
+        timeout = self.config.claude.permission_timeout_seconds
+        if plan.route != "auto" or not plan.offer_escalation:
+            kept = ""  # the user chose the local model
+        elif mode == "off":
+            kept = "Hand-off to Claude is off (local.handOff)."
+        elif self.claude_path() is None:
+            kept = "Claude Code was not found, so it could not take over."
+        elif mode == "auto" or await handoff.ask_user(turn, gave_up, timeout):
+            return True
+        else:
+            kept = "You kept the local answer."
+        turn.failure = handoff.failure(gave_up, kept)
+        if gave_up.signal is LocalSignal.MODEL_UNREACHABLE and self.claude_path() is not None:
+            turn.notice(
+                "info",
+                "The local model is unreachable; you can still ask Claude (Escalate, or route "
+                "claude).",
+            )
+        return False
+
     async def _local_part(
-        self, session: Session, turn: Turn, text: str, offer_escalation: bool
-    ) -> EscalationRequested | None:
+        self, session: Session, turn: Turn, text: str, plan: _Plan
+    ) -> EscalationRequested | LocalGaveUp | None:
+        """The local agent's part of the turn: its escalation or failure signal, if any."""
+        offer_escalation = plan.offer_escalation
         turn.start_part(Agent.LOCAL)
         session.state = SessionState.LOCAL
         percepts = self.storage(lambda: self.store.percepts(session.workspace_folder))
@@ -400,47 +444,36 @@ class Engine:
             lambda: self.store.recent_turn_records(session.id, prompts.HISTORY_TURNS + 1)
         )
         history = [record for record in history if record.turn_id != turn.turn_id]
+        notes = prompts.session_notes(session.escalation_nonce, session.current_need, percepts)
         messages = [
             {
                 "role": "system",
-                "content": prompts.local_system_prompt(
-                    session.workspace_folder,
-                    session.escalation_nonce,
-                    session.current_need,
-                    percepts,
-                    offer_escalation,
-                ),
+                "content": prompts.local_system_prompt(session.workspace_folder, offer_escalation),
             },
             *prompts.history_messages(history),
-            {"role": "user", "content": text},
+            {"role": "user", "content": f"{text}\n\n{notes}"},
         ]
         tools = WorkspaceTools(
             Path(session.workspace_folder),
             TurnHost(turn, self.config.claude.permission_timeout_seconds),
         )
-        escalation: EscalationRequested | None = None
+        outcome: EscalationRequested | LocalGaveUp | None = None
+        cut_short = plan.route == "auto" and offer_escalation
         async with aclosing(
-            self.local.run(messages, tools, offer_escalation=offer_escalation)
+            self.local.run(messages, tools, offer_escalation=offer_escalation, cut_short=cut_short)
         ) as events:
             async for event in events:
-                if isinstance(event, EscalationRequested):
-                    escalation = event
+                if isinstance(event, EscalationRequested | LocalGaveUp):
+                    outcome = event
+                    break
+                if isinstance(event, TurnFailed) and (gave_up := handoff.from_model_failure(event)):
+                    outcome = gave_up
                     break
                 self._apply(turn, event)
         turn.flush_text()
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
-        if (
-            turn.failure is not None
-            and turn.failure[0] is FailureReason.LOCAL_UNREACHABLE
-            and self.claude_path() is not None
-        ):
-            turn.notice(
-                "info",
-                "The local model is unreachable; you can still ask Claude (Escalate, or route "
-                "claude).",
-            )
-        return escalation
+        return outcome
 
     def _apply(self, turn: Turn, event: AgentEvent) -> None:
         match event:
@@ -464,37 +497,29 @@ class Engine:
     def _finish(
         self, session: Session, turn: Turn, stop: StopReason, escalated: Escalated | None
     ) -> TurnResult:
-        status = {
-            "end_turn": RecordStatus.OK,
-            "max_turns": RecordStatus.OK,
-            "cancelled": RecordStatus.CANCELLED,
-            "error": RecordStatus.ERROR,
-        }[stop]
-        answers = [part.record(turn.turn_id) for part in turn.parts if not part.is_empty]
-        if session.state in (SessionState.LOCAL, SessionState.ESCALATION):
-            session.state = SessionState.ROUTING
+        """Save the turn and end it. Whatever saving does, the turn ends: its failure gets
+        the error notice, `turn_ended` and the progress end, and the claim is released."""
         last_agent = turn.parts[-1].agent if turn.parts else Agent.LOCAL
-        session.active_agent = last_agent
         try:
-            if turn.percepts:
-                for agent in (Agent.LOCAL, Agent.CLAUDE):
-                    texts = [text for who, text in turn.percepts if who is agent]
-                    if texts:
-                        self.store.add_percepts(session.workspace_folder, texts, agent)
-            self.store.finish_turn(session, turn.turn_id, status, answers, self._rebuild_bricks)
-        except (StorageError, EngineError) as exc:
+            self._save(session, turn, stop, last_agent)
+        except (StorageError, EngineError, OSError) as exc:
             logger.error("turn %s: storage failed: %s", turn.turn_id, exc)
-            with suppress(StorageError, EngineError):  # never leave the session claimed
-                self.store.release_turn(session.id, turn.turn_id)
+            self._release(session, turn)
             turn.failure = (
                 FailureReason.STORAGE_FAILED,
                 f"the turn could not be saved: {exc}. Free disk space or check "
                 f"{self.config.storage_path()}.",
             )
             stop = "error"
+        except Exception as exc:  # a bug in saving must still end the turn
+            logger.exception("turn %s: saving failed", turn.turn_id)
+            self._release(session, turn)
+            turn.failure = (FailureReason.INTERNAL, f"internal error saving the turn: {exc}")
+            stop = "error"
         error = None
         if stop == "error" and turn.failure is not None:
             reason, message = turn.failure
+            message = redact(message)
             error = TurnError(reason=reason.value, message=message)
             turn.notice("error", message)
         turn.update("turn_ended", agent=last_agent.value, stopReason=stop)
@@ -513,11 +538,39 @@ class Engine:
             turn_id=turn.turn_id,
             agent=last_agent.value,
             stop_reason=stop,
-            text=turn.text,
+            text=redact(turn.text),
             escalated=escalated,
             usage=usage,
             error=error,
         )
+
+    def _save(self, session: Session, turn: Turn, stop: StopReason, last_agent: Agent) -> None:
+        """Store the turn's percepts and answers, its final status and the session."""
+        status = {
+            "end_turn": RecordStatus.OK,
+            "max_turns": RecordStatus.OK,
+            "cancelled": RecordStatus.CANCELLED,
+            "error": RecordStatus.ERROR,
+        }[stop]
+        answers = [part.record(turn.turn_id) for part in turn.parts if not part.is_empty]
+        if session.state in (SessionState.LOCAL, SessionState.ESCALATION):
+            session.state = SessionState.ROUTING
+        session.active_agent = last_agent
+        if turn.percepts:
+            for agent in (Agent.LOCAL, Agent.CLAUDE):
+                texts = [text for who, text in turn.percepts if who is agent]
+                if texts:
+                    self.store.add_percepts(session.workspace_folder, texts, agent)
+        self.store.finish_turn(session, turn.turn_id, status, answers, self._rebuild_bricks)
+
+    def _release(self, session: Session, turn: Turn) -> None:
+        """Give up the session's claim after a failed save (never leave it claimed)."""
+        try:
+            self.store.release_turn(session.id, turn.turn_id)
+        except (StorageError, EngineError, OSError) as exc:
+            # This process's own claim does not block its next turn; others see it until
+            # this process ends.
+            logger.error("turn %s: could not release the session: %s", turn.turn_id, exc)
 
     def _rebuild_bricks(self, reader: StoreReader, session: Session) -> tuple[str, str]:
         budget = self.config.context_budget_chars
@@ -558,6 +611,13 @@ async def _close_after(turns: list[asyncio.Task[TurnResult]], local: LocalAgent)
 
 def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _damaged_notice(fields: list[str]) -> str:
+    return (
+        f"Part of this session's stored state could not be read ({', '.join(fields)}) and "
+        "was replaced by defaults; this turn saves the session again."
+    )
 
 
 def _busy(session_id: str) -> EngineError:

@@ -113,10 +113,10 @@ class EscalationBook:
         session: Session,
         turn: Turn,
         text: str,
-        by: Literal["user", "agent"],
+        by: Literal["user", "agent", "fallback"],
         reason: str,
     ) -> StopReason:
-        plan = self.plan(session, by_agent=by == "agent")
+        plan = self.plan(session, by_agent=by != "user")
         turn.update(
             "escalated",
             by=by,
@@ -133,7 +133,7 @@ class EscalationBook:
                 "with the full session context.",
             )
             turn.failure = None
-            plan = self.plan(session, by_agent=by == "agent", resume_rejected=True)
+            plan = self.plan(session, by_agent=by != "user", resume_rejected=True)
             attempt = await self._attempt(session, turn, text, plan)
         if attempt == "end_turn":
             self._after_success(session, turn, plan)

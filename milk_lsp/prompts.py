@@ -1,8 +1,10 @@
 """The local agent's conversation: its system prompt and the messages of one turn.
 
-The local model gets the same need and percept instructions as Claude (with the session's
-nonce), the current need and remembered facts, and a budget-bounded tail of the session's
-history, so a long session costs the same per turn as a short one.
+The local model gets a system prompt that is byte-identical for every session and turn of a
+workspace (the model server caches it with the tool specs), a budget-bounded tail of the
+session's history (a long session costs the same per turn as a short one), and the turn's
+message followed by the session notes: the need and percept instructions with the session's
+nonce, the current need and remembered facts.
 """
 
 from __future__ import annotations
@@ -20,44 +22,54 @@ HISTORY_TURNS = 20
 ATTACHMENT_CAP_CHARS = 20000
 
 _LOCAL_IDENTITY = """\
-You are milk's local coding agent, running inside the user's editor on the workspace folder
-{workspace}. Work with the tools you are given: read, list and search files before you
-answer questions about them; edit files with exact-string replacements; run commands only
-when they are needed (the user is asked before each edit or command). Paths are relative
-to the workspace folder. Answer concisely, in Markdown."""
+You are milk's local coding agent inside the user's editor. You work on the workspace folder
+{workspace} through the tools you are given. Paths are relative to that folder.
+
+How you work:
+- To learn anything about the code, call a tool: list_directory, search_text, read_file.
+  Make the call; never describe it, never write it as text, never tell the user to run it.
+- One step at a time: make one tool call, read its result, then decide the next step.
+- Before edit_file, call read_file on that file and copy old_text exactly from what it
+  returned, with the same indentation. If an edit fails, read the file again and retry.
+- When the change is made, say in one or two sentences what you changed. Never ask the user
+  to make a change for you.
+- Answer from what the tools showed you, briefly, in Markdown, naming files and lines.
+- Use only the tools listed. Do not invent tools. The user is asked before each edit or
+  command."""
 
 _ESCALATE_HINT = """\
-When a task is beyond you (a deep bug, a large refactor, a design question, or you are
-stuck after a few attempts), call escalate_to_claude with a one-sentence reason: Claude
-Code takes over this turn with a summary of the session."""
+- When the task is beyond you (a design question, a change across many files, a bug you
+  cannot find, or an answer you are not sure of), call escalate_to_claude with a reason
+  instead of guessing or giving up: Claude Code, a stronger agent, takes over this turn
+  with a summary of the session."""
 
-_NEED_INSTRUCTION = """\
-[Milk current-need tracking]
-When the user starts a new task or changes goal, and on the first message when no goal is
-known, write the goal as one sentence inside <milk:need:{nonce}>…</milk:need:{nonce}>.
-milk removes the tag before the user sees your answer."""
-
-_PERCEPT_INSTRUCTION = """\
-[Milk shared memory]
-When you learn a durable, reusable fact about the user or the project (a preference, a
-decision, a constraint, where something lives), write it as one sentence inside
-<milk:percept:{nonce}>…</milk:percept:{nonce}>, one fact per tag. Skip task progress and
-anything obvious from the code. milk removes the tag and remembers the fact."""
+_SESSION_NOTES = """\
+[milk session notes]
+{known}If this message starts a new task or changes the goal, write the goal as one sentence
+inside <milk:need:{nonce}>…</milk:need:{nonce}>. Write a durable fact about the user or the
+project that you learn (a preference, a decision, where something lives) inside
+<milk:percept:{nonce}>…</milk:percept:{nonce}>, one per tag. milk removes these tags."""
 
 
-def local_system_prompt(
-    workspace: str, nonce: str, current_need: str, percepts: Sequence[str], offer_escalation: bool
-) -> str:
+def local_system_prompt(workspace: str, offer_escalation: bool) -> str:
+    """The local model's system prompt: the same bytes for every session and turn of a
+    workspace, so the model server's prefix cache covers it and the tool specs after it
+    (session-specific notes go after the history, see `session_notes`)."""
     parts = [_LOCAL_IDENTITY.format(workspace=workspace)]
     if offer_escalation:
         parts.append(_ESCALATE_HINT)
-    parts.append(_NEED_INSTRUCTION.format(nonce=nonce))
-    parts.append(_PERCEPT_INSTRUCTION.format(nonce=nonce))
+    return "\n".join(parts)
+
+
+def session_notes(nonce: str, current_need: str, percepts: Sequence[str]) -> str:
+    """What varies by session (the tag nonce, the goal, remembered facts), appended to the
+    turn's own user message so it never invalidates the cached prefix before it."""
+    known = ""
     if current_need:
-        parts.append(f"[Current user goal]\n{current_need}")
+        known += f"Current goal: {current_need}\n"
     if percepts:
-        parts.append("[Remembered facts]\n" + "\n".join(f"- {fact}" for fact in percepts))
-    return "\n\n".join(parts)
+        known += "Remembered facts:\n" + "".join(f"- {fact}\n" for fact in percepts)
+    return _SESSION_NOTES.format(known=known, nonce=nonce)
 
 
 def history_messages(records: Sequence[TurnRecord]) -> list[dict[str, Any]]:

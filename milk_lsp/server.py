@@ -1,6 +1,7 @@
 """The pygls glue: every handler parses its params, calls the engine and maps the result.
 
-This module and `editor.py` are the only ones that import pygls/lsprotocol.
+This module, `protocol.py` (reading and writing messages) and `editor.py` are the only ones
+that import pygls/lsprotocol.
 """
 
 from __future__ import annotations
@@ -8,19 +9,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Generator, Iterator
-from typing import Any
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from milk_lsp import __version__, wire
 from milk_lsp.config import MilkConfig, load_user_file, merge_settings
 from milk_lsp.editor import EditorBridge
 from milk_lsp.engine import Engine, EngineError
+from milk_lsp.framing import FrameReader
+from milk_lsp.orphans import sweep as sweep_orphans
+from milk_lsp.protocol import MilkProtocol, serve_frames
 from milk_lsp.status import collect_status
 from milk_lsp.views import context_preview, session_detail, session_info
 from milk_lsp.workspace import uri_to_path
@@ -28,18 +34,6 @@ from milk_lsp.workspace import uri_to_path
 logger = logging.getLogger(__name__)
 
 CONFIG_WAIT_SECONDS = 5.0
-
-
-class MilkProtocol(LanguageServerProtocol):
-    """Adds `capabilities.experimental.milk` to the initialize result."""
-
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(
-        self, params: types.InitializeParams
-    ) -> Generator[Any, Any, types.InitializeResult]:
-        result: types.InitializeResult = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"milk": {"protocolVersion": wire.PROTOCOL_VERSION}}
-        return result
 
 
 class MilkServer(LanguageServer):
@@ -57,6 +51,22 @@ class MilkServer(LanguageServer):
         """Defaults < user file < initializationOptions: what workspace settings merge over."""
         self.config_ready = asyncio.Event()
         """Set once the settings pulled at `initialized` are in force; requests wait for it."""
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve on stdio, reading with milk's framing (`protocol.serve_frames`) in place of
+        pygls' reader, which dies on an absurd Content-Length and drops malformed messages."""
+        self._stop_event = threading.Event()
+        reader = FrameReader(stdin or sys.stdin.buffer)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        assert isinstance(self.protocol, MilkProtocol)
+        try:
+            asyncio.run(serve_frames(reader, self.protocol, self._stop_event, self.thread_pool))
+        except BrokenPipeError:
+            logger.error("the connection to the client is lost; stopping")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
 
     def settle_config(
         self, raw: Any, source: str, over: MilkConfig, previous: MilkConfig | None = None
@@ -135,6 +145,7 @@ def _request_failed() -> Iterator[None]:
 
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: MilkServer, params: types.InitializeParams) -> None:
+    sweep_orphans()  # kill what runs of dead milk-lsp servers left running (Linux)
     ls.bridge.set_client_capabilities(params.capabilities)
     folders = [f.uri for f in params.workspace_folders or []]
     if not folders and params.root_uri:

@@ -8,12 +8,25 @@ from milk_lsp import __version__, wire
 from milk_lsp.agents.claude_cli import cli_version, not_found_message, resolve_cli
 from milk_lsp.engine import Engine
 
+STATUS_ATTEMPTS = 3
+
 
 async def collect_status(engine: Engine) -> wire.Status:
-    local_cfg = engine.config.local
-    (reachable, model, local_error), claude = await asyncio.gather(
-        engine.local.probe(), _claude_status(engine)
-    )
+    """Checked again when the settings change during the check: the answer is of one set of
+    settings, and the old local client (which the change closes) is not used after."""
+    for attempt in range(STATUS_ATTEMPTS):
+        config = engine.config
+        try:
+            (reachable, model, local_error), claude = await asyncio.gather(
+                engine.local.probe(), _claude_status(engine)
+            )
+        except RuntimeError:  # httpx: the client was closed by the settings change
+            if engine.config is config or attempt == STATUS_ATTEMPTS - 1:
+                raise
+            continue
+        if engine.config is config:
+            break
+    local_cfg = config.local
     return wire.Status(
         version=__version__,
         local=wire.LocalStatus(
@@ -23,7 +36,7 @@ async def collect_status(engine: Engine) -> wire.Status:
             error=local_error,
         ),
         claude=claude,
-        storage=str(engine.config.storage_path()),
+        storage=str(config.storage_path()),
     )
 
 

@@ -27,6 +27,7 @@ from milk_lsp.agents.base import (
     ToolStatus,
     UsageEvent,
 )
+from milk_lsp.redact import redact_value
 from milk_lsp.sessions.model import Agent, Role, ToolCallRecord, TurnRecord
 from milk_lsp.tags import TagInterceptor
 
@@ -140,7 +141,9 @@ class Turn:
         self._seq += 1
         payload = {"sessionId": self.session_id, "turnId": self.turn_id, "seq": self._seq}
         payload["kind"] = kind
-        payload.update({key: value for key, value in fields.items() if value is not None})
+        payload.update(
+            {key: redact_value(value) for key, value in fields.items() if value is not None}
+        )
         self.bridge.send_update(payload)
 
     def notice(self, severity: str, message: str) -> None:

@@ -29,6 +29,7 @@ def session_info(session: Session) -> wire.SessionInfo:
         turn_count=session.turn_count,
         current_need=session.current_need or None,
         claude_session_id=session.claude_session_id or None,
+        damaged=list(session.damaged) or None,
     )
 
 
@@ -65,6 +66,7 @@ def turn_record(record: TurnRecord) -> wire.TurnRecordWire:
         tool_calls=calls or None,
         status=record.status.value,
         created_at=iso(record.created_at),
+        damaged=list(record.damaged) or None,
     )
 
 

@@ -6,9 +6,10 @@ Nothing else in the package spells a method name.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+import re
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION = 1
@@ -65,13 +66,59 @@ def parse(model: type[M], raw: Any) -> M:
     if raw is None:
         raw = {}
     try:
-        return model.model_validate(raw)
+        parsed = model.model_validate(raw)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
             field = ".".join(str(part) for part in error["loc"]) or "params"
             problems.append(f"{field}: {error['msg']}")
         raise ParamsError("invalid params: " + "; ".join(problems)) from None
+    where = _lone_surrogate_at(parsed.model_dump(by_alias=True))
+    if where is not None:
+        # Not storable as UTF-8 (SQLite, files, the model's request would all fail later).
+        raise ParamsError(f"invalid params: {where}: contains a lone surrogate (not valid Unicode)")
+    return parsed
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate_at(value: Any) -> str | None:
+    """The dotted path of the first string (or key) holding a lone surrogate, if any."""
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return path or "params"
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if isinstance(key, str) and _LONE_SURROGATE.search(key):
+                    return f"{path}.{key}".lstrip(".") or "params"
+                pending.append((f"{path}.{key}".lstrip("."), sub))
+        elif isinstance(item, list | tuple):
+            pending.extend((f"{path}.{i}".lstrip("."), sub) for i, sub in enumerate(item))
+    return None
+
+
+# ---- bounds of incoming strings and numbers --------------------------------------------
+
+MAX_ID_CHARS = 256
+MAX_URI_CHARS = 4096
+MAX_TITLE_CHARS = 1000
+MAX_TURN_LIMIT = 1_000_000
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+SessionId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_no_nul)]
+Uri = Annotated[str, Field(max_length=MAX_URI_CHARS), AfterValidator(_no_nul)]
+"""A `file://` URI or path: longer ones cannot name a file (PATH_MAX is 4096 bytes)."""
+Title = Annotated[str, Field(max_length=MAX_TITLE_CHARS), AfterValidator(_no_nul)]
 
 
 # ---- params ---------------------------------------------------------------------------
@@ -88,45 +135,45 @@ class Range(WireModel):
 
 
 class ContextItem(WireModel):
-    uri: str
+    uri: Uri
     range: Range | None = None
     text: str | None = None
 
 
 class SessionNewParams(WireModel):
-    workspace_folder: str | None = None
-    title: str | None = None
+    workspace_folder: Uri | None = None
+    title: Title | None = None
 
 
 class SessionListParams(WireModel):
-    workspace_folder: str | None = None
+    workspace_folder: Uri | None = None
 
 
 class SessionGetParams(WireModel):
-    session_id: str = Field(min_length=1)
-    limit: int = Field(default=50, ge=1)
+    session_id: SessionId
+    limit: int = Field(default=50, ge=1, le=MAX_TURN_LIMIT)
 
 
 class SessionIdParams(WireModel):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
 
 
 class ChatParams(WireModel):
-    session_id: str | None = None
-    workspace_folder: str | None = None
+    session_id: SessionId | None = None
+    workspace_folder: Uri | None = None
     text: str = Field(min_length=1)
     route: Route | None = None
     context: list[ContextItem] = Field(default_factory=list)
 
 
 class EscalateParams(WireModel):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
     text: str | None = None
     reason: str | None = None
 
 
 class ContextParams(WireModel):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
     reason: str | None = None
 
 
@@ -144,6 +191,8 @@ class SessionInfo(WireModel):
     turn_count: int
     current_need: str | None = None
     claude_session_id: str | None = None
+    damaged: list[str] | None = None
+    """Stored fields that could not be read (replaced by defaults); left out when none."""
 
 
 class ToolCallWire(WireModel):
@@ -162,6 +211,8 @@ class TurnRecordWire(WireModel):
     tool_calls: list[ToolCallWire] | None = None
     status: Literal["ok", "cancelled", "error"]
     created_at: str
+    damaged: list[str] | None = None
+    """Stored fields that could not be read (replaced by defaults); left out when none."""
 
 
 class Bricks(WireModel):
@@ -186,7 +237,9 @@ class Usage(WireModel):
 
 
 class Escalated(WireModel):
-    by: Literal["user", "agent"]
+    by: Literal["user", "agent", "fallback"]
+    """`fallback`: milk handed the turn over because the local part failed (`reason`
+    names the signal)."""
     reason: str
 
 
@@ -265,8 +318,13 @@ class RequestPermissionResult(WireModel):
     option_id: str
 
 
-def permission_options(option_ids: list[str]) -> list[PermissionOptionWire]:
+def permission_options(
+    option_ids: list[str], labels: dict[str, str] | None = None
+) -> list[PermissionOptionWire]:
+    """The options of a question; `labels` overrides the standard ones (the hand-off
+    question reuses `allow_once`/`deny` with its own words)."""
+    chosen = {**PERMISSION_LABELS, **(labels or {})}
     return [
-        PermissionOptionWire.model_validate({"optionId": oid, "label": PERMISSION_LABELS[oid]})
+        PermissionOptionWire.model_validate({"optionId": oid, "label": chosen[oid]})
         for oid in option_ids
     ]

@@ -7,6 +7,7 @@ from contextlib import suppress
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from milk_lsp.agents.confined import read_text_inside
 from milk_lsp.wire import ContextItem
 
 
@@ -49,9 +50,9 @@ def _attached_text(
     if path is None:
         return None
     text = open_text(path)
-    if text is None and path.is_file() and path.resolve().is_relative_to(workspace):
-        with suppress(OSError, UnicodeDecodeError):
-            text = path.read_text(encoding="utf-8")
+    if text is None:
+        with suppress(OSError, UnicodeDecodeError):  # OSError: a name too long, say
+            text = read_text_inside(workspace, path)
     return text
 
 

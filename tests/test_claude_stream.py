@@ -90,13 +90,29 @@ def test_text_and_thinking_stream_token_level_without_duplicates() -> None:
     thinking = [e.text for e in events if isinstance(e, ThinkingDelta)]
     assert "".join(thinking) == "Let me think."
     assert len(thinking) > 1
-    usage = [e for e in events if isinstance(e, UsageEvent)]
-    assert len(usage) == 1
-    assert usage[0].input_tokens > 0
-    assert usage[0].output_tokens > 0
-    assert usage[0].cache_read_tokens == 0
-    assert usage[0].cost_usd is not None
+    # per API call as it ends (message_delta), then the result adds the cost
+    per_call, final = [e for e in events if isinstance(e, UsageEvent)]
+    assert per_call.input_tokens > 0
+    assert per_call.output_tokens > 0
+    assert per_call.cache_read_tokens == 0
+    assert per_call.cost_usd is None
+    assert (final.input_tokens, final.output_tokens) == (0, 0), "nothing counted twice"
+    assert final.cost_usd is not None
     assert outcome == TurnDone("end_turn")
+
+
+def test_usage_per_api_call_sums_to_the_results_total() -> None:
+    """Two API calls (a tool round): two usage events that add up to the CLI's total."""
+    mapper = StreamMapper()
+    lines = [json.loads(line) for line in (DATA / "tool_allow.ndjson").read_text().splitlines()]
+    events = [event for msg in lines for event in mapper.feed(msg)]
+    usage = [e for e in events if isinstance(e, UsageEvent)]
+    calls = [e for e in usage if e.cost_usd is None]
+    assert len(calls) == 2
+    result = next(msg for msg in lines if msg.get("type") == "result")
+    assert sum(e.input_tokens for e in usage) == result["usage"]["input_tokens"]
+    assert sum(e.output_tokens for e in usage) == result["usage"]["output_tokens"]
+    assert usage[-1].cost_usd == result["total_cost_usd"]
 
 
 def test_tool_allowed_goes_pending_running_completed_with_result() -> None:

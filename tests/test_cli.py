@@ -317,6 +317,9 @@ def test_chat_writes_only_the_conversation_to_stdout(runs: Runs) -> None:
     run = runs.chat_ok
     for line in run.stdout.splitlines():
         assert " INFO " not in line and " WARNING " not in line and "Traceback" not in line
+    # the server's window/logMessage notifications are handled (shown only with -v)
+    assert "Ignoring notification" not in run.stderr, run.stderr
+    assert "unknown method" not in run.stderr, run.stderr
 
 
 def test_chat_failed_turn_exits_nonzero_with_the_reason(runs: Runs) -> None:

@@ -23,6 +23,8 @@ from milk_lsp.agents.base import (
     AgentEvent,
     EscalationRequested,
     FailureReason,
+    LocalGaveUp,
+    LocalSignal,
     NoticeEvent,
     TextDelta,
     ThinkingDelta,
@@ -122,9 +124,15 @@ async def collect(
     *,
     offer_escalation: bool = False,
     messages: list[dict[str, Any]] | None = None,
+    cut_short: bool = False,
 ) -> list[AgentEvent]:
     async with aclosing(
-        agent.run(messages or list(MESSAGES), tools, offer_escalation=offer_escalation)
+        agent.run(
+            messages or list(MESSAGES),
+            tools,
+            offer_escalation=offer_escalation,
+            cut_short=cut_short,
+        )
     ) as events:
         return [event async for event in events]
 
@@ -609,10 +617,12 @@ async def test_max_tool_rounds_exceeded(server: FakeOpenAIServer) -> None:
         events = await collect(local, tools)
     finally:
         await local.aclose()
-    failed = failure(events)
-    assert failed.reason is FailureReason.TOOL_ROUNDS_EXCEEDED
-    assert "2 rounds" in failed.message
-    assert "local.maxToolRounds" in failed.message
+    gave_up = events[-1]
+    assert isinstance(gave_up, LocalGaveUp), events
+    assert gave_up.signal is LocalSignal.ROUND_LIMIT
+    assert "2 rounds" in gave_up.detail
+    assert "local.maxToolRounds" in gave_up.detail
+    assert len(gave_up.tried) == 2
     assert len(tools.calls) == 2
     assert len(server.requests) == 3
 
@@ -756,8 +766,10 @@ async def test_reasoning_field_variants_and_empty_reply_notice() -> None:
     finally:
         await local.aclose()
     assert [e.text for e in events if isinstance(e, ThinkingDelta)] == ["a", "b", "c"]
-    assert any(isinstance(e, NoticeEvent) and "only reasoning" in e.message for e in events)
-    assert events[-1] == TurnDone()
+    gave_up = events[-1]
+    assert isinstance(gave_up, LocalGaveUp)
+    assert gave_up.signal is LocalSignal.EMPTY_REPLY
+    assert "only reasoning" in gave_up.detail
 
 
 async def test_server_that_ignores_stream_true() -> None:
@@ -1093,23 +1105,11 @@ async def test_text_escalation_call(server: FakeOpenAIServer, agent: LocalAgent)
 @pytest.mark.parametrize(
     "text",
     [
-        NOT_TEXT_CALLS["not-offered"],
-        NOT_TEXT_CALLS["prose-before"],
-        NOT_TEXT_CALLS["prose-after"],
-        NOT_TEXT_CALLS["prose-after-fence"],
         NOT_TEXT_CALLS["data-json"],
-        f'{{"name": "{ESCALATE_TOOL_NAME}", "arguments": {{"reason": "not offered"}}}}',
+        "```python\nconfig = {'name': 'read_file', 'arguments': {}}\n```",
         "```\n```",
     ],
-    ids=[
-        "not-offered",
-        "prose-before",
-        "prose-after",
-        "prose-after-fence",
-        "data-json",
-        "escalation-not-offered",
-        "empty-fence",
-    ],
+    ids=["data-json", "python-fence", "empty-fence"],
 )
 async def test_text_that_is_not_a_call_stays_text(
     server: FakeOpenAIServer, agent: LocalAgent, text: str
@@ -1145,7 +1145,9 @@ async def test_text_calls_stay_text_when_off_or_nothing_offered(
         text[i : i + 3] for i in range(0, len(text), 3)
     ]
     assert tool_events(events) == []
-    assert events[-1] == TurnDone()
+    # ...but a call left as text is a failure milk can see, never a quiet end_turn
+    assert isinstance(events[-1], LocalGaveUp)
+    assert events[-1].signal is LocalSignal.UNRUNNABLE_CALL
     assert len(server.requests) == 1
     assert LocalSettings().text_tool_calls is True
 
@@ -1205,11 +1207,33 @@ async def test_held_text_is_shown_when_the_stream_drops(
     assert tools.calls == []
 
 
-async def test_long_text_call_is_shown_as_text(server: FakeOpenAIServer, agent: LocalAgent) -> None:
+async def test_long_text_call_is_shown_then_run(server: FakeOpenAIServer, agent: LocalAgent) -> None:
     text = '{"name": "read_file", "arguments": {"path": "' + "x" * 9000 + '"}}'
-    server.enqueue({"text": text, "chunk_chars": 500})
+    server.enqueue({"text": text, "chunk_chars": 500}, {"text": "done"})
     tools = StandInTools()
     events = await collect(agent, tools)
-    assert text_of(events) == text
-    assert tools.calls == []
+    assert text_of(events) == text + "done"
+    assert [name for _, name, _ in tools.calls] == ["read_file"]
     assert events[-1] == TurnDone()
+
+
+async def test_the_listed_model_is_looked_up_once_and_again_after_a_failure(
+    server: FakeOpenAIServer,
+) -> None:
+    server.enqueue({"text": "one"}, {"text": "two"}, {"status": 500}, {"text": "four"})
+    local = LocalAgent(settings_for(server, model=None))
+
+    def model_lookups() -> int:
+        return sum(1 for r in server.records if r["path"].endswith("/models"))
+
+    try:
+        await collect(local)
+        await collect(local)
+        assert model_lookups() == 1, "not fetched on every turn"
+        assert isinstance((await collect(local))[-1], TurnFailed)
+        server.models = ["another-model"]
+        await collect(local)
+    finally:
+        await local.aclose()
+    assert model_lookups() == 2, "a failed turn refreshes the model"
+    assert server.requests[-1]["model"] == "another-model"

@@ -9,6 +9,7 @@ from milk_lsp.prompts import (
     HISTORY_BUDGET_CHARS,
     history_messages,
     local_system_prompt,
+    session_notes,
     user_message,
 )
 from milk_lsp.sessions.model import Agent, Role, TurnRecord
@@ -179,17 +180,17 @@ def test_an_attachment_with_a_fence_inside_stays_in_one_block() -> None:
 # ---- system prompt -------------------------------------------------------------------------
 
 
-def test_system_prompt_carries_the_nonce_tag_instructions() -> None:
-    text = local_system_prompt(WORKSPACE, NONCE, "", [], offer_escalation=False)
+def test_session_notes_carry_the_nonce_tag_instructions() -> None:
+    text = session_notes(NONCE, "", [])
     for kind in (NEED, PERCEPT):
         assert open_tag(kind, NONCE) in text
         assert close_tag(kind, NONCE) in text
-    assert WORKSPACE in text
+    assert WORKSPACE in local_system_prompt(WORKSPACE, offer_escalation=False)
 
 
 def test_the_prompt_tags_are_the_ones_the_interceptor_acts_on() -> None:
     """A model that copies the instructed tag shape has it stripped and collected."""
-    text = local_system_prompt(WORKSPACE, NONCE, "", [], offer_escalation=True)
+    text = session_notes(NONCE, "", [])
     assert f"<milk:need:{NONCE}>…</milk:need:{NONCE}>" in text
     interceptor = TagInterceptor(NONCE)
     shown = (
@@ -198,31 +199,36 @@ def test_the_prompt_tags_are_the_ones_the_interceptor_acts_on() -> None:
     assert shown == "ok" and interceptor.needs == ["ship it"]
 
 
-def test_system_prompt_carries_the_need_and_percepts() -> None:
-    text = local_system_prompt(
-        WORKSPACE, NONCE, "make the parser fast", ["tests use pytest", "tabs, not spaces"], False
-    )
-    assert "[Current user goal]\nmake the parser fast" in text
-    assert "[Remembered facts]\n- tests use pytest\n- tabs, not spaces" in text
+def test_session_notes_carry_the_need_and_percepts() -> None:
+    text = session_notes(NONCE, "make the parser fast", ["tests use pytest", "tabs, not spaces"])
+    assert "Current goal: make the parser fast\n" in text
+    assert "Remembered facts:\n- tests use pytest\n- tabs, not spaces\n" in text
 
 
-def test_system_prompt_without_need_or_percepts_has_no_such_sections() -> None:
-    text = local_system_prompt(WORKSPACE, NONCE, "", [], offer_escalation=False)
-    assert "[Current user goal]" not in text
-    assert "[Remembered facts]" not in text
+def test_session_notes_without_need_or_percepts_have_no_such_lines() -> None:
+    text = session_notes(NONCE, "", [])
+    assert "Current goal" not in text
+    assert "Remembered facts" not in text
 
 
 def test_escalation_hint_only_when_offered() -> None:
-    offered = local_system_prompt(WORKSPACE, NONCE, "", [], offer_escalation=True)
-    withheld = local_system_prompt(WORKSPACE, NONCE, "", [], offer_escalation=False)
+    offered = local_system_prompt(WORKSPACE, offer_escalation=True)
+    withheld = local_system_prompt(WORKSPACE, offer_escalation=False)
     assert "escalate_to_claude" in offered
     assert "escalate_to_claude" not in withheld
     assert "Claude" not in withheld, "route local: nothing hints at escalating"
 
 
-def test_system_prompt_is_stable_for_the_same_inputs() -> None:
-    args = (WORKSPACE, NONCE, "need", ["fact"], True)
-    assert local_system_prompt(*args) == local_system_prompt(*args)
-    assert local_system_prompt(WORKSPACE, "other", "need", ["fact"], True) != local_system_prompt(
-        *args
-    )
+def test_system_prompt_is_the_same_bytes_for_every_session_of_a_workspace() -> None:
+    """Nothing per session (nonce, need, facts) may sit in the cached prefix."""
+    assert local_system_prompt(WORKSPACE, True) == local_system_prompt(WORKSPACE, True)
+    assert NONCE not in local_system_prompt(WORKSPACE, True)
+    assert "milk:need" not in local_system_prompt(WORKSPACE, True)
+    assert session_notes("one", "", []) != session_notes("two", "", [])
+
+
+def test_small_model_rules_are_in_the_system_prompt() -> None:
+    text = local_system_prompt(WORKSPACE, True)
+    assert "never describe it" in text
+    assert "Before edit_file, call read_file" in text
+    assert "One step at a time" in text

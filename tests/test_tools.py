@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import re
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from milk_lsp.agents import commands, tools
+from milk_lsp.agents import commands, confined, tools
 from milk_lsp.agents.base import PermissionOption, PermissionRequest
 from milk_lsp.agents.tools import (
     OutsideWorkspace,
@@ -120,6 +124,25 @@ def test_resolve_refuses_nul_and_symlink_loops(root: Path) -> None:
         resolve_in_workspace(root, "loop_a")
 
 
+def test_resolve_follows_links_inside_as_the_kernel_does(root: Path, tmp_path: Path) -> None:
+    (root / "to_pkg").symlink_to("src/pkg")  # relative
+    (root / "src" / "pkg" / "up").symlink_to("..")
+    (root / "chain").symlink_to("to_pkg")
+    (root / "dangling").symlink_to("not/yet/there.txt")
+    # `..` after a symlink is taken from where the link led, not textually.
+    assert resolve_in_workspace(root, "to_pkg/../main.py") == root / "src" / "main.py"
+    assert resolve_in_workspace(root, "chain/up/pkg/up/main.py") == root / "src" / "main.py"
+    assert resolve_in_workspace(root, "dangling") == root / "not" / "yet" / "there.txt"
+    (root / "src" / "climb").symlink_to("../../outside")
+    (root / "abs_out").symlink_to(tmp_path / "outside" / "secret.txt")
+    with pytest.raises(
+        OutsideWorkspace, match=r"through the symlink src/climb to \.\./\.\./outside"
+    ):
+        resolve_in_workspace(root, "src/climb/secret.txt")
+    with pytest.raises(OutsideWorkspace, match="through the symlink abs_out"):
+        resolve_in_workspace(root, "abs_out")
+
+
 @pytest.mark.parametrize(
     ("name", "arguments"),
     [
@@ -157,6 +180,28 @@ def test_specs_describe_every_tool(ws: WorkspaceTools) -> None:
         "default 10"
         in run["function"]["parameters"]["properties"]["timeout_seconds"]["description"]
     )
+
+
+def test_specs_are_the_same_bytes_for_every_workspace_and_session(tmp_path: Path) -> None:
+    """The local model server caches the prompt prefix the tool list is part of."""
+    root_a, root_b = tmp_path / "a", tmp_path / "b-elsewhere"
+    root_a.mkdir()
+    root_b.mkdir()
+    first = json.dumps(WorkspaceTools(root_a, FakeHost()).specs())
+    second = json.dumps(WorkspaceTools(root_b, FakeHost(PermissionOption.DENY)).specs())
+    assert first == second
+    assert str(tmp_path) not in first
+    tools_a = WorkspaceTools(root_a, FakeHost())
+    tools_a.specs()[0]["function"]["description"] = "changed by a caller"
+    assert json.dumps(tools_a.specs()) == first  # each call hands out a fresh copy
+
+
+def test_tool_descriptions_say_when_to_use_them(ws: WorkspaceTools) -> None:
+    descriptions = {s["function"]["name"]: s["function"]["description"] for s in ws.specs()}
+    assert all(text.startswith("Use this to ") for text in descriptions.values())
+    edit = descriptions["edit_file"]
+    assert "First call read_file" in edit
+    assert "copy old_text exactly from what it returned" in edit
 
 
 async def test_unknown_tool_is_an_error(ws: WorkspaceTools) -> None:
@@ -355,6 +400,96 @@ async def test_search_text_caps_matches(
     ]
 
 
+async def test_search_text_regex_that_backtracks_forever_is_cut_off(
+    ws: WorkspaceTools, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / "slow.txt").write_text("a" * 30 + "b\n")
+    monkeypatch.setattr(tools, "SEARCH_TIME_LIMIT_SECONDS", 0.5)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.02)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    started = time.monotonic()
+    arguments = {"pattern": "(a|a)+$", "regex": True, "path": "slow.txt"}
+    outcome = await ws.call("t1", "search_text", arguments)
+    elapsed = time.monotonic() - started
+    ticker.cancel()
+    assert outcome.is_error
+    assert outcome.output.startswith(
+        "search_text stopped: the pattern '(a|a)+$' took too long to match (over 0.5 s,"
+        " at slow.txt line 1). Use a simpler pattern or a literal search (regex=false)."
+    )
+    assert 0.4 < elapsed < 6  # CPU time of matching: more by the clock on a busy machine
+    assert ticks >= 10  # the event loop kept running meanwhile
+
+
+async def test_search_text_nested_quantifier_is_fast_with_regex(
+    ws: WorkspaceTools, root: Path
+) -> None:
+    """`(a+)+$` backtracks through 2**30 ways with Python's `re` on this line; `regex` sees
+    through it and answers at once."""
+    (root / "slow.txt").write_text("a" * 30 + "b\n" + "a" * 30 + "\n")
+    started = time.monotonic()
+    outcome = await ws.call("t1", "search_text", {"pattern": "(a+)+$", "regex": True})
+    assert outcome.output == "slow.txt:2: " + "a" * 30
+    assert time.monotonic() - started < 1
+
+
+async def test_search_text_out_of_time_returns_what_it_found(
+    ws: WorkspaceTools, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / "mixed.txt").write_text("hit\n" + ("a" * 17 + "b\n") * 400)
+    monkeypatch.setattr(tools, "SEARCH_TIME_LIMIT_SECONDS", 0.5)
+    outcome = await ws.call(
+        "t1", "search_text", {"pattern": "^hit|(a|a)+$", "regex": True, "path": "mixed.txt"}
+    )
+    assert not outcome.is_error
+    assert outcome.output.splitlines() == [
+        "mixed.txt:1: hit",
+        "[stopped after 0.5 s; more matches may exist: search a smaller path or use a simpler"
+        " pattern]",
+    ]
+
+
+def running_threads() -> int:
+    """Threads of this process, other than the one asking, that are running or runnable."""
+    count = 0
+    for task in Path("/proc/self/task").iterdir():
+        if int(task.name) == threading.get_native_id():
+            continue
+        with contextlib.suppress(OSError):
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] == "R":
+                count += 1
+    return count
+
+
+async def sample_running_threads(seconds: float) -> list[int]:
+    samples = []
+    for _ in range(int(seconds / 0.02)):
+        samples.append(running_threads())
+        await asyncio.sleep(0.02)
+    return samples
+
+
+async def test_cancelled_search_stops_its_thread(ws: WorkspaceTools, root: Path) -> None:
+    """Each line costs some 0.1 s of matching; once the call is cancelled, its thread stops
+    at the next line instead of matching on until the time limit."""
+    (root / "slow.txt").write_text(("a" * 17 + "b\n") * 2000)
+    task = asyncio.create_task(ws.call("t1", "search_text", {"pattern": "(a|a)+$", "regex": True}))
+    await asyncio.sleep(0.3)
+    assert max(await sample_running_threads(0.5)) >= 1  # the search is running
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.5)
+    assert max(await sample_running_threads(1.5)) == 0
+
+
 # --- edit_file ---------------------------------------------------------------------------
 
 
@@ -418,7 +553,7 @@ async def test_edit_file_creates_a_missing_file_with_empty_old_text(
     assert outcome == ToolOutcome("Created docs/new/notes.md.")
     created = root / "docs" / "new" / "notes.md"
     assert created.read_text() == "# Notes\n"
-    umask = tools._current_umask()
+    umask = confined.current_umask()
     assert stat.S_IMODE(created.stat().st_mode) == 0o666 & ~umask
     assert host.requests[0].description == "Create docs/new/notes.md (1 lines)"
 
@@ -427,7 +562,10 @@ async def test_edit_file_creates_a_missing_file_with_empty_old_text(
     ("arguments", "message"),
     [
         ({"path": "src/pkg/util.py", "old_text": "absent", "new_text": "x"}, "occurs 0 times"),
-        ({"path": "src/pkg/util.py", "old_text": "e", "new_text": "x"}, "occurs 4 times"),
+        (
+            {"path": "src/pkg/util.py", "old_text": "e", "new_text": "x"},
+            "old_text occurs 4 times in src/pkg/util.py (on lines 1, 2); include more",
+        ),
         ({"path": "missing.py", "old_text": "a", "new_text": "b"}, "File not found: missing.py"),
         ({"path": "README.md", "old_text": "", "new_text": "b"}, "already exists"),
         ({"path": "src", "old_text": "a", "new_text": "b"}, "is a directory"),
@@ -446,6 +584,67 @@ async def test_edit_file_errors_do_not_ask_or_write(
     assert message in outcome.output
     assert host.requests == []
     assert (root / "src" / "pkg" / "util.py").read_text() == before
+
+
+async def test_failed_edit_shows_the_closest_text_of_the_file(
+    ws: WorkspaceTools, host: FakeHost, root: Path
+) -> None:
+    body = [f"value_{n} = {n}" for n in range(1, 41)]
+    body[19:22] = ["def total(items):", "    return sum(items)", ""]
+    (root / "calc.py").write_text("\n".join(body) + "\n")
+    wrong = "def total(items):\n  return sum(items)\n"  # two spaces, not four
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "calc.py", "old_text": wrong, "new_text": "x"}
+    )
+    assert outcome.is_error
+    assert host.requests == []
+    head, numbered = outcome.output.split(":\n", 1)
+    assert head == (
+        "old_text occurs 0 times in calc.py; it must match the file exactly, whitespace and"
+        " indentation included. The closest text in the file is (lines 15-26; the numbers and"
+        " ' | ' are not part of the file)"
+    )
+    shown_lines = numbered.splitlines()
+    assert shown_lines[:12] == [
+        "15 | value_15 = 15",
+        "16 | value_16 = 16",
+        "17 | value_17 = 17",
+        "18 | value_18 = 18",
+        "19 | value_19 = 19",
+        "20 | def total(items):",
+        "21 |     return sum(items)",
+        "22 | ",
+        "23 | value_23 = 23",
+        "24 | value_24 = 24",
+        "25 | value_25 = 25",
+        "26 | value_26 = 26",
+    ]
+    assert shown_lines[12:] == [
+        "Copy old_text exactly from the file's text (read_file shows it) and try again."
+    ]
+
+
+async def test_failed_edit_of_a_long_old_text_shows_at_most_twelve_lines(
+    ws: WorkspaceTools, root: Path
+) -> None:
+    (root / "long.txt").write_text("".join(f"line {n}\n" for n in range(1, 101)))
+    wanted = "".join(f"line  {n}\n" for n in range(50, 70))  # 20 lines, all slightly off
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "long.txt", "old_text": wanted, "new_text": ""}
+    )
+    assert "The closest text in the file is (lines 50-61;" in outcome.output
+    numbered = [line for line in outcome.output.splitlines() if re.match(r"\d+ \| ", line)]
+    assert numbered[0] == "50 | line 50"
+    assert numbered[-1] == "61 | line 61"
+    assert len(numbered) == 12
+
+
+async def test_failed_edit_of_an_empty_file(ws: WorkspaceTools, root: Path) -> None:
+    (root / "empty.txt").write_text("")
+    outcome = await ws.call(
+        "t1", "edit_file", {"path": "empty.txt", "old_text": "x", "new_text": "y"}
+    )
+    assert outcome.output.endswith("indentation included. The file is empty.")
 
 
 async def test_edit_file_denied(root: Path) -> None:

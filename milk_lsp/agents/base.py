@@ -94,6 +94,33 @@ class EscalationRequested:
     tool_call_id: str = ""
 
 
+class LocalSignal(enum.StrEnum):
+    """Ways milk can see that the local part of a turn failed (hand-off signals)."""
+
+    ROUND_LIMIT = "round_limit"
+    REPEATED_CALL = "repeated_call"
+    UNKNOWN_TOOL = "unknown_tool"
+    UNRUNNABLE_CALL = "unrunnable_call"
+    DESCRIBED_CALL = "described_call"
+    FAILED_EDIT = "failed_edit"
+    EMPTY_REPLY = "empty_reply"
+    MODEL_UNREACHABLE = "model_unreachable"
+    MODEL_ERROR = "model_error"
+    CONTEXT_OVERFLOW = "context_overflow"
+
+
+@dataclass(frozen=True)
+class LocalGaveUp:
+    """The local part of the turn ended on a failure signal; the engine decides whether
+    Claude takes over (route `auto`) or the turn ends as failed."""
+
+    signal: LocalSignal
+    detail: str
+    """What went wrong, in words the user and Claude can act on."""
+    tried: tuple[str, ...] = ()
+    """The tool calls the local agent made this turn, one short line each (for the brief)."""
+
+
 @dataclass(frozen=True)
 class ClaudeSessionStarted:
     """Claude Code reported the id of the conversation this turn runs in."""
@@ -124,6 +151,7 @@ AgentEvent = (
     | UsageEvent
     | NoticeEvent
     | EscalationRequested
+    | LocalGaveUp
     | ClaudeSessionStarted
     | TurnDone
     | TurnFailed

@@ -72,7 +72,9 @@ from milk_lsp.agents.base import (
 from milk_lsp.agents.claude_cli import not_found_message, resolve_cli
 from milk_lsp.agents.claude_processes import (
     RUN_TAG_ENV,
+    cli_preexec,
     kill_tagged,
+    new_run_tag,
     register_run,
     signal_group,
     unregister_run,
@@ -287,8 +289,8 @@ class _Turn:
         self.env_overrides = env
         self.temp_root = temp_root
         self.mapper = StreamMapper()
-        self.tag = uuid.uuid4().hex
-        """This run's `RUN_TAG_ENV` token."""
+        self.tag = new_run_tag()
+        """This run's `RUN_TAG_ENV` token (it names this server as the owner)."""
         self.queue: asyncio.Queue[_Item] = asyncio.Queue()
         self.proc: asyncio.subprocess.Process | None = None
         self.temp_dir: str | None = None
@@ -341,6 +343,7 @@ class _Turn:
                 cwd=str(request.workspace),
                 env=env,
                 start_new_session=True,
+                preexec_fn=cli_preexec(),  # dies with the server (Linux)
                 limit=LINE_LIMIT_BYTES,
             )
         except (FileNotFoundError, PermissionError) as exc:

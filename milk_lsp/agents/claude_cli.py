@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from milk_lsp.agents.claude_processes import signal_group
+from milk_lsp.agents.claude_processes import cli_preexec, signal_group
 from milk_lsp.agents.claude_stream import INSTALL_HINT
 
 if TYPE_CHECKING:
@@ -100,6 +100,7 @@ async def cli_version(path: str) -> str | None:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=cli_preexec(),
         )
     except OSError:
         return None

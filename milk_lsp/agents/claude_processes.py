@@ -6,6 +6,11 @@ a new session of its own, so a group kill does not reach the tools; every proces
 carries the ``MILK_LSP_CLAUDE_RUN`` token in its environment instead, and whatever still
 carries it is killed by a /proc scan (Linux). `kill_all_running()` stops every live run, at
 server shutdown, from the SIGTERM handler and at interpreter exit (`atexit`).
+
+When the server dies without running any of that (SIGKILL), the CLI gets
+`PARENT_DEATH_SIGNAL` from the kernel (Linux, `milk_lsp.orphans.die_with_parent`), and the
+token, which names this server as the run's owner, lets the next server's start-up sweep
+(`milk_lsp.orphans.sweep`) kill whatever of the run is left.
 """
 
 from __future__ import annotations
@@ -17,12 +22,17 @@ import logging
 import os
 import signal
 import time
-from pathlib import Path
+from collections.abc import Callable
+
+from milk_lsp.orphans import CLAUDE_RUN_ENV, die_with_parent, environments, new_run_token
 
 __all__ = [
+    "PARENT_DEATH_SIGNAL",
     "RUN_TAG_ENV",
+    "cli_preexec",
     "kill_all_running",
     "kill_tagged",
+    "new_run_tag",
     "register_run",
     "running_pids",
     "signal_group",
@@ -32,14 +42,30 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-RUN_TAG_ENV = "MILK_LSP_CLAUDE_RUN"
+RUN_TAG_ENV = CLAUDE_RUN_ENV
 """Set to a per-run token in the CLI's environment; every process it starts inherits it.
 
 Claude Code runs its Bash tool in a new session (not in the CLI's process group), so a
 CLI that dies abruptly (SIGKILL) leaves its tools running. The token finds them."""
 
+PARENT_DEATH_SIGNAL = signal.SIGKILL
+"""What the CLI gets when the server dies (Linux). Not SIGTERM: with a Bash tool running,
+Claude Code 2.1.332 took 0.35-3.5 s to exit on SIGTERM once its server was gone (it does
+stop the tool), and a CLI must be gone within 2 s; SIGKILL takes ~10 ms. The tools it
+leaves are killed by the next server's start-up sweep."""
+
 _LIVE: dict[int, tuple[asyncio.subprocess.Process, str]] = {}
 """Running CLI processes by pid (= their process group id) with their run token."""
+
+
+def new_run_tag() -> str:
+    """A run token naming this server as the owner (see `milk_lsp.orphans`)."""
+    return new_run_token()
+
+
+def cli_preexec() -> Callable[[], None] | None:
+    """The CLI's ``preexec_fn``: it gets `PARENT_DEATH_SIGNAL` when the server dies (Linux)."""
+    return die_with_parent(PARENT_DEATH_SIGNAL)
 
 
 def register_run(proc: asyncio.subprocess.Process, tag: str) -> None:
@@ -59,23 +85,14 @@ def running_pids() -> list[int]:
 
 def tagged_pids(tags: set[str]) -> list[int]:
     """Pids of processes whose environment carries one of these run tokens (Linux only)."""
-    proc_root = Path("/proc")
-    if not tags or not proc_root.is_dir():
+    if not tags:
         return []
     needles = [f"\0{RUN_TAG_ENV}={tag}\0".encode() for tag in tags]
-    me = os.getpid()
-    found: list[int] = []
-    with os.scandir(proc_root) as entries:
-        for entry in entries:
-            if not entry.name.isdigit() or int(entry.name) == me:
-                continue
-            try:
-                data = b"\0" + (proc_root / entry.name / "environ").read_bytes()
-            except OSError:
-                continue
-            if any(needle in data for needle in needles):
-                found.append(int(entry.name))
-    return found
+    return [
+        pid
+        for pid, _start, environ in environments()
+        if any(needle in b"\0" + environ for needle in needles)
+    ]
 
 
 def kill_tagged(tags: set[str]) -> int:

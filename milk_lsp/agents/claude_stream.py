@@ -125,6 +125,8 @@ class StreamMapper:
     _tools: dict[str, _Tool] = field(default_factory=dict)
     _block_tools: dict[Any, str] = field(default_factory=dict)
     _streamed_messages: set[str] = field(default_factory=set)
+    _reported: UsageEvent = field(default_factory=UsageEvent)
+    """Usage already sent per API call (from `message_delta`)."""
 
     # -- public --------------------------------------------------------------------------
 
@@ -144,7 +146,7 @@ class StreamMapper:
             self._system(msg, events)
         elif kind == "result":
             self.result = msg
-            usage = usage_from_result(msg)
+            usage = _remainder(usage_from_result(msg), self._reported)
             counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
             if any(counts) or usage.cache_creation_tokens or usage.cost_usd:
                 events.append(usage)  # not for a turn that never reached the model
@@ -236,6 +238,19 @@ class StreamMapper:
             self._on_block_delta(event, index, events)
         elif etype == "content_block_stop":
             self._on_block_stop(index, events)
+        elif etype == "message_delta":
+            self._on_message_delta(event, events)
+
+    def _on_message_delta(self, event: Message, events: list[AgentEvent]) -> None:
+        """The end of one API call: its usage, reported as it happens (the `result` line
+        then adds only what was not reported yet, and the cost)."""
+        usage = event.get("usage")
+        if not isinstance(usage, dict):
+            return
+        call = _usage_event(usage)
+        if call.input_tokens or call.output_tokens:
+            self._reported = _sum(self._reported, call)
+            events.append(call)
 
     def _on_message_start(self, event: Message, events: list[AgentEvent]) -> None:
         message = event.get("message")
@@ -378,18 +393,45 @@ def usage_from_result(result: Message) -> UsageEvent:
     """The turn's usage from the ``result`` line (summed by the CLI over the turn)."""
     usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
     assert isinstance(usage, dict)
+    cost = result.get("total_cost_usd")
+    return _usage_event(usage, float(cost) if isinstance(cost, int | float) else None)
 
+
+def _usage_event(usage: Message, cost_usd: float | None = None) -> UsageEvent:
     def num(key: str) -> int:
         value = usage.get(key)
         return int(value) if isinstance(value, int | float) else 0
 
-    cost = result.get("total_cost_usd")
     return UsageEvent(
         input_tokens=num("input_tokens"),
         output_tokens=num("output_tokens"),
         cache_read_tokens=num("cache_read_input_tokens"),
         cache_creation_tokens=num("cache_creation_input_tokens"),
-        cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        cost_usd=cost_usd,
+    )
+
+
+def _sum(a: UsageEvent, b: UsageEvent) -> UsageEvent:
+    return UsageEvent(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cache_read_tokens=(a.cache_read_tokens or 0) + (b.cache_read_tokens or 0),
+        cache_creation_tokens=(a.cache_creation_tokens or 0) + (b.cache_creation_tokens or 0),
+    )
+
+
+def _remainder(total: UsageEvent, reported: UsageEvent) -> UsageEvent:
+    """What the turn's total adds to the per-call usage already sent (never negative)."""
+    return UsageEvent(
+        input_tokens=max(0, total.input_tokens - reported.input_tokens),
+        output_tokens=max(0, total.output_tokens - reported.output_tokens),
+        cache_read_tokens=max(
+            0, (total.cache_read_tokens or 0) - (reported.cache_read_tokens or 0)
+        ),
+        cache_creation_tokens=max(
+            0, (total.cache_creation_tokens or 0) - (reported.cache_creation_tokens or 0)
+        ),
+        cost_usd=total.cost_usd,
     )
 
 

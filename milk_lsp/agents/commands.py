@@ -9,7 +9,10 @@ its start and its end past the cap.
 
 The groups of commands still running are recorded, so that what is left when the server dies
 can be stopped: `kill_running_commands`, from the CLI's SIGTERM handler and at the end of
-`serve`.
+`serve`. A server killed outright (SIGKILL) runs neither: the shell then gets SIGKILL from the
+kernel (Linux, `PR_SET_PDEATHSIG`), and every process of the command carries a
+``MILK_LSP_COMMAND_RUN`` token naming this server, so the next server's start-up sweep kills
+what the shell left (`milk_lsp.orphans`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+
+from milk_lsp.orphans import COMMAND_RUN_ENV, die_with_parent, new_run_token
 
 __all__ = [
     "CommandNotStarted",
@@ -100,7 +105,9 @@ async def run_shell(
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, COMMAND_RUN_ENV: new_run_token()},
             start_new_session=True,
+            preexec_fn=die_with_parent(signal.SIGKILL),
         )
     except OSError as exc:
         raise CommandNotStarted(f"Could not start the command: {exc}") from exc

@@ -45,6 +45,7 @@ from milk_lsp.agents.base import (
     AgentEvent,
     EscalationRequested,
     FailureReason,
+    LocalGaveUp,
     NoticeEvent,
     TextDelta,
     ToolCallEvent,
@@ -59,9 +60,11 @@ from milk_lsp.agents.local_stream import (
     apply_chunk,
     body_detail,
     final_reply_notices,
+    length_notice,
     short,
     usage_event,
 )
+from milk_lsp.agents.local_watch import NUDGE, TurnWatch, embedded_call
 from milk_lsp.agents.tool_calls import (
     MergedToolCall,
     TextCallGate,
@@ -276,6 +279,7 @@ class LocalAgent:
     ) -> None:
         self.settings = settings
         self._base_url = settings.base_url.rstrip("/")
+        self._listed_model: str | None = None
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self._client = httpx.AsyncClient(
             transport=transport,
@@ -369,11 +373,16 @@ class LocalAgent:
         )
 
     async def _resolve_model(self) -> str:
+        """`local.model`, else the first listed model: looked up once and kept until a turn
+        fails (the server may have changed models), not fetched on every turn."""
         if self.settings.model:
             return self.settings.model
+        if self._listed_model is not None:
+            return self._listed_model
         models = await self._list_models(None)
         if not models:
             raise LocalModelError(FailureReason.LOCAL_FAILED, self._no_models_message())
+        self._listed_model = models[0]
         return models[0]
 
     # -- one turn ------------------------------------------------------------------------------
@@ -384,18 +393,22 @@ class LocalAgent:
         tools: LocalTools | None,
         *,
         offer_escalation: bool,
+        cut_short: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         """One turn: stream replies and run tools until a reply has no tool calls.
 
         `messages` (system prompt, history, user message) is not modified. Ends with
-        `TurnDone`, `EscalationRequested` or `TurnFailed`; raises only on cancellation.
+        `TurnDone`, `EscalationRequested`, `LocalGaveUp` (a hand-off signal, see
+        `local_watch`) or `TurnFailed`; raises only on cancellation. `cut_short` stops the
+        loop at the first mid-turn signal (route `auto`, where Claude can take over).
         """
         try:
-            async with aclosing(self._turn(messages, tools, offer_escalation)) as events:
+            async with aclosing(self._turn(messages, tools, offer_escalation, cut_short)) as events:
                 async for event in events:
                     yield event
         except LocalModelError as exc:
             logger.info("local turn failed (%s): %s", exc.reason, exc.message)
+            self._listed_model = None  # look the model up again next time
             yield TurnFailed(exc.reason, exc.message)
         except Exception as exc:
             logger.exception("local turn failed unexpectedly")
@@ -409,12 +422,14 @@ class LocalAgent:
         messages: list[dict[str, Any]],
         tools: LocalTools | None,
         offer_escalation: bool,
+        cut_short: bool,
     ) -> AsyncGenerator[AgentEvent, None]:
         model = await self._resolve_model()
         specs = list(tools.specs()) if tools is not None else []
         if offer_escalation:
             specs.append(ESCALATE_TOOL_SPEC)
         offered = frozenset(_spec_names(specs))
+        watch = TurnWatch(offered, cut_short)
         conversation = list(messages)
         used_ids: set[str] = set()
         max_rounds = self.settings.max_tool_rounds
@@ -454,6 +469,10 @@ class LocalAgent:
                     yield TextDelta(gate.release())
             if reply.usage is not None:
                 yield usage_event(reply.usage)
+            if not merged and not text_calls and gate is not None:
+                embedded = embedded_call("".join(reply.text), offered)
+                if embedded is not None:  # shown already; run it rather than leave it inert
+                    text_calls = [embedded]
             if text_calls:
                 merged = text_calls
                 if not noticed_text_calls:
@@ -471,6 +490,17 @@ class LocalAgent:
                     "name from the local model",
                 )
             if not named:
+                verdict = watch.final_reply("".join(reply.text), reasoned=reply.reasoned)
+                if verdict == "nudge" and rounds < max_rounds:
+                    rounds += 1
+                    conversation.append({"role": "assistant", "content": "".join(reply.text)})
+                    conversation.append({"role": "user", "content": NUDGE})
+                    continue
+                if isinstance(verdict, LocalGaveUp):
+                    if reply.finish_reason == "length":
+                        yield length_notice()
+                    yield verdict
+                    return
                 for notice in final_reply_notices(reply):
                     yield notice
                 yield TurnDone()
@@ -482,12 +512,7 @@ class LocalAgent:
             )
             over_limit = rounds >= max_rounds
             if over_limit and escalation is None:
-                yield TurnFailed(
-                    FailureReason.TOOL_ROUNDS_EXCEEDED,
-                    f"the local model was still calling tools after {max_rounds} rounds of "
-                    f"tool calls (local.maxToolRounds = {max_rounds}); raise "
-                    "local.maxToolRounds in the milk settings, or ask Claude instead",
-                )
+                yield watch.round_limit(max_rounds)
                 return
             rounds += 1
             conversation.append(
@@ -502,6 +527,14 @@ class LocalAgent:
                 for call in calls:
                     if escalation is not None and call.name == ESCALATE_TOOL_NAME:
                         continue  # the first escalation call wins; it is handled below
+                    stop = watch.before_call(call.name, call.arguments)
+                    if stop is not None:
+                        yield ToolCallEvent(
+                            call.id, call.name, call.display_input, ToolStatus.FAILED
+                        )
+                        yield ToolResultEvent(call.id, f"not run: {stop.detail}", True)
+                        yield stop
+                        return
                     outcome = _Outcome("")
                     async with aclosing(self._run_tool(call, tools, offer_escalation)) as steps:
                         async for step in steps:
@@ -509,6 +542,13 @@ class LocalAgent:
                                 outcome = step
                             else:
                                 yield step
+                    watch.after_call(
+                        call.name,
+                        call.arguments,
+                        is_error=outcome.is_error,
+                        denied=outcome.denied,
+                        output=outcome.output,
+                    )
                     conversation.append(
                         {"role": "tool", "tool_call_id": call.id, "content": outcome.output}
                     )

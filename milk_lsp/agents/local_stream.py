@@ -28,6 +28,7 @@ __all__ = [
     "body_detail",
     "error_text",
     "final_reply_notices",
+    "length_notice",
     "short",
     "usage_event",
 ]
@@ -162,10 +163,12 @@ def final_reply_notices(reply: Reply) -> list[NoticeEvent]:
             )
         )
     if reply.finish_reason == "length":
-        notices.append(
-            NoticeEvent("warning", "the local model's reply was cut off at its token limit")
-        )
+        notices.append(length_notice())
     return notices
+
+
+def length_notice() -> NoticeEvent:
+    return NoticeEvent("warning", "the local model's reply was cut off at its token limit")
 
 
 def body_detail(raw: bytes) -> str:

@@ -71,6 +71,8 @@ class TurnRecord:
     status: RecordStatus = RecordStatus.OK
     created_at: datetime = field(default_factory=utc_now)
     position: int = 0
+    damaged: list[str] = field(default_factory=list)
+    """Stored fields that could not be read and were replaced by defaults (see `rows.py`)."""
 
 
 @dataclass
@@ -118,3 +120,7 @@ class Session:
     """The need changed after Claude's last turn (a stale Claude conversation)."""
     user_escalated: bool = False
     """The user sent the session to Claude and has not taken it back with route local."""
+
+    damaged: list[str] = field(default_factory=list)
+    """Stored fields that could not be read and were replaced by defaults (see `rows.py`);
+    saving the session writes its state, agent, bricks and hand-off state back whole."""

@@ -6,6 +6,10 @@ mid-turn leaves a readable, never-`ok` record and no half turn), and `finish_tur
 the answers, the final status, the rebuilt bricks and the session row in one transaction.
 Reads for the bricks walk records newest first in small pages, so their cost follows the
 budget, not the length of the session.
+
+Every failure of SQLite or of the file system (a full disk, a lock held too long, a corrupt
+file) leaves this module as `StorageError`, so that callers have one thing to map to
+`storage_failed`; damaged values in readable rows are handled by `rows.py`.
 """
 
 from __future__ import annotations
@@ -16,21 +20,24 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
-    Role,
     Session,
-    SessionState,
-    ToolCallRecord,
     TurnRecord,
     utc_now,
+)
+from milk_lsp.sessions.rows import (
+    HANDOFF_FIELDS,
+    iso,
+    record_from_row,
+    session_from_row,
+    tool_call_dict,
 )
 
 logger = logging.getLogger(__name__)
@@ -95,26 +102,6 @@ _MIGRATIONS: dict[int, str] = {
     """,
 }
 
-_BRICK_COLUMNS = (
-    "current_need",
-    "current_need_set_at",
-    "escalation_brief",
-    "last_local_summary",
-    "last_claude_summary",
-)
-_HANDOFF_FIELDS = (
-    "escalation_nonce",
-    "claude_session_id",
-    "next_claude_session_id",
-    "last_resumed_context_hash",
-    "claude_turn_count",
-    "instructions_injected_at",
-    "claude_bytes_since_injection",
-    "local_turns_since_claude",
-    "need_changed_since_claude",
-    "user_escalated",
-)
-
 
 class StorageError(RuntimeError):
     """The database could not be read or written (disk full, locked, corrupt)."""
@@ -131,37 +118,43 @@ BrickBuilder = Callable[["StoreReader", Session], tuple[str, str]]
 class StoreReader:
     """Read access handed to the brick rebuild inside `finish_turn`'s transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
+        self._path = path
+
+    def _rows(self, sql: str, args: Sequence[Any]) -> list[sqlite3.Row]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"could not read {self._path}: {exc}") from exc
 
     def last_assistant_position(self, session_id: str, agent: Agent) -> int:
-        row = self._conn.execute(
+        rows = self._rows(
             "SELECT max(position) FROM records WHERE session_id = ? AND role = 'assistant'"
-            " AND agent = ?",
+            " AND agent = ? AND typeof(position) = 'integer'",
             (session_id, agent.value),
-        ).fetchone()
-        return int(row[0] or 0)
+        )
+        return int(rows[0][0] or 0)
 
     def records_newest_first(self, session_id: str, after_position: int) -> Iterator[TurnRecord]:
         """Records with position > after_position, newest first, fetched a page at a time."""
         upper = None
         while True:
             if upper is None:
-                rows = self._conn.execute(
+                rows = self._rows(
                     "SELECT * FROM records WHERE session_id = ? AND position > ?"
                     " ORDER BY position DESC LIMIT ?",
                     (session_id, after_position, PAGE_RECORDS),
-                ).fetchall()
+                )
             else:
-                rows = self._conn.execute(
+                rows = self._rows(
                     "SELECT * FROM records WHERE session_id = ? AND position > ? AND position < ?"
                     " ORDER BY position DESC LIMIT ?",
                     (session_id, after_position, upper, PAGE_RECORDS),
-                ).fetchall()
+                )
             if not rows:
                 return
-            for row in rows:
-                yield _record_from_row(row)
+            yield from _records(rows)
             upper = rows[-1]["position"]
 
 
@@ -205,7 +198,8 @@ class SessionStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE: writers from other processes queue on the lock, never interleave."""
+        """BEGIN IMMEDIATE: writers from other processes queue on the lock, never interleave.
+        A failure of SQLite or of the disk inside the transaction leaves as `StorageError`."""
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -213,14 +207,24 @@ class SessionStore:
                 raise StorageError(f"session database is unavailable: {exc}") from exc
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            try:
                 self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._conn.execute("ROLLBACK")
+            except (sqlite3.Error, OSError) as exc:
+                self._rollback()
                 raise StorageError(f"could not save to {self.path}: {exc}") from exc
+            except BaseException:
+                self._rollback()
+                raise
+
+    def _rollback(self) -> None:
+        """Roll back what is still open. On some errors (SQLITE_FULL, SQLITE_IOERR, ...)
+        SQLite has already rolled back by itself, and a second ROLLBACK would fail with
+        "no transaction is active" and hide the error that matters."""
+        if not self._conn.in_transaction:
+            return
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            logger.warning("rollback in %s failed: %s", self.path, exc)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -242,32 +246,31 @@ class SessionStore:
             escalation_nonce=nonce,
             bricks_built=True,
         )
-        try:
-            with self._transaction() as conn:
-                conn.execute(
-                    "INSERT INTO sessions (id, workspace, title, state, active_agent, created_at,"
-                    " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        session.id,
-                        workspace,
-                        title,
-                        session.state.value,
-                        session.active_agent.value,
-                        _iso(now),
-                        _iso(now),
-                    ),
-                )
-                self._write_session(conn, session)
-        except sqlite3.Error as exc:
-            raise StorageError(f"could not create a session in {self.path}: {exc}") from exc
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, workspace, title, state, active_agent, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session.id,
+                    workspace,
+                    title,
+                    session.state.value,
+                    session.active_agent.value,
+                    iso(now),
+                    iso(now),
+                ),
+            )
+            self._write_session(conn, session)
         return session
 
     def get_session(self, session_id: str) -> Session | None:
+        """The session, or None when there is none or its row cannot be shown at all."""
         rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
-        return _session_from_row(rows[0]) if rows else None
+        return session_from_row(rows[0]) if rows else None
 
     def list_sessions(self, workspaces: Sequence[str] | None = None) -> list[Session]:
-        """Sessions, most recently used first; all of them when `workspaces` is None."""
+        """Sessions, most recently used first; all of them when `workspaces` is None. A row
+        that cannot be shown at all is left out (and logged)."""
         if workspaces is None:
             rows = self._read("SELECT * FROM sessions ORDER BY updated_at DESC, rowid DESC")
         elif not workspaces:
@@ -279,7 +282,8 @@ class SessionStore:
                 " ORDER BY updated_at DESC, rowid DESC",
                 list(workspaces),
             )
-        return [_session_from_row(row) for row in rows]
+        sessions = (session_from_row(row) for row in rows)
+        return [session for session in sessions if session is not None]
 
     def delete_session(self, session_id: str) -> bool:
         with self._transaction() as conn:
@@ -293,17 +297,18 @@ class SessionStore:
             self._write_session(conn, session)
 
     def _write_session(self, conn: sqlite3.Connection, session: Session) -> None:
-        handoff = {name: getattr(session, name) for name in _HANDOFF_FIELDS}
+        handoff = {name: getattr(session, name) for name in HANDOFF_FIELDS}
         session.updated_at = utc_now()
         conn.execute(
-            "UPDATE sessions SET title = ?, state = ?, active_agent = ?, updated_at = ?,"
-            " current_need = ?, current_need_set_at = ?, escalation_brief = ?,"
+            "UPDATE sessions SET title = ?, state = ?, active_agent = ?, created_at = ?,"
+            " updated_at = ?, current_need = ?, current_need_set_at = ?, escalation_brief = ?,"
             " last_local_summary = ?, last_claude_summary = ?, handoff = ? WHERE id = ?",
             (
                 session.title,
                 session.state.value,
                 session.active_agent.value,
-                _iso(session.updated_at),
+                iso(session.created_at),
+                iso(session.updated_at),
                 session.current_need,
                 session.current_need_set_at,
                 session.escalation_brief,
@@ -342,19 +347,19 @@ class SessionStore:
                     user_record.turn_id,
                     os.getpid(),
                     _process_start(os.getpid()),
-                    _iso(utc_now()),
+                    iso(utc_now()),
                 ),
             )
             row = conn.execute(
-                "SELECT record_count, turn_count FROM sessions WHERE id = ?", (session.id,)
+                "SELECT turn_count FROM sessions WHERE id = ?", (session.id,)
             ).fetchone()
             if row is None:
                 raise StorageError(f"session {session.id} no longer exists")
-            user_record.position = int(row["record_count"]) + 1
+            session.turn_count = _turns_stored(conn, session.id, row["turn_count"]) + 1
+            user_record.position = _last_position(conn, session.id) + 1
             user_record.status = RecordStatus.ERROR
             self._insert_record(conn, session.id, user_record)
             session.record_count = user_record.position
-            session.turn_count = int(row["turn_count"]) + 1
             if not session.title:
                 session.title = _title_from(user_record.text)
             conn.execute(
@@ -364,7 +369,7 @@ class SessionStore:
                     session.record_count,
                     session.turn_count,
                     session.title,
-                    _iso(utc_now()),
+                    iso(utc_now()),
                     session.id,
                 ),
             )
@@ -384,12 +389,10 @@ class SessionStore:
         are rebuilt, so that the caller can update counters that depend on them.
         """
         with self._transaction() as conn:
-            row = conn.execute(
-                "SELECT record_count FROM sessions WHERE id = ?", (session.id,)
-            ).fetchone()
+            row = conn.execute("SELECT id FROM sessions WHERE id = ?", (session.id,)).fetchone()
             if row is None:
                 raise StorageError(f"session {session.id} was deleted during the turn")
-            position = int(row["record_count"])
+            position = _last_position(conn, session.id)
             for answer in answers:
                 position += 1
                 answer.position = position
@@ -409,7 +412,7 @@ class SessionStore:
                 "DELETE FROM running_turns WHERE session_id = ? AND turn_id = ?",
                 (session.id, turn_id),
             )
-            local, claude = rebuild_bricks(StoreReader(conn), session)
+            local, claude = rebuild_bricks(StoreReader(conn, self.path), session)
             session.last_local_summary = local
             session.last_claude_summary = claude
             session.bricks_built = True
@@ -434,9 +437,9 @@ class SessionStore:
                 record.role.value,
                 record.agent.value,
                 record.text,
-                json.dumps([_tool_call_dict(call) for call in record.tool_calls]),
+                json.dumps([tool_call_dict(call) for call in record.tool_calls]),
                 record.status.value,
-                _iso(record.created_at),
+                iso(record.created_at),
             ),
         )
 
@@ -446,7 +449,7 @@ class SessionStore:
             "SELECT * FROM records WHERE session_id = ? ORDER BY position DESC LIMIT ?",
             (session_id, limit),
         )
-        return [_record_from_row(row) for row in reversed(rows)]
+        return list(_records(reversed(rows)))
 
     def recent_turn_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
         """All records of the newest `turn_limit` turns, oldest first."""
@@ -456,10 +459,10 @@ class SessionStore:
             " ORDER BY position DESC LIMIT 1 OFFSET ?), 0) ORDER BY position",
             (session_id, session_id, max(turn_limit - 1, 0)),
         )
-        return [_record_from_row(row) for row in rows]
+        return list(_records(rows))
 
     def reader(self) -> StoreReader:
-        return StoreReader(self._conn)
+        return StoreReader(self._conn, self.path)
 
     # ---- percepts -----------------------------------------------------------------------
 
@@ -477,7 +480,7 @@ class SessionStore:
                 cursor = conn.execute(
                     "INSERT OR IGNORE INTO percepts (workspace, text, agent, created_at)"
                     " VALUES (?, ?, ?, ?)",
-                    (workspace, text, agent.value, _iso(utc_now())),
+                    (workspace, text, agent.value, iso(utc_now())),
                 )
                 added += cursor.rowcount
         return added
@@ -506,12 +509,25 @@ def _process_start(pid: int) -> str:
     return fields[19] if len(fields) > 19 else ""
 
 
-def _iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
+def _last_position(conn: sqlite3.Connection, session_id: str) -> int:
+    """The position of the session's last record. Taken from the records themselves (not
+    the session's `record_count`, which a damaged row may get wrong), so a new record never
+    collides with a stored one."""
+    row = conn.execute(
+        "SELECT max(position) FROM records WHERE session_id = ? AND typeof(position) = 'integer'",
+        (session_id,),
+    ).fetchone()
+    return int(row[0] or 0)
 
 
-def _parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+def _turns_stored(conn: sqlite3.Connection, session_id: str, turn_count: Any) -> int:
+    """The session's `turn_count`, or when that is damaged, its user records counted."""
+    if type(turn_count) is int and turn_count >= 0:
+        return turn_count
+    row = conn.execute(
+        "SELECT count(*) FROM records WHERE session_id = ? AND role = 'user'", (session_id,)
+    ).fetchone()
+    return int(row[0])
 
 
 def _title_from(text: str) -> str:
@@ -519,60 +535,9 @@ def _title_from(text: str) -> str:
     return line[:60] + ("…" if len(line) > 60 else "")
 
 
-def _tool_call_dict(call: ToolCallRecord) -> dict[str, Any]:
-    return {
-        "id": call.tool_call_id,
-        "name": call.name,
-        "input": call.input,
-        "output": call.output,
-        "isError": call.is_error,
-    }
-
-
-def _record_from_row(row: sqlite3.Row) -> TurnRecord:
-    calls = [
-        ToolCallRecord(
-            tool_call_id=str(item.get("id", "")),
-            name=str(item.get("name", "")),
-            input=item.get("input") if isinstance(item.get("input"), dict) else {},
-            output=item.get("output"),
-            is_error=bool(item.get("isError", False)),
-        )
-        for item in json.loads(row["tool_calls"] or "[]")
-    ]
-    return TurnRecord(
-        turn_id=row["turn_id"],
-        role=Role(row["role"]),
-        agent=Agent(row["agent"]),
-        text=row["text"],
-        tool_calls=calls,
-        status=RecordStatus(row["status"]),
-        created_at=_parse_time(row["created_at"]),
-        position=int(row["position"]),
-    )
-
-
-def _session_from_row(row: sqlite3.Row) -> Session:
-    session = Session(
-        id=row["id"],
-        workspace_folder=row["workspace"],
-        title=row["title"],
-        state=SessionState(row["state"]),
-        active_agent=Agent(row["active_agent"]),
-        created_at=_parse_time(row["created_at"]),
-        updated_at=_parse_time(row["updated_at"]),
-        turn_count=int(row["turn_count"]),
-        record_count=int(row["record_count"]),
-    )
-    # A row from before bricks existed has NULL brick columns: it loads with empty bricks
-    # and `bricks_built` False, and its next turn builds them (ADR 0029).
-    session.bricks_built = row["last_local_summary"] is not None
-    for column in _BRICK_COLUMNS:
-        value = row[column]
-        if value is not None:
-            setattr(session, column, value)
-    handoff = json.loads(row["handoff"]) if row["handoff"] else {}
-    for name, value in handoff.items():
-        if name in _HANDOFF_FIELDS:
-            setattr(session, name, value)
-    return session
+def _records(rows: Iterable[sqlite3.Row]) -> Iterator[TurnRecord]:
+    """The records of readable rows; a row that cannot be shown at all is left out."""
+    for row in rows:
+        record = record_from_row(row)
+        if record is not None:
+            yield record

@@ -23,6 +23,8 @@ from lsprotocol.converters import get_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
+from milk_lsp.agents.claude_cli import bundled_cli_path
+from tests.fakes.anthropic_api import FakeAnthropicAPI
 from tests.fakes.openai_server import FakeOpenAIServer
 
 UPDATE = "milk/update"
@@ -230,3 +232,31 @@ async def client(harness: Harness) -> MilkClient:
 
 async def request(client: MilkClient, method: str, params: Any, msg_id: Any = None) -> Any:
     return await client.protocol.send_request_async(method, params, msg_id=msg_id)
+
+
+# ---- the real Claude Code CLI on the Messages-API stand-in ----------------------------------
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAnthropicAPI]:
+    with FakeAnthropicAPI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def claude_env(env: Env, api: FakeAnthropicAPI) -> Env:
+    for name in ("home", "tmp"):
+        (env.root / name).mkdir(exist_ok=True)
+    env.extra_env.update(
+        {
+            "HOME": str(env.root / "home"),
+            "TMPDIR": str(env.root / "tmp"),
+            "ANTHROPIC_BASE_URL": api.base_url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+    )
+    env.settings["claude"] = {"path": bundled_cli_path()}
+    return env

@@ -7,7 +7,6 @@ import asyncio
 import os
 import shutil
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,31 +24,6 @@ if CLAUDE is None:  # pragma: no cover - the wheel always ships it
     pytest.skip("claude-agent-sdk's bundled CLI is missing", allow_module_level=True)
 
 LONG_REPLY = "Claude looked at the parser and fixed the off-by-one in the tokenizer loop. " * 4
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAnthropicAPI]:
-    with FakeAnthropicAPI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def claude_env(env: Env, api: FakeAnthropicAPI) -> Env:
-    for name in ("home", "tmp"):
-        (env.root / name).mkdir(exist_ok=True)
-    env.extra_env.update(
-        {
-            "HOME": str(env.root / "home"),
-            "TMPDIR": str(env.root / "tmp"),
-            "ANTHROPIC_BASE_URL": api.base_url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_AUTOUPDATER": "1",
-        }
-    )
-    env.settings["claude"] = {"path": CLAUDE}
-    return env
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -53,10 +55,13 @@ async def test_plain_turn_streams_and_is_stored(client: MilkClient, env: Env, op
     assert updates[0]["agent"] == "local"
     assert updates[0]["reason"] == "default"
     assert any(u["kind"] == "usage" for u in updates)
-    # the model got the system prompt with the tag instructions and the user's text
+    # the model got the system prompt, and the user's text followed by the session notes
+    # (the tag instructions with the nonce: never in the cached system prompt)
     sent = openai.requests[-1]["messages"]
-    assert sent[0]["role"] == "system" and "milk:need:" in sent[0]["content"]
-    assert sent[-1] == {"role": "user", "content": "hi there"}
+    assert sent[0]["role"] == "system" and "milk:need:" not in sent[0]["content"]
+    assert sent[-1]["role"] == "user"
+    assert sent[-1]["content"].startswith("hi there\n\n[milk session notes]\n")
+    assert "<milk:need:" in sent[-1]["content"]
     # work-done progress: begin and end for the turn
     kinds = [type(p).__name__ for reports in client.progress_reports.values() for p in reports]
     assert "WorkDoneProgressBegin" in kinds and "WorkDoneProgressEnd" in kinds
@@ -83,7 +88,10 @@ async def test_multi_round_tools_collapse_and_cut_in_bricks(
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
         {"text": "greet returns hello."},
     )
-    result = await request(client, "milk/chat", {"text": "what does greet return?"})
+    # route local: the same call three times is not cut short (on auto it is a hand-off)
+    result = await request(
+        client, "milk/chat", {"text": "what does greet return?", "route": "local"}
+    )
     assert result["stopReason"] == "end_turn", result
     updates = assert_turn_shape(client, result["turnId"])
     results = [u for u in updates if u["kind"] == "tool_result"]
@@ -236,7 +244,10 @@ async def test_edit_of_open_file_goes_through_apply_edit(
         {"text": "edited"},
     )
     result = await request(client, "milk/chat", {"text": "edit"})
-    assert result["stopReason"] == "end_turn"
+    # a refused edit the model then claims as done is no quiet success: failed_edit
+    assert result["stopReason"] == ("end_turn" if applied else "error"), result
+    if not applied:
+        assert "failed_edit" in result["error"]["message"]
     [edit] = client.applied_edits
     [change] = edit.edit.changes[uri]
     assert change.new_text == "def greet():\n    return 'hi'\n"
@@ -529,3 +540,30 @@ async def test_two_servers_on_one_session(harness: Harness, env: Env, openai) ->
     assert result["text"] == "from the second window"
     got = await request(first, "milk/session/get", {"sessionId": session_id})
     assert [t["text"] for t in got["turns"]] == ["a", "b", "from the second window"]
+
+
+async def test_the_cacheable_prefix_is_the_same_bytes_across_sessions_and_turns(
+    client: MilkClient, env: Env, openai
+) -> None:
+    """System prompt and tool specs are identical for every session of a workspace, and a
+    later turn's request starts with the earlier one's history: the model server's prefix
+    cache holds."""
+    openai.enqueue({"text": "one"}, {"text": "two"}, {"text": "three"})
+    first = await request(client, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
+    second = await request(client, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
+    await request(client, "milk/chat", {"sessionId": first["sessionId"], "text": "hi"})
+    await request(client, "milk/chat", {"sessionId": first["sessionId"], "text": "and then?"})
+    await request(client, "milk/chat", {"sessionId": second["sessionId"], "text": "hi"})
+    a1, a2, b1 = openai.requests[-3:]
+
+    def prefix(body: dict[str, Any]) -> str:
+        return json.dumps([body["messages"][0], body["tools"]])
+
+    assert prefix(a1) == prefix(a2) == prefix(b1)
+    assert a1["messages"][-1] != b1["messages"][-1], "the session notes differ (nonce)"
+    # turn two re-sends turn one's user text (without its notes) and answer as history
+    assert a2["messages"][1:3] == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "one"},
+    ]
+    assert a1["messages"][1]["content"].startswith("hi\n\n[milk session notes]")

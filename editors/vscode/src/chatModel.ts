@@ -28,7 +28,7 @@ export type Block =
   | { key: string; kind: 'text'; agent: AgentName; text: string }
   | { key: string; kind: 'thinking'; agent: AgentName; text: string }
   | { key: string; kind: 'tool'; tool: ToolView }
-  | { key: string; kind: 'escalation'; by?: 'user' | 'agent'; reason?: string; mode?: string; contextChars?: number }
+  | { key: string; kind: 'escalation'; by?: 'user' | 'agent' | 'fallback'; reason?: string; mode?: string; contextChars?: number }
   | { key: string; kind: 'notice'; severity: 'info' | 'warning' | 'error'; message: string };
 
 export type TurnStatus = 'running' | 'ok' | 'cancelled' | 'error' | 'max_turns';
@@ -46,7 +46,7 @@ export interface TurnView {
   status: TurnStatus;
   usage?: Usage;
   error?: { reason: string; message: string };
-  escalated?: { by: 'user' | 'agent'; reason: string };
+  escalated?: { by: 'user' | 'agent' | 'fallback'; reason: string };
   lastSeq: number;
   /** an update was missed (seq jumped); the transcript should be reloaded after the turn */
   gap: boolean;
@@ -336,9 +336,13 @@ export function oneLine(s: string, max: number): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-export function escalationText(b: { by?: 'user' | 'agent'; reason?: string; mode?: string; contextChars?: number }): string {
+export function escalationText(b: { by?: 'user' | 'agent' | 'fallback'; reason?: string; mode?: string; contextChars?: number }): string {
   const who = b.by === 'user' ? 'you' : b.by === 'agent' ? 'the local agent' : undefined;
-  let s = who ? `Escalated to Claude by ${who}` : 'Handed to Claude';
+  let s = who
+    ? `Escalated to Claude by ${who}`
+    : b.by === 'fallback'
+      ? 'The local model failed; handed to Claude'
+      : 'Handed to Claude';
   if (b.reason) s += `: ${b.reason}`;
   const extra: string[] = [];
   if (b.mode) extra.push(`${b.mode} conversation`);

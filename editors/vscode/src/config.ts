@@ -10,6 +10,7 @@ export const SERVER_SETTING_KEYS = [
   'local.maxToolRounds',
   'local.requestTimeoutSeconds',
   'local.textToolCalls',
+  'local.handOff',
   'claude.path',
   'claude.allowedTools',
   'claude.addDirs',

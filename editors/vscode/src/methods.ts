@@ -141,7 +141,7 @@ export interface TurnResult {
   agent: AgentName;
   stopReason: StopReason;
   text: string;
-  escalated?: { by: 'user' | 'agent'; reason: string } | null;
+  escalated?: { by: 'user' | 'agent' | 'fallback'; reason: string } | null;
   usage?: Usage | null;
   error?: TurnError | null;
 }
@@ -204,7 +204,7 @@ export interface ToolResultUpdate extends UpdateBase {
 }
 export interface EscalatedUpdate extends UpdateBase {
   kind: 'escalated';
-  by: 'user' | 'agent';
+  by: 'user' | 'agent' | 'fallback';
   reason: string;
   mode: EscalationMode;
   contextChars: number;

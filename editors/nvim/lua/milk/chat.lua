@@ -226,7 +226,12 @@ handlers[K.TOOL_RESULT] = function(S, _, p)
 end
 
 handlers[K.ESCALATED] = function(S, turn, p)
-  local text = ('↑ escalated to Claude by %s'):format(p.by == 'agent' and 'the local model' or 'you')
+  local text
+  if p.by == 'fallback' then
+    text = '↑ the local model failed; handed to Claude'
+  else
+    text = ('↑ escalated to Claude by %s'):format(p.by == 'agent' and 'the local model' or 'you')
+  end
   if p.reason and p.reason ~= '' then
     text = text .. ': ' .. render.one_line(p.reason, 300)
   end

@@ -1,0 +1,216 @@
+"""Hand-off signals: what milk itself can see of a local turn going wrong.
+
+Small models fail in ways they do not notice: they describe a tool call instead of making
+it, loop on the same call, invent tools, guess the text of an edit and give up after it
+fails, or answer nothing. The hand-off must not depend on the failing model's judgement, so
+the tool loop reports every call and every final reply to a `TurnWatch`, which answers with
+the `LocalGaveUp` that ends the local part (or asks for one corrective nudge first).
+
+`cut_short` (route `auto`) stops the loop at the first mid-turn signal (a third identical
+call, a tool that was not offered) so Claude can take over early; on route `local` the user
+chose the local model, so those calls only get their error results and the loop goes on,
+and only the signals a turn *ends* on count. Pure: no I/O, no events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from milk_lsp.agents.base import LocalGaveUp, LocalSignal
+from milk_lsp.agents.tool_calls import MergedToolCall, parse_text_tool_calls
+
+__all__ = ["NUDGE", "TurnWatch", "embedded_call"]
+
+REPEAT_LIMIT = 3
+"""The same call (name and arguments) made this many times in one turn is a loop."""
+EDIT_TOOL = "edit_file"
+_TRIED_LIMIT = 12
+"""Calls listed in the brief; a loop's hundredth call adds nothing."""
+_SHORT_CHARS = 160
+
+NUDGE = (
+    "milk: your last reply described a tool call instead of making one, so nothing ran. "
+    "If you need a tool, call it now as a real tool call (not as text). If you already "
+    "know the answer, give it without mentioning tool names. If the task is beyond you, "
+    "call escalate_to_claude."
+)
+"""The one corrective message a turn gets when the model describes a call."""
+
+_FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_TAGGED = re.compile(
+    r"(?:<tool_call>|\[tool_call\])(.*?)(?:</tool_call>|\[/tool_call\]|\Z)", re.DOTALL
+)
+_CALL_SHAPE = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,80})"\s*,\s*"(?:arguments|parameters)"\s*:')
+_JSON = json.JSONDecoder()
+_USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
+
+
+def _short(text: str, limit: int = _SHORT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call_line(name: str, arguments: dict[str, Any] | None) -> str:
+    shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True) if arguments else ""
+    return _short(f"{name} {shown}".strip())
+
+
+def _blocks(text: str) -> list[str]:
+    """The fenced and tagged blocks of a reply, where a call written as text would sit."""
+    return [m.group(1) for m in _FENCED.finditer(text)] + [
+        m.group(1) for m in _TAGGED.finditer(text)
+    ]
+
+
+def embedded_call(text: str, offered: Collection[str]) -> MergedToolCall | None:
+    """The one tool call a reply spells out among prose (bare, in a fence or in tool-call
+    tags), when exactly one JSON object in it is a call to an offered tool whose arguments
+    parse; None when there is none or it is ambiguous."""
+    found: list[MergedToolCall] = []
+    for match in _CALL_SHAPE.finditer(text):
+        try:
+            value, _ = _JSON.raw_decode(text, match.start())
+        except (ValueError, RecursionError):
+            continue
+        calls = parse_text_tool_calls(json.dumps(value), offered)
+        if calls:
+            found.extend(calls)
+    return found[0] if len(found) == 1 else None
+
+
+@dataclass
+class TurnWatch:
+    """The hand-off signals of one local turn."""
+
+    offered: frozenset[str]
+    cut_short: bool
+    _calls: Counter[str] = field(default_factory=Counter)
+    _tried: list[str] = field(default_factory=list)
+    _failed_edits: dict[str, str] = field(default_factory=dict)
+    _nudged: bool = False
+    _tool_names: re.Pattern[str] | None = None
+
+    @property
+    def tried(self) -> tuple[str, ...]:
+        return tuple(self._tried[:_TRIED_LIMIT]) + (
+            (f"… and {len(self._tried) - _TRIED_LIMIT} more calls",)
+            if len(self._tried) > _TRIED_LIMIT
+            else ()
+        )
+
+    def gave_up(self, signal: LocalSignal, detail: str) -> LocalGaveUp:
+        return LocalGaveUp(signal, detail, self.tried)
+
+    def before_call(self, name: str, arguments: dict[str, Any] | None) -> LocalGaveUp | None:
+        """A call is about to run: the signal that stops the loop first, if any."""
+        key = json.dumps([name, arguments], sort_keys=True, default=str)
+        self._calls[key] += 1
+        if not self.cut_short:
+            return None
+        if name not in self.offered:
+            return self.gave_up(
+                LocalSignal.UNKNOWN_TOOL,
+                f"the local model called a tool that does not exist: {_short(name, 80)}",
+            )
+        if self._calls[key] >= REPEAT_LIMIT:
+            return self.gave_up(
+                LocalSignal.REPEATED_CALL,
+                f"the local model made the same call {self._calls[key]} times: "
+                f"{_call_line(name, arguments)}",
+            )
+        return None
+
+    def after_call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        is_error: bool,
+        denied: bool,
+        output: str,
+    ) -> None:
+        """What a call did: failed edits are remembered until the same file is edited."""
+        if denied:
+            outcome = "denied by the user"
+        elif is_error:
+            outcome = "error: " + _short(output.removeprefix("error: "), 100)
+        else:
+            outcome = "ok"
+        self._tried.append(f"{_call_line(name, arguments)} → {outcome}")
+        if name != EDIT_TOOL or arguments is None or denied:
+            return
+        path = str(arguments.get("path", ""))
+        if is_error:
+            self._failed_edits[path] = _short(output.removeprefix("error: "), 200)
+        else:
+            self._failed_edits.pop(path, None)
+
+    def round_limit(self, rounds: int) -> LocalGaveUp:
+        return self.gave_up(
+            LocalSignal.ROUND_LIMIT,
+            f"the local model was still calling tools after {rounds} rounds of tool calls "
+            f"(local.maxToolRounds = {rounds})",
+        )
+
+    def final_reply(self, text: str, *, reasoned: bool) -> LocalGaveUp | Literal["nudge"] | None:
+        """A reply without tool calls ends the loop: is it a failure, worth one nudge, or
+        the answer?"""
+        visible = text.strip()
+        if not visible:
+            return self.gave_up(
+                LocalSignal.EMPTY_REPLY,
+                "the local model gave only reasoning and no answer"
+                if reasoned
+                else "the local model returned an empty reply",
+            )
+        unrunnable = self._unrunnable_call(visible)
+        if unrunnable is not None:
+            return self.gave_up(LocalSignal.UNRUNNABLE_CALL, unrunnable)
+        described = self._described_tool(visible)
+        if described is not None:
+            if not self._nudged:
+                self._nudged = True
+                return "nudge"
+            return self.gave_up(
+                LocalSignal.DESCRIBED_CALL,
+                f"the local model described a {described} call instead of making it",
+            )
+        if self._failed_edits:
+            path, why = next(iter(self._failed_edits.items()))
+            return self.gave_up(
+                LocalSignal.FAILED_EDIT,
+                f"the edit of {path or 'a file'} failed and was not redone: {why}",
+            )
+        return None
+
+    def _unrunnable_call(self, text: str) -> str | None:
+        """A call written as text that milk cannot run: an unknown tool, or arguments that
+        do not parse (a runnable one was already run by the loop)."""
+        for block in _blocks(text) or [text]:
+            match = _CALL_SHAPE.search(block)
+            if match is None:
+                continue
+            name = match.group(1)
+            if name not in self.offered:
+                return f"the local model wrote a call to a tool that does not exist: {name}"
+            return f"the local model wrote a {name} call as text that could not be run"
+        return None
+
+    def _described_tool(self, text: str) -> str | None:
+        if self._tool_names is None:
+            names = "|".join(re.escape(name) for name in sorted(self.offered))
+            self._tool_names = re.compile(
+                rf"\b{_USE_VERB}\b[^.\n]{{0,60}}?\b({names})\b|\b({names})\s*\(",
+                re.IGNORECASE,
+            )
+        if not self.offered:
+            return None
+        match = self._tool_names.search(text)
+        if match is None:
+            return None
+        return match.group(1) or match.group(2)

@@ -1,0 +1,294 @@
+"""End to end: hand-off on failure. The real server, the scripted model failing in each way
+milk can see, and the REAL Claude Code CLI on the Messages-API stand-in taking over.
+
+For every signal on route `auto` with `local.handOff: "auto"`, the same turn continues with
+Claude: `escalated.by` is `fallback`, its reason names the signal, and the brief of what the
+local agent tried reaches Claude's appended system text. `"off"`, a kept local answer and
+route `local` end the turn `error` instead of a quiet `end_turn`, with the local text kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Env, Harness, MilkClient, request
+from tests.e2e.test_escalation import (
+    escalated_update,
+    no_leftovers,
+    session_of,
+)
+from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text
+from tests.fakes.openai_server import FakeOpenAIServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.claude]
+
+CLAUDE_ANSWER = "Claude took over and finished it."
+READ = {"name": "read_file", "arguments": {"path": "hello.py"}}
+BAD_EDIT = {
+    "name": "edit_file",
+    "arguments": {"path": "hello.py", "old_text": "def hello():", "new_text": "def hi():"},
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+SIGNALS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
+    # signal: (the model's script, extra local settings)
+    "round_limit": (
+        [
+            {"tool_calls": [{"name": "list_directory", "arguments": {"path": f"d{n}"}}]}
+            for n in range(4)
+        ],
+        {"maxToolRounds": 2},
+    ),
+    "repeated_call": ([{"tool_calls": [READ], "repeat": 4}], {}),
+    "unknown_tool": ([{"tool_calls": [{"name": "design_plugin_system", "arguments": {}}]}], {}),
+    "unrunnable_call": (
+        [{"text": 'Plan:\n```json\n{"name": "design_plugin_system", "arguments": {}}\n```'}],
+        {},
+    ),
+    "described_call": (
+        [
+            {"text": "You can use the `search_text` function with the pattern greet."},
+            {"text": "Just call search_text with greet."},
+        ],
+        {},
+    ),
+    "failed_edit": (
+        [{"tool_calls": [BAD_EDIT]}, {"text": "Run sed yourself to rename it."}],
+        {},
+    ),
+    "empty_reply": ([{"text": ""}], {}),
+    "model_error": ([{"status": 500, "body": "the server crashed"}], {}),
+    "context_overflow": (
+        [
+            {
+                "status": 400,
+                "body": {"error": {"message": "the request exceeds the available context size"}},
+            }
+        ],
+        {},
+    ),
+}
+
+
+async def start(harness: Harness, env: Env, hand_off: str, **local: Any) -> MilkClient:
+    env.settings["local"].update({"handOff": hand_off, **local})
+    return await harness.start()
+
+
+async def chat(client: MilkClient, env: Env, text: str, **extra: Any) -> dict[str, Any]:
+    session_id = await session_of(client, env)
+    result: dict[str, Any] = await request(
+        client, "milk/chat", {"sessionId": session_id, "text": text, **extra}
+    )
+    return result
+
+
+@pytest.mark.parametrize("signal", list(SIGNALS))
+async def test_each_signal_hands_the_turn_to_claude(
+    signal: str,
+    harness: Harness,
+    claude_env: Env,
+    api: FakeAnthropicAPI,
+    openai: FakeOpenAIServer,
+) -> None:
+    script, local = SIGNALS[signal]
+    openai.enqueue(*script)
+    api.enqueue({"text": CLAUDE_ANSWER})
+    client = await start(harness, claude_env, "auto", **local)
+    client.permission_answers = ["allow_once"] * 4
+    result = await chat(client, claude_env, "rename greet to hello_world")
+    assert result["stopReason"] == "end_turn", result
+    assert result["agent"] == "claude"
+    assert result["escalated"]["by"] == "fallback"
+    assert result["escalated"]["reason"].startswith(f"{signal}: "), result["escalated"]
+    assert result["text"].endswith(CLAUDE_ANSWER)
+    update = escalated_update(client, result["turnId"])
+    assert update["by"] == "fallback" and update["reason"] == result["escalated"]["reason"]
+    appended = appended_system_text(api.main_requests()[-1])
+    assert "[Escalation brief from the local agent]" in appended
+    assert f"milk handed it to you ({signal})" in appended
+    assert "The user asked: rename greet to hello_world" in appended
+    kinds = client.kinds(result["turnId"])
+    assert kinds[-1] == "turn_ended" and kinds.count("turn_ended") == 1
+    await no_leftovers(claude_env)
+
+
+async def test_unreachable_model_hands_off(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI
+) -> None:
+    api.enqueue({"text": CLAUDE_ANSWER})
+    client = await start(harness, claude_env, "auto", baseUrl=f"http://127.0.0.1:{free_port()}/v1")
+    result = await chat(client, claude_env, "what does hello.py do?")
+    assert result["stopReason"] == "end_turn", result
+    assert result["escalated"]["reason"].startswith("model_unreachable: ")
+    assert "connection refused" in appended_system_text(api.main_requests()[-1])
+
+
+async def test_tried_calls_reach_claude(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"tool_calls": [READ], "repeat": 4})
+    api.enqueue({"text": CLAUDE_ANSWER})
+    client = await start(harness, claude_env, "auto")
+    result = await chat(client, claude_env, "what does hello.py do?")
+    assert result["escalated"]["by"] == "fallback"
+    appended = appended_system_text(api.main_requests()[-1])
+    assert 'read_file {"path": "hello.py"} → ok' in appended
+    # the local part is kept in the turn, under its own agent
+    calls = [u for u in client.turn_updates(result["turnId"]) if u["kind"] == "tool_call"]
+    assert {u["agent"] for u in calls} == {"local"}
+
+
+async def test_off_ends_error_with_the_local_text_kept(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"tool_calls": [BAD_EDIT]}, {"text": "Run sed yourself."})
+    client = await start(harness, claude_env, "off")
+    client.permission_answers = ["allow_once"]
+    result = await chat(client, claude_env, "rename greet")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["reason"] == "local_failed"
+    assert "failed_edit" in result["error"]["message"]
+    assert "local.handOff" in result["error"]["message"]
+    assert result["text"] == "Run sed yourself."
+    assert result.get("escalated") is None
+    assert api.main_requests() == []
+    notices = [u for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert notices[-1]["severity"] == "error"
+
+
+async def test_ask_deny_keeps_the_local_answer_and_ends_error(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"text": ""})
+    client = await start(harness, claude_env, "ask")
+    client.permission_answers = ["deny"]
+    result = await chat(client, claude_env, "what does hello.py do?")
+    assert result["stopReason"] == "error"
+    assert result["error"]["reason"] == "local_failed"
+    assert "empty_reply" in result["error"]["message"]
+    assert "You kept the local answer" in result["error"]["message"]
+    [question] = client.permission_requests
+    assert question["tool"] == "hand_off_to_claude"
+    assert [o["label"] for o in question["options"]] == ["Hand to Claude", "Keep the local answer"]
+    assert [o["optionId"] for o in question["options"]] == ["allow_once", "deny"]
+    assert "could not finish" in question["description"]
+    assert api.main_requests() == []
+    # the session stays readable and the stored turn is marked failed
+    got = await request(client, "milk/session/get", {"sessionId": result["sessionId"]})
+    assert got["turns"][-1]["status"] == "error"
+
+
+async def test_ask_allow_hands_off(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"tool_calls": [{"name": "nope_tool", "arguments": {}}]})
+    api.enqueue({"text": CLAUDE_ANSWER})
+    client = await start(harness, claude_env, "ask")
+    client.permission_answers = ["allow_once"]
+    result = await chat(client, claude_env, "what does hello.py do?")
+    assert result["stopReason"] == "end_turn", result
+    assert result["escalated"]["by"] == "fallback"
+    assert result["escalated"]["reason"].startswith("unknown_tool: ")
+
+
+async def test_ask_through_show_message_request(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"text": ""})
+    api.enqueue({"text": CLAUDE_ANSWER})
+    claude_env.settings["local"]["handOff"] = "ask"
+    client = await harness.start(milk_permission=False)
+    client.message_answers = ["Hand to Claude"]
+    result = await chat(client, claude_env, "what does hello.py do?")
+    assert result["escalated"]["by"] == "fallback", result
+    [shown] = client.message_requests
+    assert [a.title for a in shown.actions] == ["Hand to Claude", "Keep the local answer"]
+    assert shown.message.startswith("The local model could not finish")
+
+
+async def test_cancel_during_the_question_leaves_nothing_running(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"text": ""})
+    client = await start(harness, claude_env, "ask")
+    client.permission_answers = ["hang"]
+    session_id = await session_of(client, claude_env)
+    chat_task = asyncio.ensure_future(
+        request(client, "milk/chat", {"sessionId": session_id, "text": "what is hello.py?"})
+    )
+    await client.wait_for_update(lambda u: u["kind"] == "turn_started")
+    for _ in range(100):
+        if client.permission_requests:
+            break
+        await asyncio.sleep(0.05)
+    assert client.permission_requests, "the hand-off question was asked"
+    assert await request(client, "milk/cancel", {"sessionId": session_id}) == {"cancelled": True}
+    result = await asyncio.wait_for(chat_task, 10)
+    assert result["stopReason"] == "cancelled"
+    assert api.main_requests() == []
+    await no_leftovers(claude_env)
+
+
+async def test_route_local_never_hands_off_but_reports_the_failure(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"tool_calls": [READ], "repeat": 3}, {"text": ""})
+    client = await start(harness, claude_env, "auto")
+    result = await chat(client, claude_env, "what does hello.py do?", route="local")
+    # three identical calls are not cut short on route local; the empty end is reported
+    calls = [
+        u
+        for u in client.turn_updates(result["turnId"])
+        if u["kind"] == "tool_call" and u["status"] == "completed"
+    ]
+    assert len(calls) == 3
+    assert result["stopReason"] == "error"
+    assert result["error"]["reason"] == "local_failed"
+    assert "empty_reply" in result["error"]["message"]
+    assert api.main_requests() == []
+
+
+async def test_route_local_round_limit_keeps_its_reason(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"tool_calls": [READ], "repeat": 5})
+    client = await start(harness, claude_env, "auto", maxToolRounds=2)
+    result = await chat(client, claude_env, "what does hello.py do?", route="local")
+    assert result["stopReason"] == "error"
+    assert result["error"]["reason"] == "tool_rounds_exceeded"
+    assert "local.maxToolRounds" in result["error"]["message"]
+
+
+async def test_no_claude_ends_error_naming_the_signal(
+    harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"tool_calls": [{"name": "nope_tool", "arguments": {}}]})
+    client = await start(harness, env, "auto")
+    result = await chat(client, env, "what does hello.py do?")
+    assert result["stopReason"] == "error"
+    assert result["error"]["reason"] == "local_failed"
+    assert "unknown_tool" in result["error"]["message"]
+    assert "Claude Code was not found" in result["error"]["message"]
+
+
+async def test_a_good_local_turn_is_untouched(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue({"tool_calls": [READ]}, {"text": "hello.py defines greet()."})
+    client = await start(harness, claude_env, "auto")
+    result = await chat(client, claude_env, "what does hello.py do?")
+    assert result["stopReason"] == "end_turn"
+    assert result.get("escalated") is None
+    assert client.permission_requests == []
+    assert api.main_requests() == []
