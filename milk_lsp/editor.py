@@ -17,7 +17,7 @@ from milk_lsp import wire
 from milk_lsp.agents.base import EditRejected
 
 if TYPE_CHECKING:
-    from milk_lsp.server import MilkServer
+    from pygls.lsp.server import LanguageServer
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ _SEVERITY = {
 class EditorBridge:
     """Implements `milk_lsp.turn.ClientBridge` over a pygls server."""
 
-    def __init__(self, server: MilkServer) -> None:
+    def __init__(self, server: LanguageServer) -> None:
         self._server = server
         self._capabilities = types.ClientCapabilities()
 

@@ -9,37 +9,29 @@ running turns, so `milk/cancel` and `$/cancelRequest` stop them at once.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import uuid
-from collections.abc import Callable
-from contextlib import aclosing, suppress
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from milk_lsp import handoff, prompts
+from milk_lsp import prompts
 from milk_lsp.agents.base import (
-    AgentEvent,
-    ClaudeSessionStarted,
-    EscalationRequested,
     FailureReason,
-    LocalGaveUp,
-    LocalSignal,
-    TurnDone,
-    TurnFailed,
 )
 from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings
 from milk_lsp.agents.claude_cli import resolve_cli
-from milk_lsp.agents.tools import WorkspaceTools
 from milk_lsp.config import MilkConfig
 from milk_lsp.context import (
     generate_nonce,
 )
 from milk_lsp.escalation import EscalationBook, claude_prompt_for_escalate
+from milk_lsp.local_part import LocalBook
 from milk_lsp.redact import redact
 from milk_lsp.redact import register as redact_register
-from milk_lsp.sessions.bricks import is_empty_claude_run, render_brick
+from milk_lsp.routing import Plan, Route, RoutingState, escalate_plan, route_turn
+from milk_lsp.sessions.bricks import local_brick_with, rebuild_bricks
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
@@ -49,7 +41,7 @@ from milk_lsp.sessions.model import (
     TurnRecord,
 )
 from milk_lsp.sessions.store import SessionClaimed, SessionStore, StorageError, StoreReader
-from milk_lsp.turn import ClientBridge, Turn, TurnHost
+from milk_lsp.turn import ClientBridge, Turn
 from milk_lsp.wire import (
     ChatParams,
     Escalated,
@@ -85,33 +77,32 @@ class EngineError(Exception):
         self.message = message
 
 
-@dataclass
-class _Plan:
-    """How this turn is routed."""
-
-    agent: Agent
-    route: str
-    reason: str
-    offer_escalation: bool = True
-    escalated_by: Literal["user", "agent"] | None = None
-    escalation_reason: str = ""
-
-
 class Engine:
     """Sessions and turns, independent of the wire."""
 
-    def __init__(self, config: MilkConfig, bridge: ClientBridge) -> None:
+    def __init__(
+        self,
+        config: MilkConfig,
+        bridge: ClientBridge,
+        *,
+        store: SessionStore | None = None,
+        local: LocalAgent | None = None,
+        claude: ClaudeAgent | None = None,
+    ) -> None:
+        """Collaborators not given are made from the settings when first needed (the store
+        and the local agent lazily: start-up stays quick); tests pass their own."""
         self.config = config
         self.bridge = bridge
         self.workspaces: list[str] = []
-        self._store: SessionStore | None = None
-        self._local: LocalAgent | None = None
-        self.claude = ClaudeAgent()
+        self._store: SessionStore | None = store
+        self._local: LocalAgent | None = local
+        self.claude = claude or ClaudeAgent()
         self._running: dict[str, asyncio.Task[TurnResult]] = {}
         self._allowed_tools: dict[str, set[str]] = {}
         """Tools the user allowed for the rest of a session, per session id."""
         self._background: set[asyncio.Task[None]] = set()
         self.escalations = EscalationBook(self)
+        self.locals = LocalBook(self)
 
     # ---- collaborators --------------------------------------------------------------
 
@@ -152,7 +143,6 @@ class Engine:
             allowed_tools=tuple(cfg.allowed_tools),
             add_dirs=tuple(cfg.add_dirs),
             skip_permissions=cfg.skip_permissions,
-            permission_timeout_seconds=cfg.permission_timeout_seconds,
         )
 
     async def set_config(self, config: MilkConfig) -> None:
@@ -245,6 +235,11 @@ class Engine:
         except (StorageError, OSError) as exc:
             raise EngineError("storage_failed", str(exc)) from exc
 
+    async def stored(self, action: Callable[[], T]) -> T:
+        """`storage`, run in a worker thread: a turn's store calls stay off the event loop,
+        so one session's disk never stalls another's stream (the store is thread-safe)."""
+        return await asyncio.to_thread(self.storage, action)
+
     # ---- turns ----------------------------------------------------------------------
 
     async def chat(self, params: ChatParams) -> TurnResult:
@@ -266,7 +261,7 @@ class Engine:
         session = self.get_session(params.session_id)
         session.user_escalated = True
         reason = params.reason or "user asked"
-        plan = _Plan(Agent.CLAUDE, "claude", "user asked", False, "user", reason)
+        plan = escalate_plan(reason)
         text = params.text or claude_prompt_for_escalate(session.current_need)
         return await self._run(session, text, plan, display_text=params.text or text)
 
@@ -288,36 +283,15 @@ class Engine:
             return sessions[0]
         return self.new_session(path_to_uri(workspace), None)
 
-    def _route(self, session: Session, route: str) -> _Plan:
-        if route == "local":
-            session.user_escalated = False
-            if session.state is SessionState.ESCALATION_WAITING:
-                session.state = SessionState.ROUTING
-            return _Plan(Agent.LOCAL, "local", "user chose the local agent", False)
-        if route == "claude":
-            session.user_escalated = True
-            return _Plan(Agent.CLAUDE, "claude", "user asked", False, "user", "user asked")
-        if session.state is SessionState.ESCALATION_WAITING and session.claude_session_id:
-            return _Plan(
-                Agent.CLAUDE,
-                "auto",
-                "session waiting on Claude",
-                False,
-                "user",
-                "answering Claude's question",
-            )
-        if session.user_escalated:
-            return _Plan(
-                Agent.CLAUDE,
-                "auto",
-                "session escalated by the user",
-                False,
-                "user",
-                "continuing with Claude",
-            )
-        return _Plan(Agent.LOCAL, "auto", "default", True)
+    def _route(self, session: Session, requested: Route) -> Plan:
+        current = RoutingState(
+            session.state, session.user_escalated, bool(session.claude_session_id)
+        )
+        plan, after = route_turn(current, requested)
+        session.state, session.user_escalated = after.state, after.user_escalated
+        return plan
 
-    async def _run(self, session: Session, text: str, plan: _Plan, display_text: str) -> TurnResult:
+    async def _run(self, session: Session, text: str, plan: Plan, display_text: str) -> TurnResult:
         turn_id = str(uuid.uuid4())
         task = asyncio.create_task(self._turn(session, turn_id, text, plan, display_text))
         self._running[session.id] = task
@@ -333,7 +307,7 @@ class Engine:
                 del self._running[session.id]
 
     async def _turn(
-        self, session: Session, turn_id: str, text: str, plan: _Plan, display_text: str
+        self, session: Session, turn_id: str, text: str, plan: Plan, display_text: str
     ) -> TurnResult:
         if not session.escalation_nonce:
             session.escalation_nonce = generate_nonce()
@@ -347,7 +321,7 @@ class Engine:
         )
         turn.allowed_tools = self._allowed_tools.setdefault(session.id, set())
         try:
-            self.store.begin_turn(session, user_record)
+            await asyncio.to_thread(self.store.begin_turn, session, user_record)
         except SessionClaimed as exc:
             raise EngineError("session_busy", f"{exc}; cancel it there or wait") from exc
         except (StorageError, EngineError, OSError) as exc:
@@ -364,26 +338,20 @@ class Engine:
                     self.bridge.progress_begin(title), PROGRESS_CREATE_SECONDS
                 )
             if plan.agent is Agent.LOCAL:
-                outcome = await self._local_part(session, turn, text, plan)
-                hand_off: tuple[Literal["agent", "fallback"], str, str] | None = None
-                if isinstance(outcome, EscalationRequested):
-                    hand_off = ("agent", outcome.reason, outcome.reason)
-                elif isinstance(outcome, LocalGaveUp) and await self._hand_off_wanted(
-                    turn, plan, outcome
-                ):
-                    reason = handoff.reason_text(outcome)
-                    hand_off = ("fallback", reason, handoff.brief(outcome, display_text))
+                outcome = await self.locals.run(session, turn, text, plan, display_text)
+                hand_off = await self.locals.hand_off(turn, plan, outcome, display_text)
                 if hand_off is not None:
-                    by, reason, brief = hand_off
-                    escalated = Escalated(by=by, reason=reason)
-                    session.escalation_brief = _cap(brief, BRIEF_MAX_CHARS)
+                    escalated = Escalated(by=hand_off.by, reason=hand_off.reason)
+                    session.escalation_brief = _cap(hand_off.brief, BRIEF_MAX_CHARS)
                     if not session.current_need:  # Claude gets at least the user's ask as goal
                         session.current_need = _cap(" ".join(display_text.split()), NEED_MAX_CHARS)
                         session.current_need_set_at = user_record.position
                         turn.update("need", currentNeed=session.current_need)
                     self._refresh_local_brick(session, turn)
                     self.bridge.progress_report(turn.progress_token, "escalating to Claude")
-                    stop = await self.escalations.run(session, turn, text, by, reason)
+                    stop = await self.escalations.run(
+                        session, turn, text, hand_off.by, hand_off.reason
+                    )
                 else:
                     stop = "error" if turn.failure else "end_turn"
             else:
@@ -406,83 +374,7 @@ class Engine:
             stop = "error"
         if turn.failure is not None and stop != "cancelled":
             stop = "error"
-        return self._finish(session, turn, stop, escalated)
-
-    async def _hand_off_wanted(self, turn: Turn, plan: _Plan, gave_up: LocalGaveUp) -> bool:
-        """Whether Claude takes over a failed local part; if not, the turn's failure says
-        why (route `auto` only, per `local.handOff`)."""
-        mode = self.config.local.hand_off
-        timeout = self.config.claude.permission_timeout_seconds
-        if plan.route != "auto" or not plan.offer_escalation:
-            kept = ""  # the user chose the local model
-        elif mode == "off":
-            kept = "Hand-off to Claude is off (local.handOff)."
-        elif self.claude_path() is None:
-            kept = "Claude Code was not found, so it could not take over."
-        elif mode == "auto" or await handoff.ask_user(turn, gave_up, timeout):
-            return True
-        else:
-            kept = "You kept the local answer."
-        turn.failure = handoff.failure(gave_up, kept)
-        if gave_up.signal is LocalSignal.MODEL_UNREACHABLE and self.claude_path() is not None:
-            turn.notice(
-                "info",
-                "The local model is unreachable; you can still ask Claude (Escalate, or route "
-                "claude).",
-            )
-        return False
-
-    async def _local_part(
-        self, session: Session, turn: Turn, text: str, plan: _Plan
-    ) -> EscalationRequested | LocalGaveUp | None:
-        """The local agent's part of the turn: its escalation or failure signal, if any."""
-        offer_escalation = plan.offer_escalation
-        turn.start_part(Agent.LOCAL)
-        session.state = SessionState.LOCAL
-        percepts = self.storage(lambda: self.store.percepts(session.workspace_folder))
-        history = self.storage(
-            lambda: self.store.recent_turn_records(session.id, prompts.HISTORY_TURNS + 1)
-        )
-        history = [record for record in history if record.turn_id != turn.turn_id]
-        notes = prompts.session_notes(session.escalation_nonce, session.current_need, percepts)
-        messages = [
-            {
-                "role": "system",
-                "content": prompts.local_system_prompt(session.workspace_folder, offer_escalation),
-            },
-            *prompts.history_messages(history),
-            {"role": "user", "content": f"{text}\n\n{notes}"},
-        ]
-        tools = WorkspaceTools(
-            Path(session.workspace_folder),
-            TurnHost(turn, self.config.claude.permission_timeout_seconds),
-        )
-        outcome: EscalationRequested | LocalGaveUp | None = None
-        cut_short = plan.route == "auto" and offer_escalation
-        async with aclosing(
-            self.local.run(messages, tools, offer_escalation=offer_escalation, cut_short=cut_short)
-        ) as events:
-            async for event in events:
-                if isinstance(event, EscalationRequested | LocalGaveUp):
-                    outcome = event
-                    break
-                if isinstance(event, TurnFailed) and (gave_up := handoff.from_model_failure(event)):
-                    outcome = gave_up
-                    break
-                self._apply(turn, event)
-        turn.flush_text()
-        if not turn.part.is_empty:
-            session.local_turns_since_claude += 1
-        return outcome
-
-    def _apply(self, turn: Turn, event: AgentEvent) -> None:
-        match event:
-            case TurnFailed(reason=reason, message=message):
-                turn.failure = (reason, message)
-            case TurnDone() | ClaudeSessionStarted():
-                pass
-            case _:
-                turn.apply(event)
+        return await self._finish(session, turn, stop, escalated)
 
     def _record_need(self, session: Session, turn: Turn, user: TurnRecord, need: str) -> None:
         need = _cap(" ".join(need.split()), NEED_MAX_CHARS)
@@ -494,14 +386,14 @@ class Engine:
             session.need_changed_since_claude = True
         turn.update("need", currentNeed=need)
 
-    def _finish(
+    async def _finish(
         self, session: Session, turn: Turn, stop: StopReason, escalated: Escalated | None
     ) -> TurnResult:
         """Save the turn and end it. Whatever saving does, the turn ends: its failure gets
         the error notice, `turn_ended` and the progress end, and the claim is released."""
         last_agent = turn.parts[-1].agent if turn.parts else Agent.LOCAL
         try:
-            self._save(session, turn, stop, last_agent)
+            await _uncancellable(asyncio.to_thread(self._save, session, turn, stop, last_agent))
         except (StorageError, EngineError, OSError) as exc:
             logger.error("turn %s: storage failed: %s", turn.turn_id, exc)
             self._release(session, turn)
@@ -573,31 +465,15 @@ class Engine:
             logger.error("turn %s: could not release the session: %s", turn.turn_id, exc)
 
     def _rebuild_bricks(self, reader: StoreReader, session: Session) -> tuple[str, str]:
-        budget = self.config.context_budget_chars
-        claude_at = reader.last_assistant_position(session.id, Agent.CLAUDE)
-        local = render_brick(
-            reader.records_newest_first(session.id, claude_at), Agent.LOCAL, budget
-        )
-        local_at = reader.last_assistant_position(session.id, Agent.LOCAL)
-        claude = session.last_claude_summary
-        if claude_at > local_at and not is_empty_claude_run(
-            reader.records_newest_first(session.id, local_at)
-        ):
-            claude = render_brick(
-                reader.records_newest_first(session.id, local_at), Agent.CLAUDE, budget
-            )
-        return local, claude
+        return rebuild_bricks(reader, session, self.config.context_budget_chars)
 
     def _refresh_local_brick(self, session: Session, turn: Turn) -> None:
-        """Before a self-escalation: the local brick must include what the local agent did
-        in this very turn (its answer is not stored yet), or Claude would not see it."""
+        """Before a hand-off: the local brick must include what the local agent did in this
+        very turn (its answer is not stored yet), or Claude would not see it."""
         local_part = turn.part_of(Agent.LOCAL)
         pending = [] if local_part is None else [local_part.record(turn.turn_id)]
-        reader = self.store.reader()
-        claude_at = reader.last_assistant_position(session.id, Agent.CLAUDE)
-        stored = reader.records_newest_first(session.id, claude_at)
-        session.last_local_summary = render_brick(
-            itertools.chain(pending, stored), Agent.LOCAL, self.config.context_budget_chars
+        session.last_local_summary = local_brick_with(
+            pending, self.store.reader(), session, self.config.context_budget_chars
         )
 
     def claude_path(self) -> str | None:
@@ -607,6 +483,21 @@ class Engine:
 async def _close_after(turns: list[asyncio.Task[TurnResult]], local: LocalAgent) -> None:
     await asyncio.wait(turns)
     await local.aclose()
+
+
+async def _uncancellable(work: Awaitable[T]) -> T:
+    """Wait for `work` to the end even when the turn is cancelled meanwhile: a turn being
+    saved must be saved, then end with `turn_ended` (the cancel is already its stop)."""
+    future = asyncio.ensure_future(work)
+    while True:
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            if future.done():
+                return future.result()
 
 
 def _cap(text: str, limit: int) -> str:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol, TypeVar
 
 from milk_lsp.agents.base import ClaudeSessionStarted, FailureReason, TurnDone, TurnFailed
-from milk_lsp.agents.claude import ClaudeTurnRequest
+from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings, ClaudeTurnRequest
+from milk_lsp.config import MilkConfig
 from milk_lsp.context import (
     ContextInputs,
     ContextMode,
@@ -25,10 +27,32 @@ from milk_lsp.context import (
 )
 from milk_lsp.sessions.bricks import ends_with_question
 from milk_lsp.sessions.model import Agent, Session, SessionState
+from milk_lsp.sessions.store import SessionStore
 from milk_lsp.turn import Turn, TurnHost
 
-if TYPE_CHECKING:
-    from milk_lsp.engine import Engine
+T = TypeVar("T")
+
+
+class EscalationHost(Protocol):
+    """What the Claude part of a turn needs from the engine (`Engine` fits), named here so
+    this module does not depend on the engine that uses it."""
+
+    config: MilkConfig
+    claude: ClaudeAgent
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    def storage(self, action: Callable[[], T]) -> T:
+        """Run a store call, its failure mapped to `storage_failed`."""
+        ...
+
+    async def stored(self, action: Callable[[], T]) -> T:
+        """`storage` in a worker thread (the turn's calls stay off the event loop)."""
+        ...
+
+    def claude_settings(self) -> ClaudeSettings: ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +69,7 @@ def claude_prompt_for_escalate(current_need: str) -> str:
 class EscalationBook:
     """Runs Claude for a turn on behalf of the engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EscalationHost) -> None:
         self._engine = engine
 
     def context_inputs(self, session: Session, *, resume_rejected: bool = False) -> ContextInputs:
@@ -166,7 +190,7 @@ class EscalationBook:
                         seen_session = True
                         if claude_id and claude_id != session.claude_session_id:
                             session.claude_session_id = claude_id
-                        engine.store.save_session(session)
+                        await engine.stored(lambda: engine.store.save_session(session))
                     case TurnFailed():
                         failure = event
                     case TurnDone():

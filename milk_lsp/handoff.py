@@ -10,11 +10,16 @@ with a reason naming the signal, and the local text is kept.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Literal
 
-from milk_lsp.agents.base import FailureReason, LocalGaveUp, LocalSignal, TurnFailed
+from milk_lsp.agents.base import (
+    FailureReason,
+    LocalGaveUp,
+    LocalSignal,
+    PermissionTimedOut,
+    TurnFailed,
+)
 from milk_lsp.turn import Turn
 
 HandOffMode = Literal["ask", "auto", "off"]
@@ -111,12 +116,7 @@ async def ask_user(turn: Turn, gave_up: LocalGaveUp, timeout_seconds: float) -> 
     }
     turn.bridge.progress_report(turn.progress_token, "the local model failed: hand to Claude?")
     try:
-        answer = await asyncio.wait_for(turn.bridge.ask_permission(params), timeout_seconds)
-    except TimeoutError:
-        turn.notice(
-            "warning",
-            f"No answer within {timeout_seconds:.0f} s to whether Claude should take over; "
-            "kept the local answer.",
-        )
+        answer = await turn.ask(params, timeout_seconds)
+    except PermissionTimedOut:
         return False
     return answer == "allow_once"

@@ -3,7 +3,7 @@
 The local model gets a system prompt that is byte-identical for every session and turn of a
 workspace (the model server caches it with the tool specs), a budget-bounded tail of the
 session's history (a long session costs the same per turn as a short one), and the turn's
-message followed by the session notes: the need and percept instructions with the session's
+message, led by the session notes: the need and percept instructions with the session's
 nonce, the current need and remembered facts.
 """
 
@@ -44,11 +44,11 @@ _ESCALATE_HINT = """\
   with a summary of the session."""
 
 _SESSION_NOTES = """\
-[milk session notes]
-{known}If this message starts a new task or changes the goal, write the goal as one sentence
-inside <milk:need:{nonce}>…</milk:need:{nonce}>. Write a durable fact about the user or the
-project that you learn (a preference, a decision, where something lives) inside
-<milk:percept:{nonce}>…</milk:percept:{nonce}>, one per tag. milk removes these tags."""
+(milk notes, not from the user: {known}when the request below starts a new task, put the
+goal in one sentence inside <milk:need:{nonce}>…</milk:need:{nonce}>; put a lasting fact
+you learn about the user or project inside <milk:percept:{nonce}>…</milk:percept:{nonce}>.)
+
+"""
 
 
 def local_system_prompt(workspace: str, offer_escalation: bool) -> str:
@@ -62,14 +62,20 @@ def local_system_prompt(workspace: str, offer_escalation: bool) -> str:
 
 
 def session_notes(nonce: str, current_need: str, percepts: Sequence[str]) -> str:
-    """What varies by session (the tag nonce, the goal, remembered facts), appended to the
+    """What varies by session (the tag nonce, the goal, remembered facts), put in the
     turn's own user message so it never invalidates the cached prefix before it."""
     known = ""
     if current_need:
-        known += f"Current goal: {current_need}\n"
+        known += f"the current goal is: {current_need}; "
     if percepts:
-        known += "Remembered facts:\n" + "".join(f"- {fact}\n" for fact in percepts)
+        known += "known facts: " + "; ".join(percepts) + "; "
     return _SESSION_NOTES.format(known=known, nonce=nonce)
+
+
+def with_session_notes(text: str, notes: str) -> str:
+    """The turn's user message: the notes first, the user's request last (small models
+    answer what they read last, and echo what follows it)."""
+    return f"{notes}{text}"
 
 
 def history_messages(records: Sequence[TurnRecord]) -> list[dict[str, Any]]:

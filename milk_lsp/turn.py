@@ -20,6 +20,7 @@ from milk_lsp.agents.base import (
     NoticeEvent,
     PermissionOption,
     PermissionRequest,
+    PermissionTimedOut,
     TextDelta,
     ThinkingDelta,
     ToolCallEvent,
@@ -148,6 +149,21 @@ class Turn:
 
     def notice(self, severity: str, message: str) -> None:
         self.update("notice", severity=severity, message=message)
+
+    async def ask(self, params: dict[str, Any], timeout_seconds: float) -> str:
+        """Ask the user a permission-shaped question; the one place questions are timed.
+
+        Raises `PermissionTimedOut` (after telling the user) when nobody answers in time.
+        """
+        try:
+            return await asyncio.wait_for(self.bridge.ask_permission(params), timeout_seconds)
+        except TimeoutError:
+            self.notice(
+                "warning",
+                f"No answer to the permission question for {params.get('tool')} within "
+                f"{timeout_seconds:g} s; treated as deny.",
+            )
+            raise PermissionTimedOut(timeout_seconds) from None
 
     # ---- agent parts --------------------------------------------------------------------
 
@@ -284,19 +300,16 @@ class TurnHost:
         if local:  # Claude's agent reports its own statuses; the local loop leaves it to us
             self._status(request, ToolStatus.PENDING)
         try:
-            answer = await asyncio.wait_for(turn.bridge.ask_permission(params), self._timeout)
+            answer = await turn.ask(params, self._timeout)
         except asyncio.CancelledError:
             # The turn was cancelled with the question open: the question is withdrawn
             # (the bridge cancels the client request) and the call counts as denied.
             self._status(request, ToolStatus.DENIED)
             raise
-        except TimeoutError:
-            turn.notice(
-                "warning",
-                f"No answer to the permission question for {request.tool} within "
-                f"{self._timeout:.0f} s; treated as deny.",
-            )
-            answer = PermissionOption.DENY.value
+        except PermissionTimedOut:
+            if local:
+                self._status(request, ToolStatus.DENIED)
+            raise
         try:
             option = PermissionOption(answer)
         except ValueError:

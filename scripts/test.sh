@@ -16,6 +16,11 @@ fi
 .venv/bin/python -m pip install -q "xllamacpp==2026.10.11549" \
   || echo "xllamacpp unavailable here: the real-model tests will skip"
 export MILK_VENV="$PWD/.venv"
+# acpx, the headless ACP client (on the official TypeScript SDK) that tests/e2e/test_acp_acpx.py
+# drives `milk-lsp acp` with. `npm install` (not `ci`): the lock names platform packages of a
+# dependency that the registry does not serve for every platform; --no-save keeps the lock.
+(cd tests/acp_node && npm install --no-save --ignore-scripts --no-audit --no-fund --silent) \
+  || echo "npm unavailable here: the acpx tests will skip"
 
 echo "== ruff"
 .venv/bin/ruff check milk_lsp tests bench

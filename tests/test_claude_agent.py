@@ -36,6 +36,7 @@ from milk_lsp.agents.base import (
     NoticeEvent,
     PermissionOption,
     PermissionRequest,
+    PermissionTimedOut,
     TextDelta,
     ToolCallEvent,
     ToolResultEvent,
@@ -52,6 +53,7 @@ from milk_lsp.agents.claude import (
     ClaudeTurnRequest,
     build_argv,
     build_env,
+    timeout_message,
 )
 from milk_lsp.agents.claude_cli import bundled_cli_path, cli_version, resolve_cli
 from milk_lsp.agents.claude_processes import kill_all_running, running_pids
@@ -83,9 +85,12 @@ def bounded(test: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[Non
 class FakeHost:
     """An `AgentHost` whose permission answers are scripted (or that never answers)."""
 
-    def __init__(self, *answers: PermissionOption, hang: bool = False) -> None:
+    def __init__(
+        self, *answers: PermissionOption, hang: bool = False, time_out: float | None = None
+    ) -> None:
         self.answers = list(answers)
         self.hang = hang
+        self.time_out = time_out
         self.questions: list[PermissionRequest] = []
         self.asked = asyncio.Event()
         self.cancelled = False
@@ -93,6 +98,9 @@ class FakeHost:
     async def request_permission(self, request: PermissionRequest) -> PermissionOption:
         self.questions.append(request)
         self.asked.set()
+        if self.time_out is not None:
+            await asyncio.sleep(self.time_out)
+            raise PermissionTimedOut(self.time_out)
         if self.hang:
             try:
                 await asyncio.Event().wait()
@@ -486,14 +494,15 @@ async def test_permission_question_times_out_as_deny(
     agent: ClaudeAgent, api: FakeAnthropicAPI, workspace: Path
 ) -> None:
     api.enqueue({"tool_use": TOUCH}, {"text": "Ok."})
-    host = FakeHost(hang=True)
-    request = make_request(workspace, "make a marker", permission_timeout_seconds=0.5)
+    host = FakeHost(time_out=0.5)  # the host times questions (TurnHost in the server)
+    request = make_request(workspace, "make a marker")
     events = await collect(agent.run(request, host))
     assert events[-1] == TurnDone()
-    assert host.cancelled  # the host's question was withdrawn
     assert statuses(events)[-1] == ToolStatus.DENIED
-    assert any(isinstance(e, NoticeEvent) and "0.5 s" in e.message for e in events)
     assert not (workspace / "marker.txt").exists()
+    follow_up = api.main_requests()[-1]["body"]["messages"][-1]["content"]
+    [tool_result] = [b for b in follow_up if b.get("type") == "tool_result"]
+    assert tool_result["content"] == timeout_message(0.5)
 
 
 @pytest.mark.claude

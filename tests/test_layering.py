@@ -148,3 +148,46 @@ def test_server_import_stays_light() -> None:
         f"{result['modules']} modules loaded"
     )
     assert result["heavy"] == []
+
+
+def milk_imports(path: Path, modules: set[str]) -> set[str]:
+    """The milk_lsp modules a module imports anywhere (module level, functions,
+    TYPE_CHECKING): an import only for types is still a dependency of the design."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                found.add(name if name in modules else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found & modules
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_cycles() -> None:
+    """engine ↔ escalation, claude ↔ claude_cli and editor ↔ server were cycles once; the
+    hosts a module needs are Protocols it names itself."""
+    modules = {module_name(path): path for path in module_files()}
+    graph = {name: milk_imports(path, set(modules)) - {name} for name, path in modules.items()}
+    cycles: list[list[str]] = []
+
+    def visit(name: str, trail: list[str], done: set[str]) -> None:
+        for dep in sorted(graph[name]):
+            if dep in trail:
+                cycles.append([*trail[trail.index(dep) :], dep])
+            elif dep not in done:
+                visit(dep, [*trail, dep], done)
+        done.add(name)
+
+    finished: set[str] = set()
+    for name in sorted(graph):
+        if name not in finished:
+            visit(name, [name], finished)
+    assert cycles == [], " ; ".join(" → ".join(cycle) for cycle in cycles)
+    assert "milk_lsp.engine" in graph["milk_lsp.server"], "the scan sees real imports"

@@ -8,14 +8,28 @@ the model gets its error results and goes on.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
-from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, TurnDone
+from milk_lsp.agents.base import (
+    EscalationRequested,
+    LocalGaveUp,
+    LocalSignal,
+    ToolCallEvent,
+    TurnDone,
+)
 from milk_lsp.agents.local import LocalAgent
-from milk_lsp.agents.local_watch import NUDGE, TurnWatch, embedded_call
+from milk_lsp.agents.local_watch import (
+    LOOK_FIRST,
+    MAKE_THE_CHANGE,
+    NUDGE,
+    Nudge,
+    TurnWatch,
+    asks_for_change,
+    embedded_call,
+)
+from tests import test_local_agent
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.test_local_agent import Outcome, StandInTools, collect, settings_for, text_of
 
@@ -39,17 +53,9 @@ class EditTools(StandInTools):
         )
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def agent(server: FakeOpenAIServer) -> AsyncIterator[LocalAgent]:
-    local = LocalAgent(settings_for(server))
-    yield local
-    await local.aclose()
+# the scripted model server and an agent on it, as in the agent's own tests
+server = test_local_agent.server
+agent = test_local_agent.agent
 
 
 def gave_up(events: list[Any], signal: LocalSignal) -> LocalGaveUp:
@@ -194,10 +200,47 @@ async def test_an_invented_tool_written_as_text_is_a_signal(
     assert "design_plugin_system" in last.detail
 
 
-async def test_an_empty_reply_is_a_signal(server: FakeOpenAIServer, agent: LocalAgent) -> None:
-    server.enqueue({"text": ""})
+@pytest.mark.parametrize("text", ["", "### ###", "```\n```"])
+async def test_a_reply_without_words_is_an_empty_reply(
+    server: FakeOpenAIServer, agent: LocalAgent, text: str
+) -> None:
+    server.enqueue({"text": text})
     events = await collect(agent, StandInTools(), cut_short=False)
     gave_up(events, LocalSignal.EMPTY_REPLY)
+
+
+async def test_a_claim_about_the_code_made_without_looking_gets_one_look_first_nudge(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(
+        {"text": "It is defined in `src/smart_truncate.py`."},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "slugify.py"}}]},
+        {"text": "It is defined in slugify/slugify.py."},
+    )
+    tools = StandInTools()
+    events = await collect(agent, tools, cut_short=True)
+    assert events[-1] == TurnDone()
+    assert server.requests[1]["messages"][-1] == {"role": "user", "content": LOOK_FIRST}
+    assert [name for _, name, _ in tools.calls] == ["read_file"]
+
+
+async def test_small_talk_and_checked_answers_get_no_nudge(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue({"text": "Hello! How can I help with this project?"})
+    events = await collect(agent, StandInTools(), cut_short=True)
+    assert events[-1] == TurnDone()
+    assert len(server.requests) == 1
+
+
+async def test_an_escalation_written_as_text_is_the_call(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue({"text": "escalate_to_claude"})
+    events = await collect(agent, StandInTools(), offer_escalation=True, cut_short=True)
+    assert isinstance(events[-1], EscalationRequested)
+    shown = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert shown[-1].name == "escalate_to_claude" and shown[-1].status.value == "completed"
 
 
 def test_embedded_call_needs_exactly_one_runnable_call() -> None:
@@ -213,5 +256,98 @@ def test_embedded_call_needs_exactly_one_runnable_call() -> None:
 
 def test_past_tense_mentions_of_tools_are_not_described_calls() -> None:
     watch = TurnWatch(frozenset({"read_file"}), cut_short=True)
+    watch.after_call("read_file", {"path": "a.py"}, is_error=False, denied=False, output="x")
     assert watch.final_reply("I used read_file on a.py: it defines main().", reasoned=False) is None
-    assert watch.final_reply("You can use read_file to see a.py.", reasoned=False) == "nudge"
+    assert watch.final_reply("You can use read_file to see a.py.", reasoned=False) == Nudge(NUDGE)
+
+
+async def test_an_answer_still_unchecked_after_the_nudge_is_handed_off_on_auto(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(
+        {"text": "The default of max_length is 100."},
+        {"text": "As I said, the default of max_length is 100."},
+    )
+    events = await collect(agent, StandInTools(), cut_short=True)
+    gave_up(events, LocalSignal.UNCHECKED_ANSWER)
+
+
+async def test_on_route_local_an_unchecked_answer_stands_after_the_nudge(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(
+        {"text": "The default of max_length is 100."},
+        {"text": "The default of max_length is 100."},
+    )
+    events = await collect(agent, StandInTools(), cut_short=False)
+    assert events[-1] == TurnDone()
+
+
+async def test_tool_markup_written_as_the_answer_is_a_signal(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+        {"text": "<tool_response> a.py:1: X = 1 </tool_response>"},
+    )
+    events = await collect(agent, StandInTools(), cut_short=True)
+    assert "tool-call markup" in gave_up(events, LocalSignal.UNRUNNABLE_CALL).detail
+
+
+def test_asks_for_change_reads_the_first_word() -> None:
+    assert asks_for_change("Rename the constant NUMBERS_PATTERN to DIGIT_GROUPS")
+    assert asks_for_change("add a docstring to slugify_params")
+    assert not asks_for_change("how do I add a docstring?")
+    assert not asks_for_change("where is smart_truncate defined?")
+
+
+async def test_a_change_asked_for_and_not_made_gets_one_nudge_then_is_a_signal(
+    server: FakeOpenAIServer,
+) -> None:
+    server.enqueue(
+        {"text": "To rename it, replace the name in a.py."},
+        {"text": "You can do it with your editor."},
+    )
+    local = LocalAgent(settings_for(server))
+    try:
+        events = await collect_change(local, EditTools())
+    finally:
+        await local.aclose()
+    gave_up(events, LocalSignal.EDIT_NOT_MADE)
+    assert server.requests[1]["messages"][-1]["content"] == MAKE_THE_CHANGE
+
+
+async def test_a_change_made_after_the_nudge_ends_well(server: FakeOpenAIServer) -> None:
+    edit = {
+        "name": "edit_file",
+        "arguments": {"path": "a.py", "old_text": "x = 1", "new_text": "y"},
+    }
+    server.enqueue(
+        {"text": "Sure, I will rename it."}, {"tool_calls": [edit]}, {"text": "Renamed."}
+    )
+    local = LocalAgent(settings_for(server))
+    try:
+        events = await collect_change(local, EditTools())
+    finally:
+        await local.aclose()
+    assert events[-1] == TurnDone()
+
+
+async def collect_change(local: LocalAgent, tools: StandInTools) -> list[Any]:
+    run = local.run(
+        [{"role": "user", "content": "rename x"}],
+        tools,
+        offer_escalation=True,
+        cut_short=True,
+        change_requested=True,
+    )
+    return [event async for event in run]
+
+
+def test_milk_tags_and_repeated_fragments_are_not_an_answer() -> None:
+    watch = TurnWatch(frozenset({"read_file"}), cut_short=True)
+    watch.after_call("read_file", {"path": "a.py"}, is_error=False, denied=False, output="x")
+    stuck = watch.final_reply(
+        "### ### ### ### ### ### ### ### <milk:percept:n>x</milk:percept:n>", reasoned=False
+    )
+    assert isinstance(stuck, LocalGaveUp) and stuck.signal is LocalSignal.EMPTY_REPLY

@@ -11,6 +11,7 @@ from milk_lsp.prompts import (
     local_system_prompt,
     session_notes,
     user_message,
+    with_session_notes,
 )
 from milk_lsp.sessions.model import Agent, Role, TurnRecord
 from milk_lsp.tags import NEED, PERCEPT, TagInterceptor, close_tag, open_tag
@@ -201,14 +202,14 @@ def test_the_prompt_tags_are_the_ones_the_interceptor_acts_on() -> None:
 
 def test_session_notes_carry_the_need_and_percepts() -> None:
     text = session_notes(NONCE, "make the parser fast", ["tests use pytest", "tabs, not spaces"])
-    assert "Current goal: make the parser fast\n" in text
-    assert "Remembered facts:\n- tests use pytest\n- tabs, not spaces\n" in text
+    assert "the current goal is: make the parser fast; " in text
+    assert "known facts: tests use pytest; tabs, not spaces; " in text
 
 
 def test_session_notes_without_need_or_percepts_have_no_such_lines() -> None:
     text = session_notes(NONCE, "", [])
-    assert "Current goal" not in text
-    assert "Remembered facts" not in text
+    assert "current goal" not in text
+    assert "known facts" not in text
 
 
 def test_escalation_hint_only_when_offered() -> None:
@@ -225,6 +226,12 @@ def test_system_prompt_is_the_same_bytes_for_every_session_of_a_workspace() -> N
     assert NONCE not in local_system_prompt(WORKSPACE, True)
     assert "milk:need" not in local_system_prompt(WORKSPACE, True)
     assert session_notes("one", "", []) != session_notes("two", "", [])
+
+
+def test_the_request_comes_last_after_the_notes() -> None:
+    message = with_session_notes("rename X", session_notes(NONCE, "", []))
+    assert message.startswith("(milk notes, not from the user:")
+    assert message.endswith(".)\n\nrename X")
 
 
 def test_small_model_rules_are_in_the_system_prompt() -> None:

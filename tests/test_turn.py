@@ -17,6 +17,7 @@ from milk_lsp.agents.base import (
     NoticeEvent,
     PermissionOption,
     PermissionRequest,
+    PermissionTimedOut,
     TextDelta,
     ThinkingDelta,
     ToolCallEvent,
@@ -397,13 +398,16 @@ async def test_unknown_answers_are_deny(answer: Any) -> None:
 
 
 async def test_a_permission_wait_past_its_timeout_is_deny_with_a_warning() -> None:
+    """The host is the one place a question is timed: it warns, withdraws the question and
+    raises `PermissionTimedOut`, which both agents treat as a deny."""
     turn, bridge, _ = make_turn(FakeBridge(hang=True))
     host = TurnHost(turn, permission_timeout_seconds=0.05)
     loop = asyncio.get_running_loop()
     began = loop.time()
-    answer = await host.request_permission(request("run_command"))
+    with pytest.raises(PermissionTimedOut) as raised:
+        await host.request_permission(request("run_command"))
+    assert raised.value.seconds == 0.05
     assert loop.time() - began < 2.0
-    assert answer is PermissionOption.DENY
     assert bridge.hang_cancelled, "the open question is withdrawn"
     (notice,) = bridge.of_kind("notice")
     assert notice["severity"] == "warning"

@@ -102,6 +102,8 @@ class LocalSignal(enum.StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     UNRUNNABLE_CALL = "unrunnable_call"
     DESCRIBED_CALL = "described_call"
+    UNCHECKED_ANSWER = "unchecked_answer"
+    EDIT_NOT_MADE = "edit_not_made"
     FAILED_EDIT = "failed_edit"
     EMPTY_REPLY = "empty_reply"
     MODEL_UNREACHABLE = "model_unreachable"
@@ -168,6 +170,17 @@ class PermissionRequest:
     options: tuple[PermissionOption, ...] = field(
         default=(PermissionOption.ALLOW_ONCE, PermissionOption.ALLOW_SESSION, PermissionOption.DENY)
     )
+
+
+class PermissionTimedOut(Exception):
+    """Nobody answered a permission question in time (`claude.permissionTimeoutSeconds`).
+
+    The host times every question (one timeout path for both agents) and tells the user;
+    the agent treats it as a deny and may say why to its model."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer within {seconds:g} s")
+        self.seconds = seconds
 
 
 class EditRejected(Exception):

@@ -31,9 +31,10 @@ What the driver does, per turn (one process per turn; no CLI outlives its turn):
 * Environment: inherited, minus ``CLAUDE_CODE_SESSION_ID``, ``CLAUDE_CODE_ENTRYPOINT`` and
   ``CLAUDECODE``, with ``CLAUDE_CODE_MAX_RETRIES`` bounded (a dead API fails in seconds).
 * stdout lines up to 16 MiB; stderr captured and quoted (its tail) in failures.
-* Permission questions go to `AgentHost.request_permission`, bounded by
-  ``permission_timeout_seconds`` (then denied). ``AskUserQuestion`` is answered by milk
-  itself with a deny that tells Claude to ask in its reply (the editor has no such dialog).
+* Permission questions go to `AgentHost.request_permission`; the host times them (one
+  timeout path for both agents) and a `PermissionTimedOut` is a deny that tells Claude
+  why. ``AskUserQuestion`` is answered by milk itself with a deny that tells Claude to ask
+  in its reply (the editor has no such dialog).
 * Cancel: the interrupt control request and stdin EOF (the CLI stops its tools and records
   the partial turn), a short grace, then SIGTERM and SIGKILL of the process group. Claude
   Code runs its Bash tool in a session of its own, so every process of a run carries a
@@ -62,14 +63,14 @@ from milk_lsp.agents.base import (
     AgentEvent,
     AgentHost,
     FailureReason,
-    NoticeEvent,
     PermissionOption,
     PermissionRequest,
+    PermissionTimedOut,
     ToolCallEvent,
     TurnDone,
     TurnFailed,
 )
-from milk_lsp.agents.claude_cli import not_found_message, resolve_cli
+from milk_lsp.agents.claude_cli import ClaudeSettings, not_found_message, resolve_cli
 from milk_lsp.agents.claude_processes import (
     RUN_TAG_ENV,
     cli_preexec,
@@ -131,20 +132,6 @@ ASK_IN_TEXT_MESSAGE = (
 )
 DROPPED_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDECODE")
 """Inherited variables that would make the CLI think it runs inside another Claude Code."""
-
-
-@dataclass(frozen=True)
-class ClaudeSettings:
-    """The ``claude.*`` settings that shape a run."""
-
-    path: str | None = None
-    model: str | None = None
-    allowed_tools: tuple[str, ...] = ()
-    add_dirs: tuple[str, ...] = ()
-    skip_permissions: bool = False
-    permission_timeout_seconds: float = 600.0
-    max_retries: int = 2
-    """``CLAUDE_CODE_MAX_RETRIES`` for the CLI (its default of 10 takes ~3 minutes)."""
 
 
 @dataclass(frozen=True)
@@ -521,16 +508,11 @@ class _Turn:
             input=tool_input,
             description=description,
         )
-        timeout = self.request.settings.permission_timeout_seconds
         try:
-            answer = await asyncio.wait_for(self.host.request_permission(question), timeout)
-        except TimeoutError:
-            notice = (
-                f"No answer to the {tool_name} permission question within {timeout:g} s; denied."
-            )
-            self._emit([NoticeEvent("warning", notice)])
+            answer = await self.host.request_permission(question)
+        except PermissionTimedOut as exc:  # the host timed it and told the user
             self._emit(self.mapper.permission_decided(tool_use_id, allowed=False))
-            await self._write(deny_line(request_id, timeout_message(timeout)))
+            await self._write(deny_line(request_id, timeout_message(exc.seconds)))
             return
         except asyncio.CancelledError:
             # The CLI withdrew the question, or the turn is being cancelled (then the

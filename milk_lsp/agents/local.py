@@ -1,12 +1,13 @@
-"""The local agent: an OpenAI-compatible chat-completions client with a bounded tool loop.
+"""The local agent: the bounded tool loop over an OpenAI-compatible endpoint.
 
 One `LocalAgent` per configured endpoint. Each turn (`run`) is an async generator of
-`AgentEvent`s: it streams a chat completion (SSE through httpx-sse), runs the tool calls the
-model made, sends their results back and asks again, until a reply has no tool calls
-(`TurnDone`), the model calls `escalate_to_claude` (`EscalationRequested`), the round bound
-is hit or something fails (`TurnFailed`). It never raises except for cancellation, and the
-HTTP response is always closed in `finally` (the `async with` around the stream), so a
-cancelled turn leaves no open stream behind.
+`AgentEvent`s: it streams a reply through its `LocalClient` (`milk_lsp.agents.local_client`,
+the HTTP side), runs the tool calls the model made, sends their results back and asks
+again, until a reply has no tool calls (`TurnDone`), the model calls `escalate_to_claude`
+(`EscalationRequested`), milk sees the turn fail (`LocalGaveUp`, see
+`milk_lsp.agents.local_watch`) or the request fails (`TurnFailed`). It never raises except
+for cancellation; the client closes each response in `finally`, so a cancelled turn leaves
+no open stream behind.
 
 Streamed tool calls are merged leniently (`merge_tool_call_deltas`): servers differ in what
 they repeat and when they say they are done, so the loop goes by the tool calls it saw,
@@ -15,31 +16,26 @@ never by `finish_reason`. See `shared/research/local-model.md` for the recorded 
 Small models (Qwen2.5-Coder behind llama.cpp, Ollama or vLLM) often write a tool call as
 text instead: a ```json block, bare JSON, or `<tool_call>`/`[tool_call]` tags. With
 `LocalSettings.text_tool_calls`, a reply without structured calls whose whole text is such
-a call to an offered tool is run as that call (`parse_text_tool_calls`). Text that starts
-like one is held back while it still could be one (`TextCallGate`), so the JSON is never
-shown as an answer; any other text streams as it comes. The parsing of tool calls, both
-kinds, lives in `milk_lsp.agents.tool_calls`, and folding one streamed reply's chunks in
-`milk_lsp.agents.local_stream`; this module owns the HTTP side and the loop.
+a call to an offered tool is run as that call (`parse_text_tool_calls`); so is the one
+runnable call written among prose (`embedded_call`). Text that starts like a call is held
+back while it still could be one (`TextCallGate`), so the JSON is never shown as an
+answer; any other text streams as it comes.
 
-All per-turn state lives in the generator's locals; the agent object only holds settings
-and the shared `httpx.AsyncClient`, so several sessions can run turns at once.
+All per-turn state lives in the generator's locals; the agent object only holds its client,
+so several sessions can run turns at once.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import secrets
-import socket
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import httpx
-import httpx_sse
 
 from milk_lsp.agents.base import (
     AgentEvent,
@@ -54,17 +50,15 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
+from milk_lsp.agents.local_client import LocalClient, LocalSettings
 from milk_lsp.agents.local_stream import (
     LocalModelError,
     Reply,
-    apply_chunk,
-    body_detail,
     final_reply_notices,
     length_notice,
-    short,
     usage_event,
 )
-from milk_lsp.agents.local_watch import NUDGE, TurnWatch, embedded_call
+from milk_lsp.agents.local_watch import Nudge, TurnWatch, WrittenEscalation, embedded_call
 from milk_lsp.agents.tool_calls import (
     MergedToolCall,
     TextCallGate,
@@ -115,28 +109,8 @@ ESCALATE_TOOL_SPEC: dict[str, Any] = {
     },
 }
 
-_ERROR_BODY_LIMIT = 64 * 1024
-"""Bytes of an HTTP error body read to explain a failure."""
 _RAW_ARGS_CHARS = 500
 """Characters of invalid tool arguments quoted back to the model."""
-
-
-@dataclass(frozen=True)
-class LocalSettings:
-    """How to reach the local OpenAI-compatible endpoint (`local.*` settings)."""
-
-    base_url: str = "http://127.0.0.1:11434/v1"
-    model: str | None = None
-    """None: the first model `GET {base_url}/models` lists, looked up at each turn."""
-    api_key: str | None = field(default=None, repr=False)
-    """Sent as a Bearer token when set. A secret: kept out of reprs and logs."""
-    max_tool_rounds: int = 20
-    connect_timeout_seconds: float = 5.0
-    read_timeout_seconds: float = 120.0
-    """The longest silence from the server (between two reads) before the turn fails."""
-    text_tool_calls: bool = True
-    """Run a reply that is only a tool call written as text (a ```json block, bare JSON,
-    `<tool_call>`/`[tool_call]` tags; small models do this) as that tool call."""
 
 
 class ToolOutcomeLike(Protocol):
@@ -231,161 +205,51 @@ class _Outcome:
     denied: bool = False
 
 
-# -- transport errors --------------------------------------------------------------------------
+class _Paragraphs:
+    """The text shown over the replies of one turn: a reply's text that follows earlier
+    text (after a tool round or a nudge) starts a new paragraph instead of running on."""
 
+    def __init__(self) -> None:
+        self._tail = ""
+        self._new_reply = False
 
-def _connect_why(exc: BaseException) -> str:
-    """The most telling cause of a connect failure ("connection refused", …)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(current, socket.gaierror):
-            return f"cannot resolve the host name ({current.strerror or current})"
-        current = current.__cause__ or current.__context__
-    return str(exc) or type(exc).__name__
+    def new_reply(self) -> None:
+        self._new_reply = True
 
-
-def _is_loopback(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _http_hint(status: int) -> str:
-    if status in (401, 403):
-        return "; check local.apiKey"
-    if status == 404:
-        return "; check local.baseUrl and local.model"
-    if status == 503:
-        return "; the server may still be loading the model, try again shortly"
-    return ""
+    def delta(self, text: str) -> TextDelta:
+        if text and self._new_reply and self._tail and not self._tail.endswith("\n\n"):
+            text = ("\n" if self._tail.endswith("\n") else "\n\n") + text
+        if text:
+            self._new_reply = False
+            self._tail = (self._tail + text)[-2:]
+        return TextDelta(text)
 
 
 # -- the agent ---------------------------------------------------------------------------------
 
 
 class LocalAgent:
-    """Talks to one OpenAI-compatible endpoint; `run` is one turn."""
+    """The tool loop over one endpoint's `LocalClient`; `run` is one turn."""
 
     def __init__(
         self, settings: LocalSettings, *, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
-        self.settings = settings
-        self._base_url = settings.base_url.rstrip("/")
-        self._listed_model: str | None = None
-        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            headers=headers,
-            timeout=httpx.Timeout(
-                connect=settings.connect_timeout_seconds,
-                read=settings.read_timeout_seconds,
-                write=settings.read_timeout_seconds,
-                pool=settings.connect_timeout_seconds,
-            ),
-            # A proxy from the environment must not catch requests to a model on this machine.
-            trust_env=not _is_loopback(self._base_url),
-            # Plain http never uses TLS; skipping the CA bundle saves ~0.1 s per agent.
-            # https endpoints keep full certificate verification.
-            verify=urlsplit(self._base_url).scheme.lower() == "https",
-        )
+        self.client = LocalClient(settings, transport=transport)
+
+    @property
+    def settings(self) -> LocalSettings:
+        return self.client.settings
 
     async def aclose(self) -> None:
-        await self._client.aclose()
-
-    # -- models ----------------------------------------------------------------------------
+        await self.client.aclose()
 
     async def list_models(self) -> list[str]:
         """The model ids `GET {base_url}/models` lists. Raises `LocalModelError`."""
-        return await self._list_models(None)
+        return await self.client.list_models()
 
     async def probe(self) -> tuple[bool, str | None, str | None]:
-        """(reachable, model, error message) for `milk/status` and `doctor`; a few seconds at most.
-
-        `model` is `local.model` when set, else the first model the endpoint lists.
-        """
-        short = httpx.Timeout(
-            connect=min(self.settings.connect_timeout_seconds, 2.0),
-            read=min(self.settings.read_timeout_seconds, 5.0),
-            write=5.0,
-            pool=2.0,
-        )
-        try:
-            models = await self._list_models(short)
-        except LocalModelError as exc:
-            reachable = exc.reason is not FailureReason.LOCAL_UNREACHABLE
-            return reachable, self.settings.model, exc.message
-        if self.settings.model:
-            return True, self.settings.model, None
-        if not models:
-            return True, None, self._no_models_message()
-        return True, models[0], None
-
-    async def _list_models(self, limits: httpx.Timeout | None) -> list[str]:
-        url = f"{self._base_url}/models"
-        try:
-            if limits is None:
-                response = await self._client.get(url)
-            else:
-                response = await self._client.get(url, timeout=limits)
-            if response.status_code >= 400:
-                raise LocalModelError(
-                    FailureReason.LOCAL_FAILED,
-                    f"GET {url} answered HTTP {response.status_code}: "
-                    f"{body_detail(response.content)}{_http_hint(response.status_code)}",
-                )
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise self._transport_error(exc) from exc
-        try:
-            payload = response.json()
-        except ValueError:
-            raise LocalModelError(
-                FailureReason.LOCAL_FAILED,
-                f"GET {url} did not answer JSON: {body_detail(response.content)}",
-            ) from None
-        entries: Any = []
-        if isinstance(payload, dict):
-            entries = payload.get("data") or payload.get("models") or []
-        models: list[str] = []
-        if isinstance(entries, list):
-            for entry in entries:
-                if isinstance(entry, str):
-                    models.append(entry)
-                elif isinstance(entry, dict):
-                    for key in ("id", "name", "model"):
-                        value = entry.get(key)
-                        if isinstance(value, str) and value:
-                            models.append(value)
-                            break
-        return models
-
-    def _no_models_message(self) -> str:
-        return (
-            f"the local endpoint {self._base_url} lists no models (GET /models); "
-            "set local.model to the model to use"
-        )
-
-    async def _resolve_model(self) -> str:
-        """`local.model`, else the first listed model: looked up once and kept until a turn
-        fails (the server may have changed models), not fetched on every turn."""
-        if self.settings.model:
-            return self.settings.model
-        if self._listed_model is not None:
-            return self._listed_model
-        models = await self._list_models(None)
-        if not models:
-            raise LocalModelError(FailureReason.LOCAL_FAILED, self._no_models_message())
-        self._listed_model = models[0]
-        return models[0]
-
-    # -- one turn ------------------------------------------------------------------------------
+        """(reachable, model, error message) for `milk/status` and `doctor`."""
+        return await self.client.probe()
 
     async def run(
         self,
@@ -394,6 +258,7 @@ class LocalAgent:
         *,
         offer_escalation: bool,
         cut_short: bool = False,
+        change_requested: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         """One turn: stream replies and run tools until a reply has no tool calls.
 
@@ -403,12 +268,14 @@ class LocalAgent:
         loop at the first mid-turn signal (route `auto`, where Claude can take over).
         """
         try:
-            async with aclosing(self._turn(messages, tools, offer_escalation, cut_short)) as events:
+            async with aclosing(
+                self._turn(messages, tools, offer_escalation, cut_short, change_requested)
+            ) as events:
                 async for event in events:
                     yield event
         except LocalModelError as exc:
             logger.info("local turn failed (%s): %s", exc.reason, exc.message)
-            self._listed_model = None  # look the model up again next time
+            self.client.forget_model()
             yield TurnFailed(exc.reason, exc.message)
         except Exception as exc:
             logger.exception("local turn failed unexpectedly")
@@ -423,13 +290,20 @@ class LocalAgent:
         tools: LocalTools | None,
         offer_escalation: bool,
         cut_short: bool,
+        change_requested: bool,
     ) -> AsyncGenerator[AgentEvent, None]:
-        model = await self._resolve_model()
+        model = await self.client.resolve_model()
         specs = list(tools.specs()) if tools is not None else []
         if offer_escalation:
             specs.append(ESCALATE_TOOL_SPEC)
         offered = frozenset(_spec_names(specs))
-        watch = TurnWatch(offered, cut_short)
+        paragraphs = _Paragraphs()
+        watch = TurnWatch(
+            offered,
+            cut_short,
+            escalation_tool=ESCALATE_TOOL_NAME if offer_escalation else "",
+            change_requested=change_requested,
+        )
         conversation = list(messages)
         used_ids: set[str] = set()
         max_rounds = self.settings.max_tool_rounds
@@ -445,19 +319,22 @@ class LocalAgent:
             if specs:
                 body["tools"] = specs
             reply = Reply()
+            paragraphs.new_reply()
             gate = TextCallGate(offered) if self.settings.text_tool_calls and offered else None
             try:
-                async with aclosing(self._stream_reply(body, reply)) as stream:
+                async with aclosing(self.client.stream_reply(body, reply)) as stream:
                     async for event in stream:
                         if gate is not None and isinstance(event, TextDelta):
                             shown = gate.feed(event.text)
                             if shown:
-                                yield TextDelta(shown)
+                                yield paragraphs.delta(shown)
+                        elif isinstance(event, TextDelta):
+                            yield paragraphs.delta(event.text)
                         else:
                             yield event
             except LocalModelError:
                 if gate is not None and gate.holding and gate.held:
-                    yield TextDelta(gate.release())  # what arrived before the failure
+                    yield paragraphs.delta(gate.release())  # what arrived before the failure
                 raise
 
             merged = merge_tool_call_deltas(reply.fragments)
@@ -466,7 +343,7 @@ class LocalAgent:
                 if not reply.fragments:
                     text_calls = parse_text_tool_calls(gate.held, offered)
                 if text_calls is None:
-                    yield TextDelta(gate.release())
+                    yield paragraphs.delta(gate.release())
             if reply.usage is not None:
                 yield usage_event(reply.usage)
             if not merged and not text_calls and gate is not None:
@@ -491,11 +368,21 @@ class LocalAgent:
                 )
             if not named:
                 verdict = watch.final_reply("".join(reply.text), reasoned=reply.reasoned)
-                if verdict == "nudge" and rounds < max_rounds:
+                if isinstance(verdict, Nudge) and rounds < max_rounds:
                     rounds += 1
                     conversation.append({"role": "assistant", "content": "".join(reply.text)})
-                    conversation.append({"role": "user", "content": NUDGE})
+                    conversation.append({"role": "user", "content": verdict.text})
                     continue
+                if isinstance(verdict, WrittenEscalation):
+                    call_id = _new_call_id(used_ids)
+                    yield ToolCallEvent(
+                        call_id,
+                        ESCALATE_TOOL_NAME,
+                        {"reason": verdict.reason},
+                        ToolStatus.COMPLETED,
+                    )
+                    yield EscalationRequested(reason=verdict.reason, tool_call_id=call_id)
+                    return
                 if isinstance(verdict, LocalGaveUp):
                     if reply.finish_reason == "length":
                         yield length_notice()
@@ -614,113 +501,6 @@ class LocalAgent:
         yield ToolResultEvent(call.id, outcome.output, outcome.is_error or outcome.denied)
         yield outcome
 
-    async def _stream_reply(
-        self, body: dict[str, Any], reply: Reply
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """POST one streamed chat completion; yields its text/thinking, fills `reply`."""
-        url = f"{self._base_url}/chat/completions"
-        try:
-            async with httpx_sse.aconnect_sse(self._client, "POST", url, json=body) as source:
-                response = source.response
-                if response.status_code >= 400:
-                    detail = body_detail(await _read_capped(response))
-                    raise LocalModelError(
-                        FailureReason.LOCAL_FAILED,
-                        f"the local model at {self._base_url} answered HTTP "
-                        f"{response.status_code}: {detail}{_http_hint(response.status_code)}",
-                    )
-                content_type = response.headers.get("content-type", "")
-                if "text/event-stream" not in content_type:
-                    # A server that ignored `stream: true` and sent the whole completion.
-                    raw = await _read_capped(response, limit=None)
-                    try:
-                        completion = json.loads(raw)
-                    except ValueError:
-                        raise LocalModelError(
-                            FailureReason.LOCAL_FAILED,
-                            f"malformed stream from the local model: expected "
-                            f"text/event-stream, got {content_type or 'no content type'}: "
-                            f"{body_detail(raw)}",
-                        ) from None
-                    for event in apply_chunk(reply, completion):
-                        yield event
-                    reply.done = True
-                    return
-                async for sse in source.aiter_sse():
-                    data = sse.data.strip()
-                    if sse.event == "error":
-                        raise LocalModelError(
-                            FailureReason.LOCAL_FAILED,
-                            f"the local model reported an error mid-stream: {short(data)}",
-                        )
-                    if not data:
-                        continue
-                    if data == "[DONE]":
-                        reply.done = True
-                        break
-                    try:
-                        chunk = json.loads(data)
-                    except ValueError:
-                        raise LocalModelError(
-                            FailureReason.LOCAL_FAILED,
-                            f"malformed stream from the local model: a data line is not "
-                            f"JSON: {short(data, 120)}",
-                        ) from None
-                    for event in apply_chunk(reply, chunk):
-                        yield event
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise self._transport_error(exc) from exc
-        if not reply.done and reply.finish_reason is None:
-            raise LocalModelError(
-                FailureReason.LOCAL_FAILED,
-                f"malformed stream from the local model at {self._base_url}: it ended "
-                "without `data: [DONE]` and without a finish_reason (the connection may "
-                "have dropped)",
-            )
-
-    def _transport_error(self, exc: httpx.HTTPError | httpx.InvalidURL) -> LocalModelError:
-        base = self._base_url
-        settings = self.settings
-        if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
-            return LocalModelError(
-                FailureReason.LOCAL_UNREACHABLE,
-                f"no local model reachable at {base}: the URL is not valid ({exc}); "
-                "set local.baseUrl",
-            )
-        if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
-            why = (
-                f"no answer within {settings.connect_timeout_seconds:g} s"
-                if isinstance(exc, httpx.ConnectTimeout)
-                else _connect_why(exc)
-            )
-            return LocalModelError(
-                FailureReason.LOCAL_UNREACHABLE,
-                f"no local model reachable at {base}: {why}; "
-                "start Ollama/llama-server or set local.baseUrl",
-            )
-        if isinstance(exc, httpx.ReadTimeout):
-            return LocalModelError(
-                FailureReason.LOCAL_FAILED,
-                f"timed out waiting for the local model at {base}: it sent nothing for "
-                f"{settings.read_timeout_seconds:g} s (the read timeout); it may be stuck "
-                "or overloaded. Try again, or raise local.requestTimeoutSeconds",
-            )
-        if isinstance(exc, httpx.TimeoutException):
-            return LocalModelError(
-                FailureReason.LOCAL_FAILED,
-                f"timed out talking to the local model at {base} ({type(exc).__name__})",
-            )
-        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-            return LocalModelError(
-                FailureReason.LOCAL_FAILED,
-                f"the connection to the local model at {base} dropped mid-stream: "
-                f"{exc or type(exc).__name__}",
-            )
-        return LocalModelError(
-            FailureReason.LOCAL_FAILED,
-            f"the request to the local model at {base} failed: {type(exc).__name__}: {exc}",
-        )
-
 
 def _spec_names(specs: Iterable[Any]) -> Iterable[str]:
     """The function names of OpenAI `tools` entries (what the model was offered)."""
@@ -729,13 +509,3 @@ def _spec_names(specs: Iterable[Any]) -> Iterable[str]:
         name = function.get("name") if isinstance(function, Mapping) else None
         if isinstance(name, str) and name:
             yield name
-
-
-async def _read_capped(response: httpx.Response, limit: int | None = _ERROR_BODY_LIMIT) -> bytes:
-    """The response body, at most `limit` bytes (all of it when None)."""
-    data = bytearray()
-    async for piece in response.aiter_bytes():
-        data.extend(piece)
-        if limit is not None and len(data) >= limit:
-            break
-    return bytes(data)

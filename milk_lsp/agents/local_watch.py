@@ -19,12 +19,21 @@ import re
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal
 from milk_lsp.agents.tool_calls import MergedToolCall, parse_text_tool_calls
 
-__all__ = ["NUDGE", "TurnWatch", "embedded_call"]
+__all__ = [
+    "LOOK_FIRST",
+    "MAKE_THE_CHANGE",
+    "NUDGE",
+    "Nudge",
+    "TurnWatch",
+    "WrittenEscalation",
+    "asks_for_change",
+    "embedded_call",
+]
 
 REPEAT_LIMIT = 3
 """The same call (name and arguments) made this many times in one turn is a loop."""
@@ -41,12 +50,62 @@ NUDGE = (
 )
 """The one corrective message a turn gets when the model describes a call."""
 
+LOOK_FIRST = (
+    "milk: you answered without looking at the workspace, so the answer may be a guess. If "
+    "it is about this project's code, check it first with a tool call (search_text, "
+    "read_file, list_directory), then answer from what you found. If it needs no "
+    "checking, give the same answer again."
+)
+"""The one corrective message a turn gets when the model answers without any tool call."""
+
+MAKE_THE_CHANGE = (
+    "milk: the user asked for a change and no file has been changed. Make the change now: "
+    "read_file the file, then edit_file with old_text copied exactly from it. If you "
+    "cannot, call escalate_to_claude."
+)
+"""The one corrective message a turn that was asked for a change and made none gets."""
+CHANGE_TOOLS = frozenset({EDIT_TOOL, "run_command"})
+"""Calls that can change the workspace."""
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _TAGGED = re.compile(
     r"(?:<tool_call>|\[tool_call\])(.*?)(?:</tool_call>|\[/tool_call\]|\Z)", re.DOTALL
 )
 _CALL_SHAPE = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,80})"\s*,\s*"(?:arguments|parameters)"\s*:')
 _JSON = json.JSONDecoder()
+_WORD = re.compile(r"\w")
+_CODE_CLAIM = re.compile(
+    r"`[^`\n]+`|\b[\w./-]+\.(?:py|pyi|js|ts|tsx|json|toml|ya?ml|cfg|ini|md|rs|go|c|h|cpp|java"
+    r"|rb|sh|lua)\b|(?<![\w-])--[a-z][\w-]+|\b(?:def|class|line)\s+\w|\b[a-z]+_[a-z_]+\b",
+    re.IGNORECASE,
+)
+"""What marks a reply as a claim about the code: a code span, a file name, a CLI option,
+a definition, a line number or a snake_case name."""
+_MILK_TAGS = re.compile(r"<milk:(need|percept):[^>]*>.*?(?:</milk:\1:[^>]*>|\Z)", re.DOTALL)
+"""milk's own tags, which the user never sees (the interceptor strips them)."""
+_CHANGE_VERBS = frozenset(
+    [
+        "add",
+        "annotate",
+        "change",
+        "convert",
+        "create",
+        "delete",
+        "fix",
+        "implement",
+        "insert",
+        "modify",
+        "move",
+        "refactor",
+        "remove",
+        "rename",
+        "replace",
+        "rewrite",
+        "set",
+        "update",
+    ]
+)
+_ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
+"""Chat-template markup a confused model writes into its answer."""
 _USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
 
 
@@ -67,6 +126,22 @@ def _blocks(text: str) -> list[str]:
     ]
 
 
+def asks_for_change(request: str) -> bool:
+    """Whether the user's request is an instruction to change the code (it starts with a
+    verb such as add, rename, fix, replace) rather than a question."""
+    words = re.findall(r"[a-z]+", request.lower()[:80])
+    return bool(words) and words[0] in _CHANGE_VERBS
+
+
+def _degenerate(text: str) -> bool:
+    """A reply that is one fragment repeated (a small model stuck in a loop)."""
+    tokens = text.split()
+    if len(tokens) < 8:
+        return False
+    most = Counter(tokens).most_common(1)[0][1]
+    return most * 2 > len(tokens) and len(set(tokens)) <= 4
+
+
 def embedded_call(text: str, offered: Collection[str]) -> MergedToolCall | None:
     """The one tool call a reply spells out among prose (bare, in a fence or in tool-call
     tags), when exactly one JSON object in it is a call to an offered tool whose arguments
@@ -83,6 +158,21 @@ def embedded_call(text: str, offered: Collection[str]) -> MergedToolCall | None:
     return found[0] if len(found) == 1 else None
 
 
+@dataclass(frozen=True)
+class Nudge:
+    """Send `text` to the model and let it try once more (one of each kind per turn)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class WrittenEscalation:
+    """The model wrote `escalate_to_claude` as text instead of calling it: its judgement
+    that the task is beyond it, taken as the call."""
+
+    reason: str
+
+
 @dataclass
 class TurnWatch:
     """The hand-off signals of one local turn."""
@@ -92,7 +182,16 @@ class TurnWatch:
     _calls: Counter[str] = field(default_factory=Counter)
     _tried: list[str] = field(default_factory=list)
     _failed_edits: dict[str, str] = field(default_factory=dict)
+    escalation_tool: str = ""
+    """The escalation tool's name when it is offered ("" when not)."""
+    change_requested: bool = False
+    """The user asked for a change (see `asks_for_change`): a turn that changes nothing
+    did not do what was asked."""
+    _changed: bool = False
+    _change_denied: bool = False
+    _change_nudged: bool = False
     _nudged: bool = False
+    _looked_nudged: bool = False
     _tool_names: re.Pattern[str] | None = None
 
     @property
@@ -142,6 +241,9 @@ class TurnWatch:
         else:
             outcome = "ok"
         self._tried.append(f"{_call_line(name, arguments)} → {outcome}")
+        if name in CHANGE_TOOLS:
+            self._change_denied |= denied
+            self._changed |= not (denied or is_error)
         if name != EDIT_TOOL or arguments is None or denied:
             return
         path = str(arguments.get("path", ""))
@@ -157,11 +259,15 @@ class TurnWatch:
             f"(local.maxToolRounds = {rounds})",
         )
 
-    def final_reply(self, text: str, *, reasoned: bool) -> LocalGaveUp | Literal["nudge"] | None:
-        """A reply without tool calls ends the loop: is it a failure, worth one nudge, or
-        the answer?"""
-        visible = text.strip()
-        if not visible:
+    def final_reply(
+        self, text: str, *, reasoned: bool
+    ) -> LocalGaveUp | Nudge | WrittenEscalation | None:
+        """A reply without tool calls ends the loop: is it a failure, worth one nudge, an
+        escalation written as text, or the answer?"""
+        visible = _MILK_TAGS.sub("", text).strip()
+        if self.escalation_tool and self.escalation_tool in visible:
+            return WrittenEscalation(_short(visible.replace(self.escalation_tool, " "), 600))
+        if not _WORD.search(visible) or _degenerate(visible):  # nothing, or "### ### ###"
             return self.gave_up(
                 LocalSignal.EMPTY_REPLY,
                 "the local model gave only reasoning and no answer"
@@ -171,11 +277,16 @@ class TurnWatch:
         unrunnable = self._unrunnable_call(visible)
         if unrunnable is not None:
             return self.gave_up(LocalSignal.UNRUNNABLE_CALL, unrunnable)
+        if _ECHOED_MARKUP.search(visible):
+            return self.gave_up(
+                LocalSignal.UNRUNNABLE_CALL,
+                "the local model wrote tool-call markup (a tool result of its own) as its answer",
+            )
         described = self._described_tool(visible)
         if described is not None:
             if not self._nudged:
                 self._nudged = True
-                return "nudge"
+                return Nudge(NUDGE)
             return self.gave_up(
                 LocalSignal.DESCRIBED_CALL,
                 f"the local model described a {described} call instead of making it",
@@ -186,6 +297,28 @@ class TurnWatch:
                 LocalSignal.FAILED_EDIT,
                 f"the edit of {path or 'a file'} failed and was not redone: {why}",
             )
+        if self.change_requested and not (self._changed or self._change_denied):
+            if not self._change_nudged and EDIT_TOOL in self.offered:
+                self._change_nudged = True
+                return Nudge(MAKE_THE_CHANGE)
+            return self.gave_up(
+                LocalSignal.EDIT_NOT_MADE,
+                "the user asked for a change and the local model changed no file",
+            )
+        if (
+            not self._tried
+            and self.offered - {self.escalation_tool}
+            and _CODE_CLAIM.search(visible)
+        ):
+            # A claim about the code made without looking: small models answer from memory.
+            if not self._looked_nudged:
+                self._looked_nudged = True
+                return Nudge(LOOK_FIRST)
+            if self.cut_short:  # still not looked: an answer nobody checked is a guess
+                return self.gave_up(
+                    LocalSignal.UNCHECKED_ANSWER,
+                    "the local model answered about the code without looking at it, twice",
+                )
         return None
 
     def _unrunnable_call(self, text: str) -> str | None:

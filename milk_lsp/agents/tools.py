@@ -35,6 +35,7 @@ from milk_lsp.agents.base import (
     EditRejected,
     PermissionOption,
     PermissionRequest,
+    PermissionTimedOut,
 )
 from milk_lsp.agents.commands import CommandNotStarted, run_shell
 from milk_lsp.agents.confined import (
@@ -320,15 +321,18 @@ class WorkspaceTools:
     async def _ask(
         self, tool_call_id: str, tool: str, arguments: dict[str, Any], description: str
     ) -> bool:
-        answer = await self._host.request_permission(
-            PermissionRequest(
-                agent=Agent.LOCAL,
-                tool_call_id=tool_call_id,
-                tool=tool,
-                input=arguments,
-                description=description,
+        try:
+            answer = await self._host.request_permission(
+                PermissionRequest(
+                    agent=Agent.LOCAL,
+                    tool_call_id=tool_call_id,
+                    tool=tool,
+                    input=arguments,
+                    description=description,
+                )
             )
-        )
+        except PermissionTimedOut:
+            return False  # the host told the user; no answer is a deny
         return answer in (PermissionOption.ALLOW_ONCE, PermissionOption.ALLOW_SESSION)
 
     async def _text_for_edit(self, parts: Parts) -> tuple[str | None, bool]:

@@ -35,6 +35,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from milk_lsp.sessions.model import Agent, RecordStatus, Role, ToolCallRecord, TurnRecord
 
@@ -259,3 +260,52 @@ def _cut_to_budget(text: str, budget: int) -> str:
         removed = len(text) - keep
     head = keep // 2
     return text[:head] + marker + text[len(text) - (keep - head) :]
+
+
+# -- rebuilding a session's bricks from its records ------------------------------------------
+
+
+class RecordReader(Protocol):
+    """The paged, newest-first reads a brick rebuild needs (the store's `StoreReader`)."""
+
+    def last_assistant_position(self, session_id: str, agent: Agent) -> int: ...
+
+    def records_newest_first(
+        self, session_id: str, after_position: int
+    ) -> Iterator[TurnRecord]: ...
+
+
+class BrickOwner(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def last_claude_summary(self) -> str: ...
+
+
+def rebuild_bricks(reader: RecordReader, session: BrickOwner, budget: int) -> tuple[str, str]:
+    """(local brick, Claude brick) after a turn: the local brick covers the local records
+    since Claude last spoke; the Claude brick is re-rendered only when Claude spoke last (and
+    not in an empty run), else it keeps its stored text. Reads only as far back as needed,
+    so the cost is flat in the session's length."""
+    claude_at = reader.last_assistant_position(session.id, Agent.CLAUDE)
+    local = render_brick(reader.records_newest_first(session.id, claude_at), Agent.LOCAL, budget)
+    local_at = reader.last_assistant_position(session.id, Agent.LOCAL)
+    claude = session.last_claude_summary
+    if claude_at > local_at and not is_empty_claude_run(
+        reader.records_newest_first(session.id, local_at)
+    ):
+        claude = render_brick(
+            reader.records_newest_first(session.id, local_at), Agent.CLAUDE, budget
+        )
+    return local, claude
+
+
+def local_brick_with(
+    pending: Iterable[TurnRecord], reader: RecordReader, session: BrickOwner, budget: int
+) -> str:
+    """The local brick with records not stored yet in front (the running turn's local part,
+    before a hand-off)."""
+    claude_at = reader.last_assistant_position(session.id, Agent.CLAUDE)
+    stored = reader.records_newest_first(session.id, claude_at)
+    return render_brick(itertools.chain(pending, stored), Agent.LOCAL, budget)

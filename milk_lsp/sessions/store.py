@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from milk_lsp.orphans import process_alive, process_start
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
@@ -333,7 +334,7 @@ class SessionStore:
             if (
                 claim is not None
                 and claim["pid"] != os.getpid()
-                and _alive(claim["pid"], claim["process_start"])
+                and process_alive(claim["pid"], claim["process_start"])
             ):
                 raise SessionClaimed(
                     f"session {session.id} is running a turn in another milk-lsp process "
@@ -346,7 +347,7 @@ class SessionStore:
                     session.id,
                     user_record.turn_id,
                     os.getpid(),
-                    _process_start(os.getpid()),
+                    process_start(os.getpid()),
                     iso(utc_now()),
                 ),
             )
@@ -484,29 +485,6 @@ class SessionStore:
                 )
                 added += cursor.rowcount
         return added
-
-
-def _alive(pid: int, process_start: str) -> bool:
-    """Whether the claiming process still runs (a claim by a crashed process is void). The
-    start time guards against another process having been given the same pid since."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return not process_start or _process_start(pid) in ("", process_start)
-
-
-def _process_start(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), or "" where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return ""
-    # Field 22; the command name (field 2) may hold spaces, so split after its ")".
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else ""
 
 
 def _last_position(conn: sqlite3.Connection, session_id: str) -> int:

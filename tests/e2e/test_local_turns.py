@@ -60,7 +60,8 @@ async def test_plain_turn_streams_and_is_stored(client: MilkClient, env: Env, op
     sent = openai.requests[-1]["messages"]
     assert sent[0]["role"] == "system" and "milk:need:" not in sent[0]["content"]
     assert sent[-1]["role"] == "user"
-    assert sent[-1]["content"].startswith("hi there\n\n[milk session notes]\n")
+    assert sent[-1]["content"].startswith("(milk notes, not from the user:")
+    assert sent[-1]["content"].endswith("\n\nhi there")
     assert "<milk:need:" in sent[-1]["content"]
     # work-done progress: begin and end for the turn
     kinds = [type(p).__name__ for reports in client.progress_reports.values() for p in reports]
@@ -566,4 +567,4 @@ async def test_the_cacheable_prefix_is_the_same_bytes_across_sessions_and_turns(
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "one"},
     ]
-    assert a1["messages"][1]["content"].startswith("hi\n\n[milk session notes]")
+    assert a1["messages"][1]["content"].endswith(".)\n\nhi")

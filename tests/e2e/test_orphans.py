@@ -20,7 +20,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,31 +54,6 @@ STREAM_20_SECONDS = {"text": "streaming " * 200, "chunk_chars": 10, "delay": 0.1
 """Without the parent-death signal the CLI outlives its SIGKILLed server until this reply
 ends (measured on 2.1.332: 22 s; stdin EOF and a dead stdout do not stop it sooner)."""
 SLOW_TOOL = {"name": "Bash", "input": {"command": "./slow.sh", "description": "Run slow"}}
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAnthropicAPI]:
-    with FakeAnthropicAPI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def claude_env(env: Env, api: FakeAnthropicAPI) -> Env:
-    for name in ("home", "tmp"):
-        (env.root / name).mkdir(exist_ok=True)
-    env.extra_env.update(
-        {
-            "HOME": str(env.root / "home"),
-            "TMPDIR": str(env.root / "tmp"),
-            "ANTHROPIC_BASE_URL": api.base_url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_AUTOUPDATER": "1",
-        }
-    )
-    env.settings["claude"] = {"path": CLAUDE}
-    return env
 
 
 # -- looking at processes ------------------------------------------------------------------------

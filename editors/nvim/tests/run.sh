@@ -91,8 +91,11 @@ for file in "${files[@]}"; do
     p="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<<"$summary")"
     f="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<<"$summary")"
   else
+    # No summary line: the file stopped before its end (an error, a prompt that swallowed
+    # the run). That is a failure even when nvim exited 0.
+    echo "run.sh: $name printed no summary"
     p=0
-    f=0
+    f=1
   fi
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     # A crash, a timeout (rc 124) or an exit code that disagrees with the summary.

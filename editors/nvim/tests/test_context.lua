@@ -7,7 +7,7 @@ H.run(function()
   H.setup_milk({ settings = { claude = { path = H.bundled_claude() } } })
 
   H.script_openai({ { text = 'Local answer about the parser.' } })
-  vim.cmd('Milk fix the parser')
+  vim.cmd('Milk look at the parser')
   H.wait_turn(1)
   local sid = require('milk').session()
 
@@ -25,7 +25,7 @@ H.run(function()
   H.check('preview shows mode first', text:find('- mode: `first`', 1, true) ~= nil, lines)
   H.check('preview shows the claude command line', text:find('--append-system-prompt-file', 1, true) ~= nil, lines)
   H.check('preview shows the context file', text:find('## Context file', 1, true) ~= nil
-    and text:find('fix the parser', 1, true) ~= nil, lines)
+    and text:find('look at the parser', 1, true) ~= nil, lines)
   H.check('preview names the session', vim.b[buf].milk_context == sid)
   H.check('preview window is current', vim.api.nvim_get_current_buf() == buf)
   H.check('q closes the preview', vim.fn.maparg('q', 'n', false, true).buffer == 1)

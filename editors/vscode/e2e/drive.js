@@ -123,7 +123,8 @@ async function shot(page, name) {
     }
 
     // 1. a prompt, streamed back from the local model (Enter sends)
-    const answer = 'Hello from the **scripted local model**. Here is a list:\n\n- one\n- two\n\n`code` and <script>alert("x")</script> stays text.';
+    const answer = 'Hello from the **scripted local model**. Here is a list:\n\n- one\n- two\n\n*Emphasis* and <script>alert("x")</script> stays text.';
+    // (no code span: a claim about code made without a tool call would get milk's look-first nudge)
     await script(OPENAI_URL, [{ text: answer, chunk_chars: 4, delay: 0.06 }]);
     // Shift+Enter is a newline, not a send
     await chat.click('#input');

@@ -371,9 +371,11 @@ M.SEVERITY_ICON = SEVERITY_ICON
 
 --- "120 in / 30 out · 800 cache read · $0.0123"
 function M.fmt_usage(p)
-  local parts = {
-    ('%s in / %s out'):format(tostring(p.inputTokens or 0), tostring(p.outputTokens or 0)),
-  }
+  local parts = {}
+  local tokens = (p.inputTokens or 0) ~= 0 or (p.outputTokens or 0) ~= 0
+  if tokens or type(p.costUsd) ~= 'number' then -- a cost-only line (Claude's total) skips 0/0
+    table.insert(parts, ('%s in / %s out'):format(tostring(p.inputTokens or 0), tostring(p.outputTokens or 0)))
+  end
   if type(p.cacheReadTokens) == 'number' and p.cacheReadTokens > 0 then
     table.insert(parts, ('%d cache read'):format(p.cacheReadTokens))
   end

@@ -1,0 +1,382 @@
+"""Real tasks on a real project with a real small model: how often a turn ends right.
+
+Opt-in and slow (tens of minutes on 2 cores); not a test and not in CI.
+
+The project is python-slugify 8.0.4, pinned by sha256 and unpacked afresh before every task
+(`bench/real_tasks_suite.py` holds it, the 15 tasks and their machine checks). Each task is
+a new session of the REAL milk-lsp (`python -m milk_lsp` over stdio, driven like an editor;
+every permission question answered `allow_once`), one `milk/chat` with route `auto` and
+`local.handOff: "auto"`, so a local failure may be handed to Claude without asking. Claude
+is the real Claude Code CLI (bundled in the claude-agent-sdk wheel) on the Messages-API
+stand-in `tests.fakes.anthropic_api`, which answers a canned text: a task handed to Claude
+counts by the hand-off, not by Claude's answer.
+
+The model is any OpenAI-compatible endpoint (`--base-url`, `--model`), or the pinned
+Qwen2.5-Coder-1.5B (`--model-size 1.5b`, the default) or 0.5B started on xllamacpp with the
+model's own chat template (`bench/_llama.py`). A recording proxy between milk-lsp and the
+model server reads llama.cpp's `timings` of every call: `prompt_n`, the prompt tokens it
+evaluated, and `cache_n`, those it reused from its cache.
+
+Per task it prints the verdict (right locally / handed to Claude / wrong / reported failure /
+timeout), whether a wrong result was silent (the turn ended `end_turn` without being right),
+the tools called, seconds and prompt tokens evaluated and cached; then the totals. Before the
+tasks it measures the prefix cache: session A turn 1 (cold), A turn 2, then a new session B
+turn 1 in the same workspace; target B1 <= 15 % of A1's evaluated prompt tokens.
+
+    .venv/bin/python bench/real_tasks.py [--model-size 1.5b|0.5b] [--tasks a,b]
+        [--base-url URL --model M] [--server-tree DIR] [--json out.json]
+
+`--server-tree DIR` runs the server from another source tree (e.g. a git worktree of an
+older commit), to compare before and after a change with the same benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._harness import REPO, FakeProcess, MilkLsp, Scratch
+from bench._llama import MODELS, LlamaProcess, ModelCall, TimingsProxy
+from bench.escalation import claude_env
+from bench.real_tasks_suite import (
+    PROJECT,
+    PROJECT_SHA256,
+    PROJECT_VERSION,
+    TASKS,
+    Task,
+    fetch_project,
+    lay_out,
+)
+from milk_lsp.agents.claude_cli import bundled_cli_path
+
+CLAUDE_REPLY = "Claude Code (the stand-in) took this task over."
+CACHE_TURNS = (
+    ("A1", "A", "Hello! In one sentence, what can you help me with in this project?"),
+    ("A2", "A", "Thanks. In one word: which programming language is this project written in?"),
+    ("B1", "B", "Hi! In one sentence, what kinds of tasks can you do here?"),
+)
+RIGHT = ("right locally", "handed to Claude")
+
+
+class Turns:
+    """Sends `milk/chat` turns with a deadline and keeps every `milk/update` by session."""
+
+    def __init__(self, milk: MilkLsp, workspace: Path, timeout: float) -> None:
+        self.milk, self.workspace, self.timeout = milk, workspace, timeout
+        self.updates: dict[str, list[dict[str, Any]]] = {}
+        milk.on_update = lambda u: self.updates.setdefault(str(u.get("sessionId")), []).append(u)
+
+    async def new_session(self) -> str:
+        info = await self.milk.request(
+            "milk/session/new", {"workspaceFolder": self.workspace.as_uri()}
+        )
+        return str(info["sessionId"])
+
+    async def chat(self, session_id: str, text: str) -> tuple[dict[str, Any], bool, float]:
+        """(TurnResult, timed out?, seconds); a timed-out turn is cancelled with `milk/cancel`."""
+        started = time.perf_counter()
+        params = {"sessionId": session_id, "text": text, "route": "auto"}
+        pending = asyncio.ensure_future(self.milk.request("milk/chat", params))
+        done, _ = await asyncio.wait({pending}, timeout=self.timeout)
+        if not done:
+            await self.milk.request("milk/cancel", {"sessionId": session_id})
+            await asyncio.wait({pending}, timeout=60)
+        seconds, timed_out = time.perf_counter() - started, not done
+        if not pending.done():
+            pending.cancel()
+            return {"stopReason": "cancelled", "text": ""}, timed_out, seconds
+        failed = pending.exception()
+        if failed is not None:  # the request itself was refused: a reported failure
+            error = {"reason": "request", "message": repr(failed)}
+            return {"stopReason": "error", "error": error}, timed_out, seconds
+        return dict(pending.result()), timed_out, seconds
+
+    def tools(self, session_id: str, turn_id: str | None) -> list[str]:
+        """The tools called in a turn, in order; failed or denied calls marked."""
+        calls: dict[str, str] = {}
+        marks: dict[str, str] = {}
+        for update in self.updates.get(session_id, []):
+            if turn_id is not None and update.get("turnId") != turn_id:
+                continue
+            call_id = str(update.get("toolCallId"))
+            if update.get("kind") == "tool_call":
+                calls.setdefault(call_id, str(update.get("name")))
+                if update.get("status") in ("failed", "denied"):
+                    marks[call_id] = f" ({update.get('status')})"
+            elif update.get("kind") == "tool_result" and update.get("isError"):
+                marks.setdefault(call_id, " (error)")
+        return [name + marks.get(call_id, "") for call_id, name in calls.items()]
+
+
+def sums(calls: list[ModelCall]) -> tuple[int, int]:
+    return sum(c.prompt_n for c in calls), sum(c.cache_n for c in calls)
+
+
+def judge(task: Task, workspace: Path, result: dict[str, Any], timed_out: bool) -> dict[str, Any]:
+    right, seen = task.check(workspace, str(result.get("text", "")))
+    stop = result.get("stopReason")
+    if timed_out:
+        verdict = "timeout"
+    elif result.get("escalated"):
+        verdict = "handed to Claude"
+    elif right and stop == "end_turn":
+        verdict = "right locally"
+    elif stop == "end_turn":
+        verdict = "wrong"
+    else:
+        verdict = "reported failure"
+    return {
+        "verdict": verdict,
+        "silent": verdict == "wrong",
+        "check": seen,
+        "stopReason": stop,
+        "escalated": result.get("escalated"),
+        "error": result.get("error"),
+    }
+
+
+async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -> dict[str, Any]:
+    lay_out(sdist, turns.workspace)
+    session_id = await turns.new_session()
+    proxy.label, start = task.name, len(proxy.calls)
+    result, timed_out, seconds = await turns.chat(session_id, task.prompt)
+    calls = proxy.since(start)
+    prompt_n, cache_n = sums(calls)
+    row = {
+        "task": task.name,
+        "kind": task.kind,
+        **judge(task, turns.workspace, result, timed_out),
+        "tools": turns.tools(session_id, result.get("turnId")),
+        "seconds": round(seconds, 1),
+        "modelCalls": len(calls),
+        "promptEvaluated": prompt_n,
+        "promptCached": cache_n,
+        "reply": str(result.get("text", ""))[:400],
+    }
+    print(
+        f"{task.name:<20} {task.kind:<8} {row['verdict']:<17} "
+        f"{'SILENT' if row['silent'] else '':<6} "
+        f"{row['seconds']:>6.1f} {len(calls):>5} {prompt_n:>7} {cache_n:>7}  "
+        f"{', '.join(row['tools']) or '-'}",
+        flush=True,
+    )
+    if row["verdict"] not in RIGHT:
+        why = row["error"] or row["check"]
+        said = " ".join(row["reply"].split())[:160]
+        print(f"{'':<20} ^ {row['stopReason']}: {why}; reply: {said!r}", flush=True)
+    return row
+
+
+async def prefix_cache(turns: Turns, proxy: TimingsProxy, sdist: Path) -> dict[str, Any]:
+    lay_out(sdist, turns.workspace)
+    print(f"prefix cache: {await proxy.erase_slots()}")
+    sessions = {"A": await turns.new_session()}
+    rows: dict[str, dict[str, Any]] = {}
+    for label, session, text in CACHE_TURNS:
+        if session not in sessions:
+            sessions[session] = await turns.new_session()
+        proxy.label, start = f"prefix-cache {label}", len(proxy.calls)
+        result, timed_out, seconds = await turns.chat(sessions[session], text)
+        calls = proxy.since(start)
+        rows[label] = {
+            "stopReason": "timeout" if timed_out else result.get("stopReason"),
+            "seconds": round(seconds, 1),
+            "calls": [{"prompt_n": c.prompt_n, "cache_n": c.cache_n} for c in calls],
+            "tools": turns.tools(sessions[session], result.get("turnId")),
+        }
+        shown = "; ".join(f"evaluated {c.prompt_n}, cached {c.cache_n}" for c in calls)
+        print(
+            f"  {label}: {rows[label]['stopReason']}, {seconds:.1f} s, {len(calls)} model "
+            f"call(s): {shown or 'no timings'}; tools: {', '.join(rows[label]['tools']) or '-'}"
+        )
+    first = {k: (v["calls"][0] if v["calls"] else None) for k, v in rows.items()}
+    out: dict[str, Any] = {"turns": rows}
+    if first["A1"] and first["B1"] and first["A1"]["prompt_n"]:
+        ratio = first["B1"]["prompt_n"] / first["A1"]["prompt_n"]
+        a1 = sum(c["prompt_n"] for c in rows["A1"]["calls"])
+        b1 = sum(c["prompt_n"] for c in rows["B1"]["calls"])
+        out |= {"ratioFirstCall": ratio, "ratioTurn": b1 / a1 if a1 else None}
+        print(
+            f"prefix cache ratio B1/A1 (prompt tokens evaluated by the first model call): "
+            f"{first['B1']['prompt_n']}/{first['A1']['prompt_n']} = {100 * ratio:.1f} % "
+            f"(target <= 15 %); whole turns: {b1}/{a1} = {100 * b1 / a1 if a1 else 0:.1f} %"
+        )
+    if first["A2"] and rows["A1"]["calls"]:
+        last = rows["A1"]["calls"][-1]
+        print(
+            f"A2's first call evaluated {first['A2']['prompt_n']} tokens and reused "
+            f"{first['A2']['cache_n']} (A1's last prompt was {last['prompt_n'] + last['cache_n']}"
+            " tokens): later turns should evaluate only their new messages"
+        )
+    return out
+
+
+def server_source(milk_env: dict[str, str]) -> str:
+    code = "import milk_lsp; print(milk_lsp.__file__, milk_lsp.__version__)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=milk_env, cwd=REPO, capture_output=True, text=True
+    )
+    return (done.stdout or done.stderr).strip()
+
+
+def tree_commit(tree: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(tree), "describe", "--always", "--dirty"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or "not a git tree"
+
+
+def totals(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    count = {
+        v: sum(r["verdict"] == v for r in rows)
+        for v in (*RIGHT, "wrong", "reported failure", "timeout")
+    }
+    right = count["right locally"] + count["handed to Claude"]
+    edits = [r for r in rows if r["kind"] == "edit"]
+    out = {
+        "tasks": len(rows),
+        "endedRight": right,
+        "endedRightPercent": round(100 * right / len(rows), 1) if rows else 0.0,
+        **{k.replace(" ", "_"): v for k, v in count.items()},
+        "silentFailures": sum(r["silent"] for r in rows),
+        "silentFailuresOnEdits": sum(r["silent"] for r in edits),
+        "editTasks": len(edits),
+        "seconds": round(seconds, 1),
+        "promptEvaluated": sum(r["promptEvaluated"] for r in rows),
+        "promptCached": sum(r["promptCached"] for r in rows),
+    }
+    print(
+        f"\nended right: {right}/{len(rows)} = {out['endedRightPercent']} % (target >= 75 %): "
+        f"{count['right locally']} right locally, {count['handed to Claude']} handed to Claude; "
+        f"{count['wrong']} wrong, {count['reported failure']} reported failures, "
+        f"{count['timeout']} timeouts"
+    )
+    print(
+        f"silent failures on edit tasks: {out['silentFailuresOnEdits']}/{len(edits)} (target 0); "
+        f"on all tasks: {out['silentFailures']}"
+    )
+    print(
+        f"total {seconds:.0f} s for the tasks; prompt tokens evaluated {out['promptEvaluated']}, "
+        f"reused from the cache {out['promptCached']}"
+    )
+    return out
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    tasks = TASKS
+    if args.tasks:
+        wanted = args.tasks.split(",")
+        unknown = set(wanted) - {t.name for t in TASKS}
+        if unknown:
+            raise SystemExit(f"unknown tasks {sorted(unknown)}; known: {[t.name for t in TASKS]}")
+        tasks = [t for t in TASKS if t.name in wanted]
+    cli = bundled_cli_path()
+    if cli is None:
+        raise SystemExit("the claude-agent-sdk wheel's bundled claude CLI is missing")
+    sdist = fetch_project()
+    scratch = Scratch("milk-bench-real-")
+    llama: LlamaProcess | None = None
+    api: FakeProcess | None = None
+    proxy: TimingsProxy | None = None
+    milk: MilkLsp | None = None
+    report: dict[str, Any] = {"args": vars(args)}
+    try:
+        if args.base_url:
+            upstream, model, described = args.base_url.rstrip("/"), args.model, args.base_url
+        else:
+            llama = LlamaProcess(
+                args.model_size,
+                scratch.root / "logs",
+                threads=args.threads,
+                ctx=args.ctx,
+                n_predict=args.n_predict,
+            )
+            upstream, model = f"{llama.root_url}/v1", llama.model
+            described = f"{llama.description}; loaded in {llama.load_seconds:.1f} s"
+        parts = urlsplit(upstream)
+        proxy = TimingsProxy(f"{parts.scheme}://{parts.netloc}")
+        local: dict[str, Any] = {
+            "baseUrl": await proxy.start() + parts.path,
+            "requestTimeoutSeconds": args.turn_timeout,
+            "handOff": "auto",
+        }
+        if model:
+            local["model"] = model
+        api = FakeProcess("tests.fakes.anthropic_api")
+        api.script([{"text": CLAUDE_REPLY, "repeat": 100_000}])
+        settings = {
+            "local": local,
+            "route": "auto",
+            "storageDir": str(scratch.storage),
+            "claude": {"path": cli},
+        }
+        env = claude_env(scratch, api)
+        if args.server_tree:
+            # no cwd on sys.path, the tree first: `-m milk_lsp` imports the tree's package
+            env |= {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(args.server_tree.resolve())}
+        milk = MilkLsp(scratch, settings, env)
+        source = server_source(milk.env)
+        tree = args.server_tree or REPO
+        print(f"model: {described}")
+        print(f"milk-lsp server: {source} (tree {tree}, {tree_commit(tree)})")
+        print(f"project: {PROJECT} {PROJECT_VERSION} (sdist sha256 {PROJECT_SHA256[:12]}…)")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
+        report |= {"model": described, "server": source, "serverTree": tree_commit(tree)}
+        await milk.start()
+        turns = Turns(milk, scratch.workspace, args.turn_timeout)
+        if not args.no_prefix_cache:
+            report["prefixCache"] = await prefix_cache(turns, proxy, sdist)
+        print(
+            f"\n{'task':<20} {'kind':<8} {'verdict':<17} {'silent':<6} {'secs':>6} {'calls':>5} "
+            f"{'prompt':>7} {'cached':>7}  tools"
+        )
+        started = time.perf_counter()
+        rows = [await run_task(task, turns, proxy, sdist) for task in tasks]
+        report |= {"tasks": rows, "totals": totals(rows, time.perf_counter() - started)}
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
+        return report
+    finally:
+        try:
+            if milk is not None:
+                await milk.stop()
+        finally:
+            if proxy is not None:
+                await proxy.close()
+            for part in (api, llama):
+                if part is not None:
+                    part.close()
+            scratch.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base-url", help="an existing OpenAI-compatible endpoint (…/v1)")
+    parser.add_argument("--model", help="the model name to ask --base-url for")
+    parser.add_argument("--model-size", choices=sorted(MODELS), default="1.5b")
+    parser.add_argument("--tasks", help="comma-separated task names (default: all)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--turn-timeout", type=float, default=300.0, help="seconds per turn")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--n-predict", type=int, default=768, help="server-side reply cap")
+    parser.add_argument("--server-tree", type=Path, help="run python -m milk_lsp from this tree")
+    parser.add_argument("--no-prefix-cache", action="store_true", help="skip that measurement")
+    args = parser.parse_args()
+    report = asyncio.run(run(args))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,572 @@
+"""`milk-lsp acp`: milk as an ACP v1 agent on stdio, on the same engine, store and sessions
+as the LSP server (an ACP session id is the milk session id, so a session started over LSP
+loads here, and the other way round). docs/acp.md is the reference.
+
+The SDK (`agent-client-protocol`) provides the schema models, the method router and the
+JSON-RPC `Connection`; milk adds its stdio framing (`transport`), the engine's bridge
+(`bridge`), its errors (`errors`) and these handlers. A turn that fails after it started is
+answered with a -32603 error carrying the turn id and milk's reason, after the turn's
+updates; the turn is stored like any other.
+
+Modes: `auto`, `local`, `claude` are milk's routes; a prompt is sent with the session's mode
+as its route. While an `auto` session is with Claude (the user escalated, or Claude asked a
+question), the mode shows `claude` (`current_mode_update`), and `auto` again once it is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import acp
+from acp import RequestError
+from acp.agent.router import build_agent_router
+from acp.connection import Connection
+from acp.interfaces import Agent as AcpAgent
+from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    ClientCapabilities,
+    CurrentModeUpdate,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionInfoUpdate,
+    SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+    UnstructuredCommandInput,
+    Usage,
+)
+
+from milk_lsp import __version__, wire
+from milk_lsp.acp.bridge import AcpBridge, OpenSession, current_session
+from milk_lsp.acp.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    busy,
+    checked,
+    engine_errors,
+    invalid_params,
+)
+from milk_lsp.acp.prompt import COMMANDS, ContentBlock, Prompt, PromptError, context_item
+from milk_lsp.acp.prompt import read_prompt as read_prompt_blocks
+from milk_lsp.acp.transport import StdioTransport
+from milk_lsp.acp.updates import UpdateMapper, message, replay
+from milk_lsp.config import MilkConfig, load_user_file, merge_settings
+from milk_lsp.engine import Engine, EngineError
+from milk_lsp.routing import RoutingState, route_turn
+from milk_lsp.sessions.model import Agent, Session
+from milk_lsp.status import collect_status
+from milk_lsp.views import context_preview, iso
+from milk_lsp.workspace import path_to_uri
+
+logger = logging.getLogger(__name__)
+
+LIST_PAGE = 100
+"""Sessions per `session/list` page."""
+CANCELLED_TURN_SECONDS = 15.0
+"""How long a prompt sent after `session/cancel` waits for the cancelled turn to end."""
+
+MODES = [
+    SessionMode(
+        id="auto",
+        name="Auto",
+        description="The local model answers; hard work goes to Claude Code with milk's context.",
+    ),
+    SessionMode(
+        id="local",
+        name="Local",
+        description="Only the local model, no escalation; takes the session back from Claude.",
+    ),
+    SessionMode(id="claude", name="Claude", description="Claude Code answers every turn."),
+]
+MODE_IDS = [mode.id for mode in MODES]
+STOP_REASONS = {"end_turn": "end_turn", "cancelled": "cancelled", "max_turns": "max_turn_requests"}
+
+
+class MilkAgent:
+    """The ACP agent's handlers (the SDK's `Agent` interface, snake_case keyword style)."""
+
+    def __init__(self, engine: Engine, bridge: AcpBridge, problems: Sequence[str] = ()) -> None:
+        self.engine = engine
+        self.bridge = bridge
+        self.settings_problems = list(problems)
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        fs = client_capabilities.fs if client_capabilities is not None else None
+        self.bridge.can_read = bool(fs and fs.read_text_file)
+        self.bridge.can_write = bool(fs and fs.write_text_file)
+        logger.info(
+            "ACP client %s (protocol %s, fs read %s, write %s)",
+            client_info.name if client_info is not None else "?",
+            protocol_version,
+            self.bridge.can_read,
+            self.bridge.can_write,
+        )
+        return InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,  # the only version: the client decides
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(name="milk-lsp", title="milk", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        return AuthenticateResponse()  # nothing to log in to: Claude Code keeps its own login
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        folder = _absolute(cwd, "cwd")
+        with engine_errors("cwd"):
+            stored = self.engine.new_session(path_to_uri(str(folder)), None)
+        session = self._open(stored)
+        meta: dict[str, Any] = {"milk": {"workspaceFolder": path_to_uri(stored.workspace_folder)}}
+        if mcp_servers:
+            names = [str(getattr(server, "name", "?")) for server in mcp_servers]
+            logger.warning("MCP servers from the client are not used by milk: %s", names)
+            meta["milk"]["ignoredMcpServers"] = names
+        self._after_response(lambda: self._announce(session))
+        return NewSessionResponse(session_id=stored.id, modes=_modes(session), field_meta=meta)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        running = self.bridge.sessions.get(session_id)
+        if running is not None and running.prompt is not None and not running.prompt.done():
+            raise busy(session_id)
+        with engine_errors("sessionId"):
+            stored = self.engine.get_session(session_id)
+            records = self.engine.session_records(stored.id, max(stored.turn_count, 1))
+        session = self._open(stored)
+        for update in replay(records, session.workspace):
+            self.bridge.notify(session, update)
+        self._after_response(lambda: self._announce(session))
+        return LoadSessionResponse(modes=_modes(session))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        uri = None if cwd is None else path_to_uri(str(_absolute(cwd, "cwd")))
+        offset = 0
+        if cursor is not None:
+            if not cursor.isdigit():
+                raise invalid_params("cursor", "not a cursor from a session/list answer")
+            offset = int(cursor)
+        with engine_errors("cwd"):
+            sessions = self.engine.list_sessions(uri)
+        page = sessions[offset : offset + LIST_PAGE]
+        more = offset + LIST_PAGE < len(sessions)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=s.id,
+                    cwd=s.workspace_folder,
+                    title=s.title or None,
+                    updated_at=iso(s.updated_at),
+                )
+                for s in page
+            ],
+            next_cursor=str(offset + LIST_PAGE) if more else None,
+        )
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        session = self._session(session_id)
+        if mode_id not in MODE_IDS:
+            raise invalid_params(
+                "modeId", f"unknown mode {mode_id!r} (one of {', '.join(MODE_IDS)})"
+            )
+        session.mode = mode_id
+        session.shown_mode = mode_id
+        self._after_response(lambda: self._show_mode(session))  # `claude` while with Claude
+        return SetSessionModeResponse()
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self.bridge.sessions.get(session_id)
+        if session is not None and session.prompt is not None and not session.prompt.done():
+            session.prompt.cancel()
+
+    # ---- prompts ------------------------------------------------------------------------
+
+    async def prompt(
+        self, prompt: list[ContentBlock], session_id: str, **kwargs: Any
+    ) -> PromptResponse:
+        session = self._session(session_id)
+        running = session.prompt
+        if running is not None and not running.done():
+            if not running.cancelling():
+                raise busy(session_id)
+            # A client may send its next prompt right after `session/cancel`: that one
+            # goes on once the cancelled turn has ended (and been stored).
+            await asyncio.wait({running}, timeout=CANCELLED_TURN_SECONDS)
+            if not running.done():
+                raise busy(session_id)
+        try:
+            parsed = read_prompt_blocks(prompt, session.workspace)
+        except PromptError as exc:
+            raise invalid_params(exc.field, exc.message) from None
+        task = asyncio.create_task(self._run_prompt(session, parsed))
+        session.prompt = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            this = asyncio.current_task()
+            if task.cancelled() and (this is None or not this.cancelling()):
+                self._show_mode(session)
+                return PromptResponse(stop_reason="cancelled")  # session/cancel
+            raise
+        finally:
+            if session.prompt is task:
+                session.prompt = None
+
+    async def _run_prompt(self, session: OpenSession, parsed: Prompt) -> PromptResponse:
+        current_session.set(session)  # the turn's task inherits it: buffers, edits
+        await self.bridge.refresh_buffers(session)
+        items = []
+        for item, path in parsed.embedded:
+            items.append(item)
+            if path is not None and item.text is not None:
+                self.bridge.keep_buffer(session, path, item.text)
+        for link in parsed.links:
+            text = None if link.path is None else await self.bridge.read_buffer(session, link.path)
+            items.append(context_item(link.field, link.uri, text))
+        command, argument = parsed.command, parsed.argument
+        if command == "escalate" and not argument:
+            with engine_errors("sessionId"):
+                escalate = wire.EscalateParams(session_id=session.milk_id)
+                return self._finished(session, await self.engine.escalate(escalate))
+        if command == "local" and not argument:
+            return self._to_local(session)
+        if command == "context":
+            return self._show_context(session, argument or None)
+        if command == "new":
+            return self._new_milk_session(session, argument or None)
+        route = {"escalate": "claude", "local": "local"}.get(command or "", session.mode)
+        chat = _chat_params(session.milk_id, argument if command else parsed.text, route, items)
+        with engine_errors("sessionId"):
+            return self._finished(session, await self.engine.chat(chat))
+
+    def _finished(self, session: OpenSession, result: wire.TurnResult) -> PromptResponse:
+        """After the turn's updates: the mode and title as they are now, then the answer."""
+        self._show_mode(session)
+        self._show_title(session)
+        meta: dict[str, Any] = {"milk": {"turnId": result.turn_id, "agent": result.agent}}
+        if result.escalated is not None:
+            meta["milk"]["escalated"] = result.escalated.to_wire()
+        if result.error is not None or result.stop_reason == "error":
+            reason = result.error.reason if result.error is not None else "internal"
+            text = result.error.message if result.error is not None else "the turn failed"
+            data = {"reason": reason, "turnId": result.turn_id, "stopReason": "error"}
+            raise RequestError(INTERNAL_ERROR, text, {**data, "agent": result.agent})
+        usage = None
+        if result.usage is not None:
+            counted = result.usage
+            usage = Usage(
+                total_tokens=counted.input_tokens
+                + counted.output_tokens
+                + (counted.cache_read_tokens or 0)
+                + (counted.cache_creation_tokens or 0),
+                input_tokens=counted.input_tokens,
+                output_tokens=counted.output_tokens,
+                cached_read_tokens=counted.cache_read_tokens,
+                cached_write_tokens=counted.cache_creation_tokens,
+            )
+            if counted.cost_usd is not None:
+                meta["milk"]["costUsd"] = counted.cost_usd
+        stop = STOP_REASONS.get(result.stop_reason, "end_turn")
+        return PromptResponse(stop_reason=stop, usage=usage, field_meta=meta)
+
+    # ---- commands -----------------------------------------------------------------------
+
+    def _to_local(self, session: OpenSession) -> PromptResponse:
+        """`/local` without a message: every message goes to the local model from now on."""
+        session.mode = "local"
+        self._show_mode(session)
+        self.bridge.notify(
+            session, message("Mode: local. Your messages go to the local model from now on.")
+        )
+        return PromptResponse(stop_reason="end_turn")
+
+    def _show_context(self, session: OpenSession, reason: str | None) -> PromptResponse:
+        with engine_errors("sessionId"):
+            preview = context_preview(self.engine, session.milk_id, reason)
+        fence = "`" * max(3, _longest_backticks(preview.context_file) + 1)
+        lines = [
+            f"**What Claude would receive** ({preview.mode}: "
+            f"{preview.chars.context_file} characters appended to its system prompt"
+            + (
+                f", {preview.chars.user_message_prefix} in front of your message)"
+                if preview.user_message_prefix
+                else ")"
+            ),
+            "",
+            "`" + " ".join(preview.argv) + "`",
+            "",
+            f"{fence}\n{preview.context_file}\n{fence}",
+        ]
+        if preview.user_message_prefix:
+            prefix_fence = "`" * max(3, _longest_backticks(preview.user_message_prefix) + 1)
+            lines += ["", f"{prefix_fence}\n{preview.user_message_prefix}\n{prefix_fence}"]
+        self.bridge.notify(session, message("\n".join(lines) + "\n", {"milk": {"kind": "context"}}))
+        return PromptResponse(stop_reason="end_turn")
+
+    def _new_milk_session(self, session: OpenSession, title: str | None) -> PromptResponse:
+        old = session.milk_id
+        with engine_errors("sessionId"):
+            stored = self.engine.new_session(path_to_uri(str(session.workspace)), title)
+        self.bridge.rebind(session, stored.id)
+        session.mode = self.engine.config.route
+        self._show_mode(session)
+        text = (
+            f"Started a new milk session ({stored.id}); this chat goes on in it. "
+            f"The previous one ({old}) stays in the session list."
+        )
+        self.bridge.notify(session, message(text, {"milk": {"sessionId": stored.id}}))
+        self._show_title(session)
+        return PromptResponse(stop_reason="end_turn", field_meta={"milk": {"sessionId": stored.id}})
+
+    # ---- extensions ---------------------------------------------------------------------
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "milk/context":
+            try:
+                parsed = wire.parse(wire.ContextParams, params)
+            except wire.ParamsError as exc:
+                raise RequestError(INVALID_PARAMS, str(exc), {"reason": "invalid_params"}) from None
+            open_session = self.bridge.sessions.get(parsed.session_id)
+            milk_id = open_session.milk_id if open_session is not None else parsed.session_id
+            with engine_errors("sessionId"):
+                return context_preview(self.engine, milk_id, parsed.reason).to_wire()
+        if method == "milk/status":
+            status = (await collect_status(self.engine)).to_wire()
+            status["settingsProblems"] = self.settings_problems
+            return status
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        logger.debug("ignored extension notification _%s", method)
+
+    # ---- helpers ------------------------------------------------------------------------
+
+    def _session(self, session_id: str) -> OpenSession:
+        session = self.bridge.sessions.get(session_id)
+        if session is None:
+            raise invalid_params(
+                "sessionId",
+                f"no open session {session_id!r}: create it with session/new or open it "
+                "with session/load",
+                reason="session_not_found",
+            )
+        return session
+
+    def _open(self, stored: Session) -> OpenSession:
+        workspace = Path(stored.workspace_folder)
+        session = OpenSession(
+            acp_id=stored.id,
+            milk_id=stored.id,
+            workspace=workspace,
+            mode=self.engine.config.route,
+            mapper=UpdateMapper(workspace),
+        )
+        session.shown_mode = self._effective_mode(session, stored)
+        self.bridge.open(session)
+        return session
+
+    def _effective_mode(self, session: OpenSession, stored: Session | None = None) -> str:
+        if session.mode != "auto":
+            return session.mode
+        if stored is None:
+            try:
+                stored = self.engine.get_session(session.milk_id)
+            except EngineError:
+                return "auto"
+        return "claude" if with_claude(stored) else "auto"
+
+    def _show_mode(self, session: OpenSession) -> None:
+        shown = self._effective_mode(session)
+        if shown != session.shown_mode:
+            session.shown_mode = shown
+            update = CurrentModeUpdate(session_update="current_mode_update", current_mode_id=shown)
+            self.bridge.notify(session, update)
+
+    def _show_title(self, session: OpenSession) -> None:
+        try:
+            stored = self.engine.get_session(session.milk_id)
+        except EngineError:
+            return
+        update = SessionInfoUpdate(
+            session_update="session_info_update",
+            title=stored.title or None,
+            updated_at=iso(stored.updated_at),
+        )
+        self.bridge.notify(session, update)
+
+    def _announce(self, session: OpenSession) -> None:
+        """After session/new or session/load answered: the commands the chat offers."""
+        commands = [
+            AvailableCommand(
+                name=name,
+                description=description,
+                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)),
+            )
+            for name, (description, hint) in COMMANDS.items()
+        ]
+        update = AvailableCommandsUpdate(
+            session_update="available_commands_update", available_commands=commands
+        )
+        self.bridge.notify(session, update)
+
+    def _after_response(self, action: Callable[[], None]) -> None:
+        """Run `action` once the current request's answer is written (it is written in the
+        same step as the handler returns; this runs on the loop's next turn)."""
+        asyncio.get_running_loop().call_soon(action)
+
+
+def with_claude(session: Session) -> bool:
+    """Whether an `auto` turn of this session would go to Claude (the engine's routing)."""
+    current = RoutingState(session.state, session.user_escalated, bool(session.claude_session_id))
+    plan, _ = route_turn(current, "auto")
+    return plan.agent is Agent.CLAUDE
+
+
+def _modes(session: OpenSession) -> SessionModeState:
+    return SessionModeState(current_mode_id=session.shown_mode, available_modes=MODES)
+
+
+def _chat_params(
+    milk_id: str, text: str, route: str, items: list[wire.ContextItem]
+) -> wire.ChatParams:
+    raw = {
+        "sessionId": milk_id,
+        "text": text,
+        "route": route,
+        "context": [item.to_wire() for item in items],
+    }
+    try:
+        return wire.parse(wire.ChatParams, raw)
+    except wire.ParamsError as exc:
+        detail = str(exc).removeprefix("invalid params: ")
+        raise invalid_params("prompt", f"as milk's message: {detail}") from None
+
+
+def _absolute(raw: str, field: str) -> Path:
+    if "\x00" in raw or not Path(raw).is_absolute():
+        raise invalid_params(field, f"must be an absolute path, got {raw!r}")
+    return Path(raw)
+
+
+def _longest_backticks(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+# ---- serving -----------------------------------------------------------------------------
+
+
+class _Link:
+    """`bridge.ClientLink` over the connection: notifications are written at once."""
+
+    def __init__(self, transport: StdioTransport) -> None:
+        self.transport = transport
+        self.connection: Connection | None = None
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.transport.write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        if self.connection is None:
+            raise ConnectionError("not connected")
+        return await self.connection.send_request(method, params)
+
+
+def load_config(cli_settings: dict[str, Any]) -> tuple[MilkConfig, list[str]]:
+    """Defaults < config.json < command-line flags; problems are logged and kept for
+    `_milk/status` (ACP has no settings channel, so nobody else would see them)."""
+    problems: list[str] = []
+    config = MilkConfig()
+    data, error = load_user_file()
+    if error:
+        problems.append(error)
+    for raw, source in ((data, "config.json"), (cli_settings, "command line")):
+        config, found = merge_settings(config, raw, source)
+        for problem in found:
+            what = "unknown setting" if problem.unknown else f"invalid ({problem.message})"
+            problems.append(f"{problem.key}: {what} ({source})")
+    for line in problems:
+        logger.warning("milk: %s", line)
+    return config, problems
+
+
+async def run(cli_settings: dict[str, Any]) -> None:
+    config, problems = load_config(cli_settings)
+    reader, writer = await acp.stdio_streams()
+    transport = StdioTransport(reader, writer)
+    link = _Link(transport)
+    bridge = AcpBridge(link)
+    engine = Engine(config, bridge)
+    agent = MilkAgent(engine, bridge, problems)
+    # MilkAgent has the methods milk serves; for the rest of the SDK's `Agent` protocol
+    # (fork, resume, close, config options) the router answers -32601 by itself.
+    router = build_agent_router(cast(AcpAgent, agent))
+    connection = Connection(checked(router), transport, listening=False)
+    link.connection = connection
+    logger.info("milk-lsp %s serving ACP on stdio", __version__)
+    try:
+        await connection.main_loop()
+    finally:
+        await engine.aclose()  # running turns end as cancelled turns, stored
+        await connection.close()
+
+
+def serve(cli_settings: dict[str, Any]) -> int:
+    from milk_lsp.agents.claude_processes import kill_all_running
+    from milk_lsp.agents.commands import kill_running_commands
+    from milk_lsp.orphans import sweep as sweep_orphans
+
+    def on_term(signum: int, frame: object) -> None:
+        kill_all_running()  # a killed host must not leave Claude Code or a command running
+        kill_running_commands()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    sweep_orphans()  # kill what runs of dead milk-lsp servers left running (Linux)
+    try:
+        asyncio.run(run(cli_settings))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        kill_all_running()
+        kill_running_commands()
+    return 0

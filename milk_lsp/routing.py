@@ -1,0 +1,86 @@
+"""Routing: which agent a turn goes to, and why (protocol.md, open detail 5).
+
+A pure function of the session's routing state and the requested route, so the table can be
+tested without a server. It returns the plan and the session's routing state after the
+choice (`route: "local"` takes an escalation back; `route: "claude"` makes it stick); the
+engine applies both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from milk_lsp.sessions.model import Agent, SessionState
+
+Route = Literal["auto", "local", "claude"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one turn is routed."""
+
+    agent: Agent
+    route: str
+    reason: str
+    """`turn_started.reason`."""
+    offer_escalation: bool = True
+    """The local model is offered `escalate_to_claude` (and its failures are handed off)."""
+    escalated_by: Literal["user", "agent"] | None = None
+    escalation_reason: str = ""
+
+    @property
+    def watches_local(self) -> bool:
+        """Route `auto` to the local agent: milk cuts a failing local part short and may
+        hand it to Claude (on route `local` the user chose the local model)."""
+        return self.route == "auto" and self.agent is Agent.LOCAL and self.offer_escalation
+
+
+@dataclass(frozen=True)
+class RoutingState:
+    """The session fields routing reads and may change."""
+
+    state: SessionState
+    user_escalated: bool
+    has_claude_conversation: bool
+
+
+def route_turn(current: RoutingState, requested: Route) -> tuple[Plan, RoutingState]:
+    """The plan for a `milk/chat` turn and the routing state after choosing it."""
+    if requested == "local":
+        state = (
+            SessionState.ROUTING
+            if current.state is SessionState.ESCALATION_WAITING
+            else current.state
+        )
+        after = RoutingState(state, False, current.has_claude_conversation)
+        return Plan(Agent.LOCAL, "local", "user chose the local agent", False), after
+    if requested == "claude":
+        after = RoutingState(current.state, True, current.has_claude_conversation)
+        return Plan(Agent.CLAUDE, "claude", "user asked", False, "user", "user asked"), after
+    if current.state is SessionState.ESCALATION_WAITING and current.has_claude_conversation:
+        plan = Plan(
+            Agent.CLAUDE,
+            "auto",
+            "session waiting on Claude",
+            False,
+            "user",
+            "answering Claude's question",
+        )
+        return plan, current
+    if current.user_escalated:
+        plan = Plan(
+            Agent.CLAUDE,
+            "auto",
+            "session escalated by the user",
+            False,
+            "user",
+            "continuing with Claude",
+        )
+        return plan, current
+    return Plan(Agent.LOCAL, "auto", "default", True), current
+
+
+def escalate_plan(reason: str) -> Plan:
+    """The plan of a `milk/escalate` turn (it also makes the escalation stick)."""
+    return Plan(Agent.CLAUDE, "claude", "user asked", False, "user", reason)

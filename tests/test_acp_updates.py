@@ -1,0 +1,236 @@
+"""`milk_lsp.acp.updates`: milk's updates and stored turns as ACP session updates.
+
+Every update produced is also pushed through the SDK's `SessionNotification` model and back,
+so what milk sends is valid ACP, not only what these asserts look at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.schema import SessionNotification
+
+from milk_lsp.acp.bridge import dump
+from milk_lsp.acp.updates import UpdateMapper, plan_of, replay, tool_view
+from milk_lsp.sessions.model import Agent, RecordStatus, Role, ToolCallRecord, TurnRecord
+
+WS = Path("/ws")
+
+
+def valid(update: Any) -> dict[str, Any]:
+    wire = dump(SessionNotification(session_id="s", update=update))
+    SessionNotification.model_validate(wire)
+    return wire["update"]
+
+
+def payload(kind: str, seq: int = 1, **fields: Any) -> dict[str, Any]:
+    return {"sessionId": "m", "turnId": "t", "seq": seq, "kind": kind, **fields}
+
+
+def test_local_edit_has_a_title_a_location_and_a_diff() -> None:
+    view = tool_view(
+        "edit_file", {"path": "src/a.py", "old_text": "x = 1", "new_text": "x = 2"}, WS
+    )
+    assert (view.title, view.kind) == ("Edit src/a.py", "edit")
+    assert [loc.path for loc in view.locations] == ["/ws/src/a.py"]
+    [diff] = view.diffs
+    assert (diff.path, diff.old_text, diff.new_text) == ("/ws/src/a.py", "x = 1", "x = 2")
+    create = tool_view("edit_file", {"path": "new.py", "old_text": "", "new_text": "hi"}, WS)
+    assert create.title == "Create new.py" and create.diffs[0].old_text is None
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "title", "kind"),
+    [
+        ("read_file", {"path": "a.py", "start_line": 10}, "Read a.py", "read"),
+        ("list_directory", {}, "List .", "search"),
+        ("search_text", {"pattern": "greet", "path": "src"}, "Search greet in src", "search"),
+        ("run_command", {"command": "make test"}, "Run `make test`", "execute"),
+        (
+            "escalate_to_claude",
+            {"reason": "too hard"},
+            "Escalate to Claude: too hard",
+            "switch_mode",
+        ),
+        (
+            "hand_off_to_claude",
+            {"signal": "empty_reply"},
+            "Hand this turn to Claude?",
+            "switch_mode",
+        ),
+        ("Read", {"file_path": "/ws/a.py", "offset": 3}, "Read /ws/a.py", "read"),
+        ("Bash", {"command": "ls", "description": "List files"}, "List files", "execute"),
+        ("Grep", {"pattern": "x"}, "Search x", "search"),
+        ("WebFetch", {"url": "https://example.org"}, "WebFetch https://example.org", "fetch"),
+        ("TodoWrite", {"todos": []}, "Update the plan", "think"),
+        ("mcp__thing", {}, "mcp__thing", "other"),
+    ],
+)
+def test_tool_titles_and_kinds(name: str, tool_input: dict, title: str, kind: str) -> None:
+    view = tool_view(name, tool_input, WS)
+    assert (view.title, view.kind) == (title, kind)
+
+
+def test_read_locations_are_zero_based_lines() -> None:
+    assert tool_view("read_file", {"path": "a.py", "start_line": 10}, WS).locations[0].line == 9
+    assert tool_view("Read", {"file_path": "/x/a.py", "offset": 1}, WS).locations[0].line == 0
+
+
+def test_claude_edits_become_diffs() -> None:
+    multi = tool_view(
+        "MultiEdit",
+        {"file_path": "/ws/a.py", "edits": [{"old_string": "a", "new_string": "b"}, "junk"]},
+        WS,
+    )
+    assert [(d.old_text, d.new_text) for d in multi.diffs] == [("a", "b")]
+    write = tool_view("Write", {"file_path": "/ws/b.py", "content": "new"}, WS)
+    assert [(d.path, d.old_text, d.new_text) for d in write.diffs] == [("/ws/b.py", None, "new")]
+
+
+def test_odd_inputs_do_not_break_the_view() -> None:
+    for junk in ({"path": 5}, {"path": "a\x00b"}, {"file_path": None}, {}):
+        view = tool_view("edit_file", junk, WS)
+        assert view.locations == [] and view.diffs == []
+
+
+def test_text_thinking_and_meta() -> None:
+    mapper = UpdateMapper(WS)
+    [text] = mapper.updates(payload("text", agent="claude", delta="hi"))
+    assert valid(text) == {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "hi"},
+        "_meta": {"milk": {"kind": "text", "turnId": "t", "seq": 1, "agent": "claude"}},
+    }
+    [thinking] = mapper.updates(payload("thinking", agent="local", delta="hmm"))
+    assert valid(thinking)["sessionUpdate"] == "agent_thought_chunk"
+    assert mapper.updates(payload("turn_started", agent="local")) == []
+    assert mapper.updates(payload("turn_ended", agent="local", stopReason="end_turn")) == []
+
+
+def test_a_call_starts_once_then_updates() -> None:
+    mapper = UpdateMapper(WS)
+    edit = {"path": "a.py", "old_text": "1", "new_text": "2"}
+    call = payload("tool_call", agent="local", toolCallId="c1", name="edit_file", input=edit)
+    [start] = mapper.updates({**call, "status": "running"})
+    wire = valid(start)
+    assert wire["sessionUpdate"] == "tool_call" and wire["status"] == "in_progress"
+    assert wire["content"][0]["type"] == "diff" and wire["rawInput"] == edit
+    [denied] = mapper.updates({**call, "status": "denied"})
+    wire = valid(denied)
+    assert wire == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c1",
+        "status": "failed",
+        "_meta": {
+            "milk": {
+                "kind": "tool_call",
+                "turnId": "t",
+                "seq": 1,
+                "agent": "local",
+                "status": "denied",
+            }
+        },
+    }
+    [result] = mapper.updates(
+        payload("tool_result", toolCallId="c1", output="The user denied it.", isError=True)
+    )
+    wire = valid(result)
+    assert [c["type"] for c in wire["content"]] == ["diff", "content"]
+    assert wire["rawOutput"] == {"output": "The user denied it.", "isError": True}
+
+
+def test_claude_input_that_arrives_later_updates_the_call() -> None:
+    mapper = UpdateMapper(WS)
+    call = payload("tool_call", agent="claude", toolCallId="t1", name="Edit")
+    [start] = mapper.updates({**call, "input": {}, "status": "pending"})
+    assert valid(start)["title"] == "Edit"
+    full = {"file_path": "/ws/a.py", "old_string": "a", "new_string": "b"}
+    [update] = mapper.updates({**call, "input": full, "status": "running"})
+    wire = valid(update)
+    assert wire["title"] == "Edit /ws/a.py" and wire["content"][0]["newText"] == "b"
+    assert mapper.view("t1") is not None and mapper.knows("t1")
+
+
+def test_todo_write_is_also_a_plan() -> None:
+    todos = {
+        "todos": [
+            {"content": "read", "status": "completed", "activeForm": "reading"},
+            {"content": "write", "status": "in_progress"},
+            {"content": "odd", "status": "someday"},
+            {"nope": 1},
+        ]
+    }
+    mapper = UpdateMapper(WS)
+    out = mapper.updates(
+        payload(
+            "tool_call",
+            agent="claude",
+            toolCallId="p",
+            name="TodoWrite",
+            input=todos,
+            status="running",
+        )
+    )
+    plan = valid(out[-1])
+    assert plan["sessionUpdate"] == "plan"
+    assert [(e["content"], e["status"]) for e in plan["entries"]] == [
+        ("read", "completed"),
+        ("write", "in_progress"),
+        ("odd", "pending"),
+    ]
+    assert plan_of({"todos": "x"}) is None
+
+
+def test_usage_counts_the_context_and_sums_claudes_cost() -> None:
+    mapper = UpdateMapper(WS)
+    [local] = mapper.updates(payload("usage", agent="local", inputTokens=100, outputTokens=7))
+    assert valid(local)["used"] == 107 and "cost" not in valid(local)
+    fields = {"inputTokens": 3, "outputTokens": 5, "cacheReadTokens": 10, "costUsd": 0.25}
+    mapper.updates(payload("usage", agent="claude", **fields))
+    [second] = mapper.updates(payload("usage", agent="claude", **fields))
+    wire = valid(second)
+    assert wire["used"] == 18 and wire["size"] == 0
+    assert wire["cost"] == {"amount": 0.5, "currency": "USD"}
+    assert wire["_meta"]["milk"]["costUsd"] == 0.25
+
+
+def test_hand_offs_show_a_marker_and_notices_a_thought() -> None:
+    mapper = UpdateMapper(WS)
+    [marker] = mapper.updates(payload("escalated", by="fallback", reason="empty_reply: nothing"))
+    assert "Claude takes over" in marker.content.text and "empty_reply" in marker.content.text
+    assert valid(marker)["_meta"]["milk"]["by"] == "fallback"
+    assert mapper.updates(payload("escalated", by="user", reason="user asked")) == []
+    [notice] = mapper.updates(payload("notice", severity="warning", message="retrying"))
+    assert valid(notice)["sessionUpdate"] == "agent_thought_chunk"
+    assert mapper.updates(payload("notice", severity="error", message="failed")) == []
+    [need] = mapper.updates(payload("need", currentNeed="ship it"))
+    assert need.content.text == "Goal: ship it\n"
+
+
+def test_replay_of_stored_turns() -> None:
+    call = ToolCallRecord("c1", "read_file", {"path": "a.py"}, output="text", is_error=False)
+    failed = ToolCallRecord("c2", "run_command", {"command": "x"}, output="boom", is_error=True)
+    records = [
+        TurnRecord("t1", Role.USER, Agent.LOCAL, "question"),
+        TurnRecord("t1", Role.ASSISTANT, Agent.LOCAL, "answer", [call, failed]),
+        TurnRecord("t2", Role.USER, Agent.CLAUDE, "more", status=RecordStatus.CANCELLED),
+        TurnRecord("t2", Role.ASSISTANT, Agent.CLAUDE, "", status=RecordStatus.CANCELLED),
+    ]
+    out = [valid(u) for u in replay(records, WS)]
+    assert [u["sessionUpdate"] for u in out] == [
+        "user_message_chunk",
+        "tool_call",
+        "tool_call",
+        "agent_message_chunk",
+        "user_message_chunk",
+    ]
+    assert (out[1]["status"], out[2]["status"]) == ("completed", "failed")
+    assert out[1]["rawOutput"] == {"output": "text", "isError": False}
+    assert out[3]["_meta"]["milk"] == {
+        "turnId": "t1",
+        "agent": "local",
+        "status": "ok",
+        "replay": True,
+    }
+    assert out[4]["_meta"]["milk"]["status"] == "cancelled"
