@@ -58,6 +58,9 @@ class LocalConfig(_Section):
     """Longest silence from the model server before the turn fails (milk addition)."""
     text_tool_calls: bool = True
     """Run a reply that is only a tool call written as JSON text as that call (milk addition)."""
+    memory_tags: bool = False
+    """Ask the local model to write need/percept tags (small models echo the instructions;
+    off, milk takes the goal from the user's requests)."""
     hand_off: Literal["ask", "auto", "off"] = "ask"
     """On route `auto`, what happens when the local part of a turn visibly fails: ask the
     user whether Claude takes over, hand over without asking, or end the turn as failed."""

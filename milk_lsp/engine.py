@@ -3,7 +3,9 @@
 A turn: resolve the session (busy first), route it, store the user's message, run the
 local agent and/or Claude while folding their events into `milk/update`s, then store the
 answers, the rebuilt bricks and the session in one transaction. The engine owns the
-running turns, so `milk/cancel` and `$/cancelRequest` stop them at once.
+running turns, so `milk/cancel` and `$/cancelRequest` stop them at once; a turn run by
+another server process on the same store is cancelled through a request in the store, which
+that process polls for while the turn runs.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from milk_lsp import prompts
 from milk_lsp.agents.base import (
@@ -46,6 +48,8 @@ from milk_lsp.wire import (
     ChatParams,
     Escalated,
     EscalateParams,
+    RequestErrorReason,
+    StopReason,
     TurnError,
     TurnResult,
     Usage,
@@ -57,7 +61,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-StopReason = Literal["end_turn", "cancelled", "error", "max_turns"]
 T = TypeVar("T")
 
 NEED_MAX_CHARS = 400
@@ -66,12 +69,17 @@ BRIEF_MAX_CHARS = 1000
 """Cap on `escalate_to_claude(reason)`, which becomes the brief in Claude's context."""
 PROGRESS_CREATE_SECONDS = 5.0
 """How long the client may take to accept a work-done progress token."""
+CANCEL_POLL_SECONDS = 0.5
+"""How often a running turn looks for a cancel asked by another server process."""
+FOREIGN_CANCEL_WAIT_SECONDS = 10.0
+"""How long `milk/cancel` waits for another process to end the turn it was asked to cancel."""
+FOREIGN_CANCEL_POLL_SECONDS = 0.2
 
 
 class EngineError(Exception):
     """A request that cannot be served; `reason` is PROTOCOL.md's RequestFailed reason."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: RequestErrorReason, message: str) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
@@ -112,7 +120,7 @@ class Engine:
             try:
                 self._store = SessionStore(self.config.storage_path())
             except StorageError as exc:
-                raise EngineError("storage_failed", str(exc)) from exc
+                raise EngineError(RequestErrorReason.STORAGE_FAILED, str(exc)) from exc
         return self._store
 
     @property
@@ -183,7 +191,7 @@ class Engine:
         if uri is None:
             if not self.workspaces:
                 raise EngineError(
-                    "workspace_unknown",
+                    RequestErrorReason.WORKSPACE_UNKNOWN,
                     "no workspace folder: open a folder in the editor or pass workspaceFolder",
                 )
             return self.workspaces[0]
@@ -193,7 +201,9 @@ class Engine:
         except OSError:  # a name too long for the file system, say: no such folder
             found = False
         if path is None or not found:
-            raise EngineError("workspace_unknown", f"workspace folder not found: {uri}")
+            raise EngineError(
+                RequestErrorReason.WORKSPACE_UNKNOWN, f"workspace folder not found: {uri}"
+            )
         return str(path.resolve())
 
     def new_session(self, workspace_uri: str | None, title: str | None) -> Session:
@@ -211,7 +221,9 @@ class Engine:
     def get_session(self, session_id: str) -> Session:
         session = self.storage(lambda: self.store.get_session(session_id))
         if session is None:
-            raise EngineError("session_not_found", f"no session with id {session_id}")
+            raise EngineError(
+                RequestErrorReason.SESSION_NOT_FOUND, f"no session with id {session_id}"
+            )
         return session
 
     def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
@@ -233,7 +245,7 @@ class Engine:
         try:
             return action()
         except (StorageError, OSError) as exc:
-            raise EngineError("storage_failed", str(exc)) from exc
+            raise EngineError(RequestErrorReason.STORAGE_FAILED, str(exc)) from exc
 
     async def stored(self, action: Callable[[], T]) -> T:
         """`storage`, run in a worker thread: a turn's store calls stay off the event loop,
@@ -268,11 +280,46 @@ class Engine:
     async def cancel(self, session_id: str) -> bool:
         task = self._running.get(session_id)
         if task is None or task.done():
-            return False
+            return await self._cancel_elsewhere(session_id)
         task.cancel()
         with suppress(asyncio.CancelledError):
             await asyncio.shield(task)
         return True
+
+    async def _cancel_elsewhere(self, session_id: str) -> bool:
+        """Cancel the session's turn run by another server process on the same store (a
+        second editor window): ask through the store, then wait until its claim is gone.
+        False when no other live process runs a turn there, or it did not end in time."""
+        turn_id = await self.stored(lambda: self.store.request_cancel(session_id))
+        if turn_id is None:
+            return False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FOREIGN_CANCEL_WAIT_SECONDS
+        while loop.time() < deadline:
+            if not await self.stored(lambda: self.store.turn_claimed(session_id, turn_id)):
+                return True
+            await asyncio.sleep(FOREIGN_CANCEL_POLL_SECONDS)
+        logger.warning("turn %s of session %s did not end when cancelled", turn_id, session_id)
+        return False
+
+    async def _watch_cancel(
+        self, session_id: str, turn_id: str, task: asyncio.Task[TurnResult]
+    ) -> None:
+        """Cancel the turn, as `cancel` does, once another process asked for it in the store."""
+        failed = False
+        while not task.done():
+            await asyncio.sleep(CANCEL_POLL_SECONDS)
+            try:
+                store = self.store
+                requested = await asyncio.to_thread(store.cancel_requested, session_id, turn_id)
+            except (StorageError, EngineError, OSError) as exc:
+                if not failed:  # once per turn: the poll runs twice a second
+                    logger.warning("turn %s: cannot look for cancel requests: %s", turn_id, exc)
+                failed = True
+                continue
+            if requested:
+                task.cancel()
+                return
 
     def _session_for_chat(self, params: ChatParams) -> Session:
         if params.session_id is not None:
@@ -295,6 +342,9 @@ class Engine:
         turn_id = str(uuid.uuid4())
         task = asyncio.create_task(self._turn(session, turn_id, text, plan, display_text))
         self._running[session.id] = task
+        watch = asyncio.create_task(self._watch_cancel(session.id, turn_id, task))
+        self._background.add(watch)
+        watch.add_done_callback(self._background.discard)
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -303,6 +353,7 @@ class Engine:
                 await task
             raise
         finally:
+            watch.cancel()
             if self._running.get(session.id) is task:
                 del self._running[session.id]
 
@@ -320,13 +371,33 @@ class Engine:
             on_need=lambda need: self._record_need(session, turn, user_record, need),
         )
         turn.allowed_tools = self._allowed_tools.setdefault(session.id, set())
+        begin = asyncio.ensure_future(
+            asyncio.to_thread(self.store.begin_turn, session, user_record)
+        )
+        cancelled_at_start = False
         try:
-            await asyncio.to_thread(self.store.begin_turn, session, user_record)
+            try:
+                await asyncio.shield(begin)
+            except asyncio.CancelledError:
+                # Cancelled while the message was being stored: let the store finish, then
+                # end the turn properly below (claimed, so it must send `turn_ended`).
+                cancelled_at_start = True
+                await _uncancellable(begin)
         except SessionClaimed as exc:
-            raise EngineError("session_busy", f"{exc}; cancel it there or wait") from exc
+            if cancelled_at_start:
+                raise asyncio.CancelledError from exc
+            raise EngineError(
+                RequestErrorReason.SESSION_BUSY, f"{exc}; cancel it there or wait"
+            ) from exc
         except (StorageError, EngineError, OSError) as exc:
-            raise EngineError("storage_failed", f"could not store the message: {exc}") from exc
+            if cancelled_at_start:
+                raise asyncio.CancelledError from exc
+            raise EngineError(
+                RequestErrorReason.STORAGE_FAILED, f"could not store the message: {exc}"
+            ) from exc
         turn.update("turn_started", agent=plan.agent.value, route=plan.route, reason=plan.reason)
+        if cancelled_at_start:
+            return await self._finish(session, turn, "cancelled", None)
         if session.damaged:  # the end of this turn writes the session's fields back whole
             turn.notice("warning", _damaged_notice(session.damaged))
         title = "milk: Claude" if plan.agent is Agent.CLAUDE else "milk: local"
@@ -364,7 +435,9 @@ class Engine:
             stop = "cancelled"
             turn.flush_text()
         except (EngineError, StorageError) as exc:
-            storage = isinstance(exc, StorageError) or exc.reason == "storage_failed"
+            storage = (
+                isinstance(exc, StorageError) or exc.reason is RequestErrorReason.STORAGE_FAILED
+            )
             reason = FailureReason.STORAGE_FAILED if storage else FailureReason.INTERNAL
             turn.failure = (reason, str(exc))
             stop = "error"
@@ -513,5 +586,6 @@ def _damaged_notice(fields: list[str]) -> str:
 
 def _busy(session_id: str) -> EngineError:
     return EngineError(
-        "session_busy", f"session {session_id} is still running a turn; cancel it or wait"
+        RequestErrorReason.SESSION_BUSY,
+        f"session {session_id} is still running a turn; cancel it or wait",
     )

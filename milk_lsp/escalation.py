@@ -29,6 +29,7 @@ from milk_lsp.sessions.bricks import ends_with_question
 from milk_lsp.sessions.model import Agent, Session, SessionState
 from milk_lsp.sessions.store import SessionStore
 from milk_lsp.turn import Turn, TurnHost
+from milk_lsp.wire import StopReason
 
 T = TypeVar("T")
 
@@ -56,8 +57,6 @@ class EscalationHost(Protocol):
 
 logger = logging.getLogger(__name__)
 
-StopReason = Literal["end_turn", "cancelled", "error", "max_turns"]
-
 
 def claude_prompt_for_escalate(current_need: str) -> str:
     """What Claude is asked when the user escalates without typing anything."""
@@ -72,7 +71,11 @@ class EscalationBook:
     def __init__(self, engine: EscalationHost) -> None:
         self._engine = engine
 
-    def context_inputs(self, session: Session, *, resume_rejected: bool = False) -> ContextInputs:
+    def context_inputs(
+        self, session: Session, *, resume_rejected: bool = False, in_turn: bool = False
+    ) -> ContextInputs:
+        """`in_turn`: the running turn's user record is already stored (counted in
+        `record_count`); a preview counts the turn about to run itself, so both agree."""
         """What the ADR 0004 builders need, from the session and the workspace's percepts."""
         engine = self._engine
         if not session.escalation_nonce:  # a session stored before nonces existed
@@ -82,7 +85,8 @@ class EscalationBook:
         need_ago = None
         if session.current_need and session.current_need_set_at:
             # Records since the need's user record, counting the turn about to run.
-            need_ago = session.record_count + 1 - (session.current_need_set_at - 1)
+            upcoming = 0 if in_turn else 1
+            need_ago = session.record_count + upcoming - (session.current_need_set_at - 1)
         return ContextInputs(
             nonce=session.escalation_nonce,
             percepts=tuple(percepts),
@@ -103,11 +107,15 @@ class EscalationBook:
         )
 
     def plan(
-        self, session: Session, *, by_agent: bool, resume_rejected: bool = False
+        self,
+        session: Session,
+        *,
+        by_agent: bool,
+        resume_rejected: bool = False,
+        in_turn: bool = False,
     ) -> ContextPlan:
-        return plan_escalation(
-            self.context_inputs(session, resume_rejected=resume_rejected), by_agent=by_agent
-        )
+        inputs = self.context_inputs(session, resume_rejected=resume_rejected, in_turn=in_turn)
+        return plan_escalation(inputs, by_agent=by_agent)
 
     def request(self, session: Session, plan: ContextPlan, prompt: str) -> ClaudeTurnRequest:
         """The Claude run for `plan`; a new conversation uses the session's next id, which is
@@ -140,7 +148,7 @@ class EscalationBook:
         by: Literal["user", "agent", "fallback"],
         reason: str,
     ) -> StopReason:
-        plan = self.plan(session, by_agent=by != "user")
+        plan = self.plan(session, by_agent=by != "user", in_turn=True)
         turn.update(
             "escalated",
             by=by,
@@ -157,7 +165,7 @@ class EscalationBook:
                 "with the full session context.",
             )
             turn.failure = None
-            plan = self.plan(session, by_agent=by != "user", resume_rejected=True)
+            plan = self.plan(session, by_agent=by != "user", resume_rejected=True, in_turn=True)
             attempt = await self._attempt(session, turn, text, plan)
         if attempt == "end_turn":
             self._after_success(session, turn, plan)

@@ -26,7 +26,7 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
-from milk_lsp.agents.local_watch import asks_for_change
+from milk_lsp.agents.local_watch import asks_about_code, asks_for_change
 from milk_lsp.agents.tools import WorkspaceTools
 from milk_lsp.config import MilkConfig
 from milk_lsp.routing import Plan
@@ -87,7 +87,14 @@ class LocalBook:
             lambda: host.store.recent_turn_records(session.id, prompts.HISTORY_TURNS + 1)
         )
         history = [record for record in history if record.turn_id != turn.turn_id]
-        notes = prompts.session_notes(session.escalation_nonce, session.current_need, percepts)
+        memory_tags = host.config.local.memory_tags
+        goal = session.current_need
+        if not memory_tags and (not session.current_need or asks_for_change(user_ask)):
+            turn.set_need(user_ask)  # no tags from the model: a new request is the goal
+            goal = ""  # ...and the request itself says it
+        notes = prompts.session_notes(
+            session.escalation_nonce, goal, percepts, memory_tags=memory_tags
+        )
         system = prompts.local_system_prompt(session.workspace_folder, plan.offer_escalation)
         messages = [
             {"role": "system", "content": system},
@@ -105,6 +112,7 @@ class LocalBook:
             offer_escalation=plan.offer_escalation,
             cut_short=plan.watches_local,
             change_requested=asks_for_change(user_ask),
+            about_code=asks_about_code(user_ask),
         )
         async with aclosing(run) as events:
             async for event in events:

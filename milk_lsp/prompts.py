@@ -43,12 +43,10 @@ _ESCALATE_HINT = """\
   instead of guessing or giving up: Claude Code, a stronger agent, takes over this turn
   with a summary of the session."""
 
-_SESSION_NOTES = """\
-(milk notes, not from the user: {known}when the request below starts a new task, put the
-goal in one sentence inside <milk:need:{nonce}>…</milk:need:{nonce}>; put a lasting fact
-you learn about the user or project inside <milk:percept:{nonce}>…</milk:percept:{nonce}>.)
-
-"""
+_TAG_INSTRUCTIONS = """\
+when the request below starts a new task, put the goal in one sentence inside
+<milk:need:{nonce}>…</milk:need:{nonce}>; put a lasting fact you learn about the user or
+project inside <milk:percept:{nonce}>…</milk:percept:{nonce}>."""
 
 
 def local_system_prompt(workspace: str, offer_escalation: bool) -> str:
@@ -61,15 +59,26 @@ def local_system_prompt(workspace: str, offer_escalation: bool) -> str:
     return "\n".join(parts)
 
 
-def session_notes(nonce: str, current_need: str, percepts: Sequence[str]) -> str:
-    """What varies by session (the tag nonce, the goal, remembered facts), put in the
-    turn's own user message so it never invalidates the cached prefix before it."""
-    known = ""
+def session_notes(
+    nonce: str, current_need: str, percepts: Sequence[str], *, memory_tags: bool = False
+) -> str:
+    """What varies by session (the goal, remembered facts and, with `local.memoryTags`, the
+    tag instructions with the nonce), put in the turn's own user message so it never
+    invalidates the cached prefix before it. "" when there is nothing to say.
+
+    Small models echo tag instructions into their answers (measured with
+    Qwen2.5-Coder-1.5B: "(milk:need:…) I need to…"), so they are off by default and milk
+    keeps the goal itself from the user's requests."""
+    notes = []
     if current_need:
-        known += f"the current goal is: {current_need}; "
+        notes.append(f"the current goal is: {current_need}")
     if percepts:
-        known += "known facts: " + "; ".join(percepts) + "; "
-    return _SESSION_NOTES.format(known=known, nonce=nonce)
+        notes.append("known facts: " + "; ".join(percepts))
+    if memory_tags:
+        notes.append(_TAG_INSTRUCTIONS.format(nonce=nonce))
+    if not notes:
+        return ""
+    return "(milk notes, not from the user: " + "; ".join(notes) + ")\n\n"
 
 
 def with_session_notes(text: str, notes: str) -> str:

@@ -31,6 +31,7 @@ from milk_lsp.agents.base import (
 from milk_lsp.redact import redact_value
 from milk_lsp.sessions.model import Agent, Role, ToolCallRecord, TurnRecord
 from milk_lsp.tags import TagInterceptor
+from milk_lsp.wire import build_update
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ class Turn:
         payload.update(
             {key: redact_value(value) for key, value in fields.items() if value is not None}
         )
-        self.bridge.send_update(payload)
+        self.bridge.send_update(build_update(payload))
 
     def notice(self, severity: str, message: str) -> None:
         self.update("notice", severity=severity, message=message)
@@ -164,6 +165,10 @@ class Turn:
                 f"{timeout_seconds:g} s; treated as deny.",
             )
             raise PermissionTimedOut(timeout_seconds) from None
+
+    def set_need(self, need: str) -> None:
+        """The session's goal, as milk itself took it from the user's request."""
+        self._on_need(need)
 
     # ---- agent parts --------------------------------------------------------------------
 

@@ -76,7 +76,9 @@ def context_preview(engine: Engine, session_id: str, reason: str | None) -> wire
 
     session = engine.get_session(session_id)
     if engine.is_busy(session_id):
-        raise EngineError("session_busy", f"session {session_id} is running a turn")
+        raise EngineError(
+            wire.RequestErrorReason.SESSION_BUSY, f"session {session_id} is running a turn"
+        )
     engine.escalations.reserve_conversation_id(session)
     preview_session = session
     if reason is not None:

@@ -6,10 +6,11 @@ Nothing else in the package spells a method name.
 
 from __future__ import annotations
 
+import enum
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION = 1
@@ -29,10 +30,20 @@ REQUEST_PERMISSION = "milk/requestPermission"
 Route = Literal["auto", "local", "claude"]
 AgentName = Literal["local", "claude"]
 
-ERROR_SESSION_NOT_FOUND = "session_not_found"
-ERROR_SESSION_BUSY = "session_busy"
-ERROR_WORKSPACE_UNKNOWN = "workspace_unknown"
-ERROR_STORAGE_FAILED = "storage_failed"
+
+class RequestErrorReason(enum.StrEnum):
+    """`RequestFailed.data.reason` of a request the server could not serve (-32803)."""
+
+    SESSION_NOT_FOUND = "session_not_found"
+    SESSION_BUSY = "session_busy"
+    WORKSPACE_UNKNOWN = "workspace_unknown"
+    STORAGE_FAILED = "storage_failed"
+
+
+ERROR_SESSION_NOT_FOUND = RequestErrorReason.SESSION_NOT_FOUND
+ERROR_SESSION_BUSY = RequestErrorReason.SESSION_BUSY
+ERROR_WORKSPACE_UNKNOWN = RequestErrorReason.WORKSPACE_UNKNOWN
+ERROR_STORAGE_FAILED = RequestErrorReason.STORAGE_FAILED
 
 PERMISSION_LABELS = {
     "allow_once": "Allow once",
@@ -328,3 +339,133 @@ def permission_options(
         PermissionOptionWire.model_validate({"optionId": oid, "label": chosen[oid]})
         for oid in option_ids
     ]
+
+
+# ---- milk/update: one model per kind, discriminated on `kind` --------------------------------
+
+ToolStatusName = Literal["pending", "running", "completed", "failed", "denied"]
+
+
+class _Update(WireModel):
+    """What every `milk/update` carries. Extra fields are a bug in the server: refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+    )
+
+    session_id: str
+    turn_id: str
+    seq: int
+
+
+class TurnStartedUpdate(_Update):
+    kind: Literal["turn_started"]
+    agent: AgentName
+    route: Literal["auto", "local", "claude"]
+    reason: str
+
+
+class TextUpdate(_Update):
+    kind: Literal["text"]
+    agent: AgentName
+    delta: str
+
+
+class ThinkingUpdate(_Update):
+    kind: Literal["thinking"]
+    agent: AgentName
+    delta: str
+
+
+class ToolCallUpdate(_Update):
+    kind: Literal["tool_call"]
+    agent: AgentName
+    tool_call_id: str
+    name: str
+    input: dict[str, Any]
+    status: ToolStatusName
+
+
+class ToolResultUpdate(_Update):
+    kind: Literal["tool_result"]
+    agent: AgentName
+    tool_call_id: str
+    output: str
+    is_error: bool
+
+
+class EscalatedUpdate(_Update):
+    kind: Literal["escalated"]
+    by: Literal["user", "agent", "fallback"]
+    reason: str
+    mode: Literal["first", "resume", "returning", "fresh"]
+    context_chars: int
+
+
+class NeedUpdate(_Update):
+    kind: Literal["need"]
+    current_need: str
+
+
+class UsageUpdate(_Update):
+    kind: Literal["usage"]
+    agent: AgentName
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class NoticeUpdate(_Update):
+    kind: Literal["notice"]
+    severity: Literal["info", "warning", "error"]
+    message: str
+
+
+class TurnEndedUpdate(_Update):
+    kind: Literal["turn_ended"]
+    agent: AgentName
+    stop_reason: StopReason
+
+
+Update = Annotated[
+    TurnStartedUpdate
+    | TextUpdate
+    | ThinkingUpdate
+    | ToolCallUpdate
+    | ToolResultUpdate
+    | EscalatedUpdate
+    | NeedUpdate
+    | UsageUpdate
+    | NoticeUpdate
+    | TurnEndedUpdate,
+    Field(discriminator="kind"),
+]
+UPDATE_MODELS: tuple[type[_Update], ...] = (
+    TurnStartedUpdate,
+    TextUpdate,
+    ThinkingUpdate,
+    ToolCallUpdate,
+    ToolResultUpdate,
+    EscalatedUpdate,
+    NeedUpdate,
+    UsageUpdate,
+    NoticeUpdate,
+    TurnEndedUpdate,
+)
+_UPDATE = TypeAdapter(Update)
+
+
+def build_update(payload: dict[str, Any]) -> dict[str, Any]:
+    """A `milk/update` checked against its kind's model, as it goes on the wire. Raises
+    `ValueError` for a payload the contract does not allow (a bug, never the user's)."""
+    try:
+        update = _UPDATE.validate_python(payload)
+    except ValidationError as exc:
+        raise ValueError(f"invalid milk/update {payload.get('kind')!r}: {exc}") from exc
+    return update.to_wire()

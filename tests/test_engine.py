@@ -223,3 +223,36 @@ async def test_a_cancel_is_stored_cancelled(tmp_path: Path) -> None:
     assert bridge.kinds()[-1] == "turn_ended"
     records = engine.session_records(session_id, 5)
     assert {r.status for r in records} == {RecordStatus.CANCELLED}
+
+
+async def test_a_cancel_while_the_message_is_being_stored_still_ends_the_turn(
+    tmp_path: Path,
+) -> None:
+    """The store call runs in a worker thread; a cancel then waits for it and the claimed
+    turn ends properly (turn_ended, stored cancelled, the claim released)."""
+    import threading
+
+    engine, bridge = engine_for(tmp_path, local=ScriptedLocal([TextDelta("x"), TurnDone()]))
+    store = engine.store
+    entered, release = threading.Event(), threading.Event()
+    real_begin = store.begin_turn
+
+    def slow_begin(*args: Any) -> None:
+        entered.set()
+        release.wait(10)
+        real_begin(*args)
+
+    store.begin_turn = slow_begin  # type: ignore[method-assign]
+    session = engine.new_session(None, None)
+    task = asyncio.create_task(engine.chat(ChatParams(session_id=session.id, text="hi")))
+    await asyncio.to_thread(entered.wait, 10)
+    cancel = asyncio.create_task(engine.cancel(session.id))
+    await asyncio.sleep(0.1)
+    release.set()
+    assert await cancel is True
+    result = await task
+    assert result.stop_reason == "cancelled"
+    assert bridge.kinds()[-1] == "turn_ended"
+    store.begin_turn = real_begin  # type: ignore[method-assign]
+    again = await engine.chat(ChatParams(session_id=session.id, text="again"))
+    assert again.stop_reason in ("end_turn", "error"), "the session is not left claimed"

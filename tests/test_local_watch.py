@@ -26,6 +26,7 @@ from milk_lsp.agents.local_watch import (
     NUDGE,
     Nudge,
     TurnWatch,
+    asks_about_code,
     asks_for_change,
     embedded_call,
 )
@@ -351,3 +352,27 @@ def test_milk_tags_and_repeated_fragments_are_not_an_answer() -> None:
         "### ### ### ### ### ### ### ### <milk:percept:n>x</milk:percept:n>", reasoned=False
     )
     assert isinstance(stuck, LocalGaveUp) and stuck.signal is LocalSignal.EMPTY_REPLY
+
+
+def test_asks_about_code() -> None:
+    assert asks_about_code("What is the default of max_length?")
+    assert asks_about_code("where is the parser defined?")
+    assert asks_about_code("what does `slugify()` do")
+    assert not asks_about_code("hi there")
+    assert not asks_about_code("thanks, that helps")
+
+
+async def test_a_question_about_the_code_answered_twice_without_looking_is_handed_off(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue({"text": "It is 100."}, {"text": "Sorry, I cannot tell without looking."})
+    run = agent.run(
+        [{"role": "user", "content": "what is the default of max_length?"}],
+        StandInTools(),
+        offer_escalation=True,
+        cut_short=True,
+        about_code=True,
+    )
+    events = [event async for event in run]
+    gave_up(events, LocalSignal.UNCHECKED_ANSWER)
+    assert server.requests[1]["messages"][-1]["content"] == LOOK_FIRST

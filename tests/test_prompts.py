@@ -181,17 +181,24 @@ def test_an_attachment_with_a_fence_inside_stays_in_one_block() -> None:
 # ---- system prompt -------------------------------------------------------------------------
 
 
-def test_session_notes_carry_the_nonce_tag_instructions() -> None:
-    text = session_notes(NONCE, "", [])
+def test_session_notes_carry_the_nonce_tag_instructions_with_memory_tags() -> None:
+    text = session_notes(NONCE, "", [], memory_tags=True)
     for kind in (NEED, PERCEPT):
         assert open_tag(kind, NONCE) in text
         assert close_tag(kind, NONCE) in text
     assert WORKSPACE in local_system_prompt(WORKSPACE, offer_escalation=False)
 
 
+def test_without_memory_tags_the_local_model_gets_no_tag_instructions() -> None:
+    """Small models echo them (local.memoryTags is off by default)."""
+    assert session_notes(NONCE, "", []) == ""
+    text = session_notes(NONCE, "make the parser fast", [])
+    assert NONCE not in text and "milk:need" not in text
+
+
 def test_the_prompt_tags_are_the_ones_the_interceptor_acts_on() -> None:
     """A model that copies the instructed tag shape has it stripped and collected."""
-    text = session_notes(NONCE, "", [])
+    text = session_notes(NONCE, "", [], memory_tags=True)
     assert f"<milk:need:{NONCE}>…</milk:need:{NONCE}>" in text
     interceptor = TagInterceptor(NONCE)
     shown = (
@@ -203,13 +210,7 @@ def test_the_prompt_tags_are_the_ones_the_interceptor_acts_on() -> None:
 def test_session_notes_carry_the_need_and_percepts() -> None:
     text = session_notes(NONCE, "make the parser fast", ["tests use pytest", "tabs, not spaces"])
     assert "the current goal is: make the parser fast; " in text
-    assert "known facts: tests use pytest; tabs, not spaces; " in text
-
-
-def test_session_notes_without_need_or_percepts_have_no_such_lines() -> None:
-    text = session_notes(NONCE, "", [])
-    assert "current goal" not in text
-    assert "known facts" not in text
+    assert "known facts: tests use pytest; tabs, not spaces)" in text
 
 
 def test_escalation_hint_only_when_offered() -> None:
@@ -225,13 +226,16 @@ def test_system_prompt_is_the_same_bytes_for_every_session_of_a_workspace() -> N
     assert local_system_prompt(WORKSPACE, True) == local_system_prompt(WORKSPACE, True)
     assert NONCE not in local_system_prompt(WORKSPACE, True)
     assert "milk:need" not in local_system_prompt(WORKSPACE, True)
-    assert session_notes("one", "", []) != session_notes("two", "", [])
+    assert session_notes("one", "", [], memory_tags=True) != session_notes(
+        "two", "", [], memory_tags=True
+    )
 
 
 def test_the_request_comes_last_after_the_notes() -> None:
-    message = with_session_notes("rename X", session_notes(NONCE, "", []))
+    message = with_session_notes("rename X", session_notes(NONCE, "the goal", []))
     assert message.startswith("(milk notes, not from the user:")
-    assert message.endswith(".)\n\nrename X")
+    assert message.endswith(")\n\nrename X")
+    assert with_session_notes("rename X", session_notes(NONCE, "", [])) == "rename X"
 
 
 def test_small_model_rules_are_in_the_system_prompt() -> None:

@@ -293,3 +293,52 @@ def test_a_claim_counts_only_while_its_process_lives(tmp_path: Path) -> None:
     claim(2**22 + 7, "")  # a process that no longer exists
     store.begin_turn(session, TurnRecord("t3", Role.USER, Agent.LOCAL, "q"))
     assert [r.turn_id for r in store.recent_records(session.id, 10)] == ["t2", "t3"]
+
+
+def test_cancel_request_reaches_only_a_live_foreign_claim_and_is_cleared(tmp_path: Path) -> None:
+    from milk_lsp.orphans import process_start as _process_start
+
+    store = _store(tmp_path)
+    session = store.create_session("/ws", "")
+    assert store.request_cancel(session.id) is None  # nothing runs
+    assert store.request_cancel("no-such-session") is None
+    # A turn of this very process is cancelled in-process, not through the store.
+    store.begin_turn(session, TurnRecord("own", Role.USER, Agent.LOCAL, "q"))
+    assert store.request_cancel(session.id) is None
+    assert store.cancel_requested(session.id, "own") is False
+    store.release_turn(session.id, "own")
+
+    other = os.getppid()  # a live process that is not us
+
+    def claim(turn_id: str, pid: int, start: str) -> None:
+        with store._transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO running_turns VALUES (?, ?, ?, ?, 'now')",
+                (session.id, turn_id, pid, start),
+            )
+
+    claim("theirs", other, _process_start(other))
+    assert store.turn_claimed(session.id, "theirs")
+    assert store.request_cancel(session.id) == "theirs"
+    assert store.cancel_requested(session.id, "theirs")
+    assert not store.cancel_requested(session.id, "another-turn")
+    # The other process ends the turn: its claim and the request go together.
+    store.finish_turn(session, "theirs", RecordStatus.CANCELLED, [], _no_bricks)
+    assert not store.turn_claimed(session.id, "theirs")
+    assert not store.cancel_requested(session.id, "theirs")
+
+    claim("released", other, _process_start(other))
+    assert store.request_cancel(session.id) == "released"
+    store.release_turn(session.id, "released")
+    assert not store.cancel_requested(session.id, "released")
+
+    # A claim left by a process that has died: nothing to cancel, and not claimed.
+    claim("dead", other, _process_start(other))
+    assert store.request_cancel(session.id) == "dead"
+    claim("dead", 2**22 + 7, "")
+    assert store.request_cancel(session.id) is None
+    assert not store.turn_claimed(session.id, "dead")
+    # The next turn on the session drops the request that nobody will ever act on.
+    store.begin_turn(session, TurnRecord("next", Role.USER, Agent.LOCAL, "q"))
+    rows = store._conn.execute("SELECT count(*) FROM cancel_requests").fetchone()
+    assert rows[0] == 0

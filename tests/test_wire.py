@@ -399,3 +399,78 @@ def test_editor_protocol_version_matches(path: Path, pattern: str) -> None:
     found = re.search(r"PROTOCOL_VERSION\s*=\s*(\d+)", path.read_text(encoding="utf-8"))
     assert found is not None
     assert int(found.group(1)) == wire.PROTOCOL_VERSION
+
+
+# ---- milk/update: the editors name the same kinds and fields as the server ----------------------
+
+BASE_FIELDS = {"sessionId", "turnId", "seq", "kind"}
+
+
+def server_update_fields() -> dict[str, set[str]]:
+    """Kind → the wire names of its fields (besides the common ones), from wire.py's models."""
+    out: dict[str, set[str]] = {}
+    for model in wire.UPDATE_MODELS:
+        kind = model.model_fields["kind"].annotation.__args__[0]  # type: ignore[union-attr]
+        names = {info.alias or name for name, info in model.model_fields.items()}
+        out[kind] = names - BASE_FIELDS
+    return out
+
+
+def lua_update_fields() -> dict[str, set[str]]:
+    text = NVIM_METHODS.read_text(encoding="utf-8")
+    kinds = set(
+        re.findall(r"^\s+[A-Z_]+ = '([a-z_]+)',$", text.split("M.kind = {")[1].split("}")[0], re.M)
+    )
+    block = text.split("M.fields = {")[1].split("\n}\n")[0]
+    fields = {
+        kind: set(re.findall(r"'([A-Za-z]+)'", names))
+        for kind, names in re.findall(r"^\s+([a-z_]+) = \{([^}]*)\}", block, re.M)
+    }
+    assert set(fields) == kinds, "methods.lua: M.fields covers exactly the kinds of M.kind"
+    return fields
+
+
+def ts_update_fields() -> dict[str, set[str]]:
+    """Kind → fields of the `…Update` interfaces of methods.ts (extends resolved)."""
+    text = VSCODE_METHODS.read_text(encoding="utf-8")
+    interfaces = {
+        name: (extends or "", body)
+        for name, extends, body in re.findall(
+            r"interface (\w+)(?: extends ([\w, ]+))? \{(.*?)\n\}", text, re.S
+        )
+    }
+
+    def fields(name: str) -> set[str]:
+        extends, body = interfaces[name]
+        own = set(re.findall(r"^\s+(\w+)\??:", body, re.M))
+        for parent in filter(None, (p.strip() for p in extends.split(","))):
+            own |= fields(parent)
+        return own
+
+    out: dict[str, set[str]] = {}
+    for name in interfaces:
+        if not name.endswith("Update") or name == "UpdateBase":
+            continue
+        kinds = re.findall(r"'([a-z_]+)'", re.search(r"kind: ([^;]+);", interfaces[name][1])[1])  # type: ignore[index]
+        for kind in kinds:
+            out[kind] = fields(name) - BASE_FIELDS
+    return out
+
+
+@pytest.mark.parametrize(
+    "editor",
+    [pytest.param(lua_update_fields, id="nvim"), pytest.param(ts_update_fields, id="vscode")],
+)
+def test_editors_name_the_same_update_kinds_and_fields(editor: Any) -> None:
+    assert editor() == server_update_fields()
+
+
+def test_every_update_the_server_sends_is_checked_against_its_model() -> None:
+    update = {"sessionId": "s", "turnId": "t", "seq": 1, "kind": "text", "agent": "local"}
+    assert wire.build_update({**update, "delta": "hi"})["delta"] == "hi"
+    with pytest.raises(ValueError, match="text"):
+        wire.build_update(update)  # no delta
+    with pytest.raises(ValueError, match="extra"):
+        wire.build_update({**update, "delta": "hi", "surprise": 1})
+    with pytest.raises(ValueError, match="no_such_kind"):
+        wire.build_update({**update, "kind": "no_such_kind", "delta": "hi"})

@@ -259,6 +259,7 @@ class LocalAgent:
         offer_escalation: bool,
         cut_short: bool = False,
         change_requested: bool = False,
+        about_code: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         """One turn: stream replies and run tools until a reply has no tool calls.
 
@@ -269,7 +270,9 @@ class LocalAgent:
         """
         try:
             async with aclosing(
-                self._turn(messages, tools, offer_escalation, cut_short, change_requested)
+                self._turn(
+                    messages, tools, offer_escalation, cut_short, change_requested, about_code
+                )
             ) as events:
                 async for event in events:
                     yield event
@@ -291,6 +294,7 @@ class LocalAgent:
         offer_escalation: bool,
         cut_short: bool,
         change_requested: bool,
+        about_code: bool,
     ) -> AsyncGenerator[AgentEvent, None]:
         model = await self.client.resolve_model()
         specs = list(tools.specs()) if tools is not None else []
@@ -303,6 +307,7 @@ class LocalAgent:
             cut_short,
             escalation_tool=ESCALATE_TOOL_NAME if offer_escalation else "",
             change_requested=change_requested,
+            about_code=about_code,
         )
         conversation = list(messages)
         used_ids: set[str] = set()

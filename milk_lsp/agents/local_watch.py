@@ -31,6 +31,7 @@ __all__ = [
     "Nudge",
     "TurnWatch",
     "WrittenEscalation",
+    "asks_about_code",
     "asks_for_change",
     "embedded_call",
 ]
@@ -66,10 +67,6 @@ MAKE_THE_CHANGE = (
 """The one corrective message a turn that was asked for a change and made none gets."""
 CHANGE_TOOLS = frozenset({EDIT_TOOL, "run_command"})
 """Calls that can change the workspace."""
-_FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
-_TAGGED = re.compile(
-    r"(?:<tool_call>|\[tool_call\])(.*?)(?:</tool_call>|\[/tool_call\]|\Z)", re.DOTALL
-)
 _CALL_SHAPE = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,80})"\s*,\s*"(?:arguments|parameters)"\s*:')
 _JSON = json.JSONDecoder()
 _WORD = re.compile(r"\w")
@@ -80,7 +77,10 @@ _CODE_CLAIM = re.compile(
 )
 """What marks a reply as a claim about the code: a code span, a file name, a CLI option,
 a definition, a line number or a snake_case name."""
-_MILK_TAGS = re.compile(r"<milk:(need|percept):[^>]*>.*?(?:</milk:\1:[^>]*>|\Z)", re.DOTALL)
+_MILK_TAGS = re.compile(
+    r"<milk:(need|percept):[^>]*>.*?(?:</milk:\1:[^>]*>|\Z)|</?milk:(?:need|percept):[^>]*>",
+    re.DOTALL,
+)
 """milk's own tags, which the user never sees (the interceptor strips them)."""
 _CHANGE_VERBS = frozenset(
     [
@@ -104,6 +104,11 @@ _CHANGE_VERBS = frozenset(
         "update",
     ]
 )
+_CODE_WORDS = re.compile(
+    r"\b(?:function|method|class|module|parameter|argument|default|defined|constant|"
+    r"variable|option|flag|cli|file|import|return|raises?|test)s?\b",
+    re.IGNORECASE,
+)
 _ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
 """Chat-template markup a confused model writes into its answer."""
 _USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
@@ -119,18 +124,17 @@ def _call_line(name: str, arguments: dict[str, Any] | None) -> str:
     return _short(f"{name} {shown}".strip())
 
 
-def _blocks(text: str) -> list[str]:
-    """The fenced and tagged blocks of a reply, where a call written as text would sit."""
-    return [m.group(1) for m in _FENCED.finditer(text)] + [
-        m.group(1) for m in _TAGGED.finditer(text)
-    ]
-
-
 def asks_for_change(request: str) -> bool:
     """Whether the user's request is an instruction to change the code (it starts with a
     verb such as add, rename, fix, replace) rather than a question."""
     words = re.findall(r"[a-z]+", request.lower()[:80])
     return bool(words) and words[0] in _CHANGE_VERBS
+
+
+def asks_about_code(request: str) -> bool:
+    """Whether the user's request names something in the code (a code span, a file, an
+    option, a snake_case name) or asks where or what something in it is."""
+    return bool(_CODE_CLAIM.search(request) or _CODE_WORDS.search(request))
 
 
 def _degenerate(text: str) -> bool:
@@ -187,6 +191,8 @@ class TurnWatch:
     change_requested: bool = False
     """The user asked for a change (see `asks_for_change`): a turn that changes nothing
     did not do what was asked."""
+    about_code: bool = False
+    """The user asked about the code (see `asks_about_code`): an answer needs a look."""
     _changed: bool = False
     _change_denied: bool = False
     _change_nudged: bool = False
@@ -305,34 +311,34 @@ class TurnWatch:
                 LocalSignal.EDIT_NOT_MADE,
                 "the user asked for a change and the local model changed no file",
             )
-        if (
-            not self._tried
-            and self.offered - {self.escalation_tool}
-            and _CODE_CLAIM.search(visible)
-        ):
-            # A claim about the code made without looking: small models answer from memory.
-            if not self._looked_nudged:
+        if not self._tried and self.offered - {self.escalation_tool}:
+            # An answer about the code given without looking: small models answer from memory.
+            if self._looked_nudged:
+                if self.cut_short:  # told to check, and still did not: a guess
+                    return self.gave_up(
+                        LocalSignal.UNCHECKED_ANSWER,
+                        "the local model answered about the code without looking at it, twice",
+                    )
+            elif self.about_code or _CODE_CLAIM.search(visible):
                 self._looked_nudged = True
                 return Nudge(LOOK_FIRST)
-            if self.cut_short:  # still not looked: an answer nobody checked is a guess
-                return self.gave_up(
-                    LocalSignal.UNCHECKED_ANSWER,
-                    "the local model answered about the code without looking at it, twice",
-                )
         return None
 
     def _unrunnable_call(self, text: str) -> str | None:
         """A call written as text that milk cannot run: an unknown tool, or arguments that
         do not parse (a runnable one was already run by the loop)."""
-        for block in _blocks(text) or [text]:
-            match = _CALL_SHAPE.search(block)
-            if match is None:
-                continue
-            name = match.group(1)
-            if name not in self.offered:
-                return f"the local model wrote a call to a tool that does not exist: {name}"
-            return f"the local model wrote a {name} call as text that could not be run"
-        return None
+        names = [match.group(1) for match in _CALL_SHAPE.finditer(text)]
+        if not names:
+            return None
+        unknown = [name for name in names if name not in self.offered]
+        if unknown:
+            return f"the local model wrote a call to a tool that does not exist: {unknown[0]}"
+        if len(names) > 1:
+            return (
+                f"the local model wrote {len(names)} calls as text ({', '.join(names)}); milk "
+                "runs one call written as text, not a plan of several"
+            )
+        return f"the local model wrote a {names[0]} call as text that could not be run"
 
     def _described_tool(self, text: str) -> str | None:
         if self._tool_names is None:

@@ -43,11 +43,12 @@ from milk_lsp.sessions.rows import (
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_SECONDS = 10.0
 PAGE_RECORDS = 64
 
-# v1 is the schema from before bricks existed; v2 adds the ADR 0029 / ADR 0004 columns.
+# v1 is the schema from before bricks existed; v2 adds the ADR 0029 / ADR 0004 columns;
+# v3 the claims of running turns; v4 the requests to cancel a turn run by another process.
 _MIGRATIONS: dict[int, str] = {
     1: """
         CREATE TABLE sessions (
@@ -99,6 +100,14 @@ _MIGRATIONS: dict[int, str] = {
             pid INTEGER NOT NULL,
             process_start TEXT NOT NULL DEFAULT '',
             started_at TEXT NOT NULL
+        );
+    """,
+    4: """
+        CREATE TABLE cancel_requests (
+            session_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            requested_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, turn_id)
         );
     """,
 }
@@ -340,6 +349,8 @@ class SessionStore:
                     f"session {session.id} is running a turn in another milk-lsp process "
                     f"(pid {claim['pid']})"
                 )
+            # No live process runs a turn here: requests to cancel earlier turns are moot.
+            conn.execute("DELETE FROM cancel_requests WHERE session_id = ?", (session.id,))
             conn.execute(
                 "INSERT OR REPLACE INTO running_turns"
                 " (session_id, turn_id, pid, process_start, started_at) VALUES (?, ?, ?, ?, ?)",
@@ -409,10 +420,7 @@ class SessionStore:
             )
             if on_positions is not None:
                 on_positions(session)
-            conn.execute(
-                "DELETE FROM running_turns WHERE session_id = ? AND turn_id = ?",
-                (session.id, turn_id),
-            )
+            _release_claim(conn, session.id, turn_id)
             local, claude = rebuild_bricks(StoreReader(conn, self.path), session)
             session.last_local_summary = local
             session.last_claude_summary = claude
@@ -422,10 +430,49 @@ class SessionStore:
     def release_turn(self, session_id: str, turn_id: str) -> None:
         """Give up this process's claim on a session (when `finish_turn` could not run)."""
         with self._transaction() as conn:
+            _release_claim(conn, session_id, turn_id)
+
+    # ---- cancelling a turn run by another process -------------------------------------
+
+    def request_cancel(self, session_id: str) -> str | None:
+        """Ask the live process that runs a turn on the session to cancel it (it polls
+        `cancel_requested`). Returns that turn's id, or None when no other live process holds
+        the session: then there is nothing to cancel elsewhere."""
+        with self._transaction() as conn:
+            claim = conn.execute(
+                "SELECT turn_id, pid, process_start FROM running_turns WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            if (
+                claim is None
+                or claim["pid"] == os.getpid()
+                or not process_alive(claim["pid"], claim["process_start"])
+            ):
+                return None
+            turn_id = str(claim["turn_id"])
             conn.execute(
-                "DELETE FROM running_turns WHERE session_id = ? AND turn_id = ?",
-                (session_id, turn_id),
+                "INSERT OR REPLACE INTO cancel_requests (session_id, turn_id, requested_at)"
+                " VALUES (?, ?, ?)",
+                (session_id, turn_id, iso(utc_now())),
             )
+            return turn_id
+
+    def cancel_requested(self, session_id: str, turn_id: str) -> bool:
+        """Whether another process asked to cancel this turn."""
+        rows = self._read(
+            "SELECT 1 FROM cancel_requests WHERE session_id = ? AND turn_id = ?",
+            (session_id, turn_id),
+        )
+        return bool(rows)
+
+    def turn_claimed(self, session_id: str, turn_id: str) -> bool:
+        """Whether a live process still holds the session for this turn (the requester of a
+        cancel waits for this to end; a process that died holds nothing)."""
+        rows = self._read(
+            "SELECT pid, process_start FROM running_turns WHERE session_id = ? AND turn_id = ?",
+            (session_id, turn_id),
+        )
+        return bool(rows) and process_alive(rows[0]["pid"], rows[0]["process_start"])
 
     def _insert_record(self, conn: sqlite3.Connection, session_id: str, record: TurnRecord) -> None:
         conn.execute(
@@ -485,6 +532,16 @@ class SessionStore:
                 )
                 added += cursor.rowcount
         return added
+
+
+def _release_claim(conn: sqlite3.Connection, session_id: str, turn_id: str) -> None:
+    """Drop the turn's claim on the session and any request to cancel that turn."""
+    conn.execute(
+        "DELETE FROM running_turns WHERE session_id = ? AND turn_id = ?", (session_id, turn_id)
+    )
+    conn.execute(
+        "DELETE FROM cancel_requests WHERE session_id = ? AND turn_id = ?", (session_id, turn_id)
+    )
 
 
 def _last_position(conn: sqlite3.Connection, session_id: str) -> int:

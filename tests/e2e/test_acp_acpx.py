@@ -83,7 +83,7 @@ def answer_to(messages: list[dict[str, Any]], method: str) -> dict[str, Any]:
 async def test_acpx_exec_streams_a_local_turn(env: Env, openai: FakeOpenAIServer) -> None:
     reply = "It defines a greeting function that returns hello."
     openai.enqueue({"text": reply, "chunk_chars": 6})
-    code, messages, err = await acpx(env, "exec", "what is in hello.py?")
+    code, messages, err = await acpx(env, "exec", "say something friendly")
     assert code == 0, err
     chunks = updates(messages, "agent_message_chunk")
     assert len(chunks) > 3

@@ -50,7 +50,7 @@ async def test_a_session_started_over_lsp_loads_over_acp_and_back(
         await agent.client.wait_for(lambda u: u.session_update == "available_commands_update")
 
         openai.enqueue({"text": "and it takes no arguments"})
-        result = await agent.say(sid, "and its arguments?")
+        result = await agent.say(sid, "thanks! and then?")
         assert result.stop_reason == "end_turn"
         # history reached the model: the LSP turn is in the ACP turn's request
         sent = [m.get("content") for m in openai.requests[-1]["messages"]]
@@ -62,7 +62,7 @@ async def test_a_session_started_over_lsp_loads_over_acp_and_back(
     assert texts == [
         "what does greet return?",
         "greet() returns hello.",
-        "and its arguments?",
+        "thanks! and then?",
         "and it takes no arguments",
     ]
     assert detail["session"]["turnCount"] == 2

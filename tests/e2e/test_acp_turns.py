@@ -45,7 +45,9 @@ async def test_initialize_new_session_and_a_streamed_local_turn(
 
         reply = "The greeting function returns hello. " * 3
         openai.enqueue({"text": reply, "chunk_chars": 5})
-        result = await agent.say(new.session_id, "what does hello.py do?")
+        # (small talk: a question about the code answered without a tool call would get
+        # milk's look-first nudge; tests/test_local_watch.py covers that)
+        result = await agent.say(new.session_id, "tell me something nice")
         assert result.stop_reason == "end_turn"
         assert result.field_meta["milk"]["agent"] == "local"
         chunks = agent.client.of_kind("agent_message_chunk", new.session_id)
@@ -58,7 +60,7 @@ async def test_initialize_new_session_and_a_streamed_local_turn(
         assert usage and usage[-1].used > 0
         assert result.usage is not None and result.usage.output_tokens > 0
         # the model got the user's message
-        assert "what does hello.py do?" in openai.requests[-1]["messages"][-1]["content"]
+        assert "tell me something nice" in openai.requests[-1]["messages"][-1]["content"]
 
 
 EDIT = {
@@ -157,7 +159,7 @@ async def test_cancel_while_the_question_is_open(env: Env, openai: FakeOpenAISer
         assert (env.workspace / "hello.py").read_text() == DISK
         assert client.writes == []
         assert len(openai.requests) == 2  # the edit's follow-up never reached the model
-        assert openai.requests[1]["messages"][-1]["content"].endswith(".)\n\nhello?")
+        assert openai.requests[1]["messages"][-1]["content"].endswith("\n\nhello?")
         denied = [
             u
             for u in client.of_kind("tool_call_update", sid)
@@ -221,7 +223,7 @@ async def test_mentioned_files_reach_the_model_with_the_editor_text(
         result = await agent.say(sid, "compare", embedded, link)
         assert result.stop_reason == "end_turn"
         sent = openai.requests[0]["messages"][-1]["content"]
-        assert ".)\n\ncompare @hello.py @notes.md" in sent  # after milk's session notes
+        assert "compare @hello.py @notes.md" in sent
         assert "typed in the editor, not saved" in sent  # the embedded text
         assert "TODO: unsaved note" in sent and "on disk" not in sent  # read through the client
         assert client.reads == [notes]
@@ -265,6 +267,7 @@ def _tool_names(request: dict) -> list[str]:
 async def test_commands_context_new_and_local(env: Env, openai: FakeOpenAIServer) -> None:
     async with start_agent(env) as agent:
         sid = await agent.new_session(env.workspace)
+        openai.enqueue({"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]})
         openai.enqueue({"text": "had a look"})
         await agent.say(sid, "look at hello.py")
 
@@ -278,7 +281,7 @@ async def test_commands_context_new_and_local(env: Env, openai: FakeOpenAIServer
             if u.session_update == "agent_message_chunk"
         )
         assert preview["contextFile"] in shown and "What Claude would receive" in shown
-        assert len(openai.requests) == 1  # no turn ran
+        assert len(openai.requests) == 2  # no turn ran (after the read and the answer)
 
         result = await agent.say(sid, "/local")
         assert result.stop_reason == "end_turn"

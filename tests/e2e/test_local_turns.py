@@ -60,9 +60,10 @@ async def test_plain_turn_streams_and_is_stored(client: MilkClient, env: Env, op
     sent = openai.requests[-1]["messages"]
     assert sent[0]["role"] == "system" and "milk:need:" not in sent[0]["content"]
     assert sent[-1]["role"] == "user"
-    assert sent[-1]["content"].startswith("(milk notes, not from the user:")
-    assert sent[-1]["content"].endswith("\n\nhi there")
-    assert "<milk:need:" in sent[-1]["content"]
+    # no tag instructions by default (small models echo them): the request as typed, and
+    # milk took the goal from it
+    assert sent[-1]["content"] == "hi there"
+    assert [u["currentNeed"] for u in updates if u["kind"] == "need"] == ["hi there"]
     # work-done progress: begin and end for the turn
     kinds = [type(p).__name__ for reports in client.progress_reports.values() for p in reports]
     assert "WorkDoneProgressBegin" in kinds and "WorkDoneProgressEnd" in kinds
@@ -110,7 +111,9 @@ async def test_multi_round_tools_collapse_and_cut_in_bricks(
     assert brick.endswith("Assistant (local): greet returns hello.\n")
 
 
-async def test_need_tag_split_across_chunks(client: MilkClient, env: Env, openai) -> None:
+async def test_need_tag_split_across_chunks(harness: Harness, env: Env, openai) -> None:
+    env.settings["local"]["memoryTags"] = True  # the model writes the goal itself
+    client = await harness.start()
     session_id = await new_session(client, env)
     nonce = await nonce_of(client, session_id)
     text = f"On it.<milk:need:{nonce}>make greet polite</milk:need:{nonce}> Done."
@@ -561,10 +564,12 @@ async def test_the_cacheable_prefix_is_the_same_bytes_across_sessions_and_turns(
         return json.dumps([body["messages"][0], body["tools"]])
 
     assert prefix(a1) == prefix(a2) == prefix(b1)
-    assert a1["messages"][-1] != b1["messages"][-1], "the session notes differ (nonce)"
+    assert a2["messages"][-1]["content"] == (
+        "(milk notes, not from the user: the current goal is: hi)\n\nand then?"
+    )
     # turn two re-sends turn one's user text (without its notes) and answer as history
     assert a2["messages"][1:3] == [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "one"},
     ]
-    assert a1["messages"][1]["content"].endswith(".)\n\nhi")
+    assert a1["messages"][1]["content"] == "hi"

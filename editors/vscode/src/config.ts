@@ -11,6 +11,7 @@ export const SERVER_SETTING_KEYS = [
   'local.requestTimeoutSeconds',
   'local.textToolCalls',
   'local.handOff',
+  'local.memoryTags',
   'claude.path',
   'claude.allowedTools',
   'claude.addDirs',

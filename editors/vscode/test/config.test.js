@@ -56,6 +56,7 @@ test('every server key is declared in package.json with a default and a descript
   assert.equal(props['milk.local.textToolCalls'].type, 'boolean');
   assert.equal(props['milk.local.handOff'].default, 'ask');
   assert.deepEqual(props['milk.local.handOff'].enum, ['ask', 'auto', 'off']);
+  assert.equal(props['milk.local.memoryTags'].default, false);
   assert.equal(props['milk.claude.permissionTimeoutSeconds'].default, 600);
   // "number > 0" on the server: fractions allowed, zero not
   for (const k of ['milk.local.requestTimeoutSeconds', 'milk.claude.permissionTimeoutSeconds']) {

@@ -41,6 +41,21 @@ M.kind = {
   TURN_ENDED = 'turn_ended',
 }
 
+--- The fields each `milk/update` kind carries besides sessionId, turnId, seq and kind
+--- (optional ones included); the project's wire test keeps them in step with the server.
+M.fields = {
+  turn_started = { 'agent', 'route', 'reason' },
+  text = { 'agent', 'delta' },
+  thinking = { 'agent', 'delta' },
+  tool_call = { 'agent', 'toolCallId', 'name', 'input', 'status' },
+  tool_result = { 'agent', 'toolCallId', 'output', 'isError' },
+  escalated = { 'by', 'reason', 'mode', 'contextChars' },
+  need = { 'currentNeed' },
+  usage = { 'agent', 'inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheCreationTokens', 'costUsd' },
+  notice = { 'severity', 'message' },
+  turn_ended = { 'agent', 'stopReason' },
+}
+
 --- `milk/requestPermission` option ids.
 M.permission = {
   ALLOW_ONCE = 'allow_once',
