@@ -23,6 +23,9 @@ class _NoEditor:
     def open_document_text(self, path: Any) -> str | None:
         return None
 
+    async def read_document(self, path: Any) -> str | None:
+        return None
+
     async def apply_edit(self, path: Any, new_text: str) -> bool:
         return False
 

@@ -128,6 +128,10 @@ class EditorBridge:
                 return doc
         return None
 
+    async def read_document(self, path: Path) -> str | None:
+        """LSP clients send their open documents (text sync): nothing to ask for."""
+        return self.open_document_text(path)
+
     def open_document_text(self, path: Path) -> str | None:
         doc = self._document(path)
         return None if doc is None else str(doc.source)

@@ -49,6 +49,10 @@ class ClientBridge(Protocol):
 
     def open_document_text(self, path: Path) -> str | None: ...
 
+    async def read_document(self, path: Path) -> str | None:
+        """`open_document_text`, or the editor's text asked for over the connection."""
+        ...
+
     async def apply_edit(self, path: Path, new_text: str) -> bool: ...
 
     async def progress_begin(self, title: str) -> object | None: ...
@@ -334,6 +338,9 @@ class TurnHost:
 
     def open_document_text(self, path: Path) -> str | None:
         return self._turn.bridge.open_document_text(path)
+
+    async def read_document(self, path: Path) -> str | None:
+        return await self._turn.bridge.read_document(path)
 
     async def apply_edit(self, path: Path, new_text: str) -> bool:
         return await self._turn.bridge.apply_edit(path, new_text)

@@ -109,6 +109,9 @@ class FakeHost:
                 raise
         return self.answers.pop(0) if self.answers else PermissionOption.DENY
 
+    async def read_document(self, path: Path) -> str | None:
+        return self.open_document_text(path)
+
     def open_document_text(self, path: Path) -> str | None:
         return None
 

@@ -39,6 +39,9 @@ class FakeHost:
         self.requests.append(request)
         return self.answer
 
+    async def read_document(self, path: Path) -> str | None:
+        return self.open_document_text(path)
+
     def open_document_text(self, path: Path) -> str | None:
         return self.documents.get(path)
 

@@ -59,6 +59,9 @@ class FakeBridge:
                 raise
         return self.answers.pop(0) if self.answers else "deny"
 
+    async def read_document(self, path: Path) -> str | None:
+        return self.open_document_text(path)
+
     def open_document_text(self, path: Path) -> str | None:
         return self.documents.get(path)
 

@@ -9,13 +9,11 @@
   a lost client.
 * Buffers: ACP has no document sync, so the text of the editor's files reaches milk three
   ways, all kept per session in `OpenSession.buffers`: text resources embedded in a prompt;
-  resource links and the files the local agent edits, read with `fs/read_text_file` when the
-  client offers it; and what milk wrote with `fs/write_text_file`. The engine asks for
-  buffers synchronously (`open_document_text`), so they are read before they are needed:
-  at the start of every prompt (the session's known files again, so they stay fresh) and
-  before an edit's permission question (so the approved edit applies to the editor's text
-  and goes back through the client). Without `fs.readTextFile` the embedded texts live for
-  their own prompt only; without `fs.writeTextFile` edits go to disk, as with LSP.
+  resource links and every file the local agent reads or edits, read with
+  `fs/read_text_file` when the client offers it (`read_document`, awaited by the tools);
+  and what milk wrote with `fs/write_text_file`. The session's known files are read again
+  at the start of every prompt, so they stay fresh. Without `fs.readTextFile` the embedded
+  texts live for their own prompt only; without `fs.writeTextFile` edits go to disk, as with LSP.
 
 The open session of the running prompt is in `current_session` (a context variable the
 turn's task inherits), because `open_document_text` and `apply_edit` carry no session id.
@@ -47,7 +45,6 @@ from acp.schema import (
 from milk_lsp import wire
 from milk_lsp.acp.updates import SessionUpdate, UpdateMapper, text_block
 from milk_lsp.agents.base import EditRejected
-from milk_lsp.agents.tools import EDIT_FILE, OutsideWorkspace, resolve_in_workspace
 
 logger = logging.getLogger(__name__)
 
@@ -149,8 +146,6 @@ class AcpBridge:
         synthetic = not session.mapper.knows(call_id)
         if synthetic:  # milk's own question (the hand-off): announce it as a call first
             self.notify(session, session.mapper.announce(call_id, tool, tool_input, meta))
-        if tool == EDIT_FILE:
-            await self._read_edit_target(session, tool_input)
         view = session.mapper.view(call_id)
         description = str(params.get("description") or "")
         content: list[Any] = list(view.diffs) if view is not None else []
@@ -201,6 +196,16 @@ class AcpBridge:
                 content=[ContentToolCallContent(type="content", content=text_block(text))],
             ),
         )
+
+    async def read_document(self, path: Path) -> str | None:
+        """The editor's text of `path`: a buffer the session holds, else asked for with
+        `fs/read_text_file` when the client offers it (the local agent's `read_file` of
+        any file reads the unsaved text)."""
+        known = self.open_document_text(path)
+        session = current_session.get()
+        if known is not None or session is None or not self.can_read:
+            return known
+        return await self.read_buffer(session, path)
 
     def open_document_text(self, path: Path) -> str | None:
         session = current_session.get()
@@ -275,16 +280,6 @@ class AcpBridge:
             return
         paths = list(session.buffers)
         await asyncio.gather(*(self.read_buffer(session, path) for path in paths))
-
-    async def _read_edit_target(self, session: OpenSession, tool_input: dict[str, Any]) -> None:
-        raw = tool_input.get("path")
-        if not self.can_read or not isinstance(raw, str):
-            return
-        try:
-            path = resolve_in_workspace(session.workspace, raw)
-        except (OutsideWorkspace, OSError, ValueError):
-            return  # the tool refuses it itself
-        await self.read_buffer(session, path)
 
 
 def _key(path: Path) -> Path:

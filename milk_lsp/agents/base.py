@@ -194,6 +194,11 @@ class AgentHost(Protocol):
         """Ask the user; `allow_session` answers are remembered by the host per tool."""
         ...
 
+    async def read_document(self, path: Path) -> str | None:
+        """The editor's (possibly unsaved) text of a file, asking the editor when it can
+        (ACP `fs/read_text_file`); None when it has none (read the disk)."""
+        ...
+
     def open_document_text(self, path: Path) -> str | None:
         """The editor's (possibly unsaved) text of an open file, else None."""
         ...

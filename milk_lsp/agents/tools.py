@@ -192,7 +192,7 @@ class WorkspaceTools:
             raise _BadArgument("end_line must not be less than start_line")
         parts = await self._resolve(raw_path)
         where = shown(parts)
-        text = self._host.open_document_text(self._confined.real_path(parts))
+        text = await self._host.read_document(self._confined.real_path(parts))
         if text is None:
             text = await asyncio.to_thread(_read_text, self._confined, parts, strict=False)
             if text is None:
@@ -337,7 +337,7 @@ class WorkspaceTools:
 
     async def _text_for_edit(self, parts: Parts) -> tuple[str | None, bool]:
         """The file's current text (None when it does not exist) and whether the editor has it."""
-        text = self._host.open_document_text(self._confined.real_path(parts))
+        text = await self._host.read_document(self._confined.real_path(parts))
         if text is not None:
             return text, True
         return await asyncio.to_thread(_read_text, self._confined, parts, strict=True), False

@@ -202,6 +202,30 @@ async def test_an_edit_the_editor_refuses_fails_the_turn_with_an_error_naming_it
         assert final[-1].status == "failed"
 
 
+async def test_read_file_of_any_file_reads_the_editor_buffer_through_the_client(
+    env: Env, openai: FakeOpenAIServer
+) -> None:
+    """A file the prompt never mentioned: the local agent's read_file asks the client
+    (fs/read_text_file) and gets the unsaved text, not the disk."""
+    client = RecordingClient()
+    (env.workspace / "notes.md").write_text("on disk\n")
+    notes = str(env.workspace / "notes.md")
+    client.buffers[notes] = "TODO: unsaved note\n"
+    async with start_agent(env, client) as agent:
+        sid = await agent.new_session(env.workspace)
+        openai.enqueue(
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]},
+            {"text": "seen"},
+        )
+        result = await agent.say(sid, "read my notes")
+        assert result.stop_reason == "end_turn"
+        assert notes in client.reads
+        tool_message = openai.requests[1]["messages"][-1]
+        assert tool_message["role"] == "tool"
+        assert "TODO: unsaved note" in tool_message["content"]
+        assert "on disk" not in tool_message["content"]
+
+
 async def test_mentioned_files_reach_the_model_with_the_editor_text(
     env: Env, openai: FakeOpenAIServer
 ) -> None:
