@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -40,42 +41,63 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-SIGNALS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
-    # signal: (the model's script, extra local settings)
-    "round_limit": (
+ASK = "rename greet to hello_world"
+
+
+@dataclass(frozen=True)
+class Case:
+    """How the scripted model makes one signal happen."""
+
+    script: list[dict[str, Any]]
+    local: dict[str, Any] = field(default_factory=dict)
+    """Extra `local.*` settings."""
+    ask: str = ASK
+    reason: str = "local_failed"
+    """`error.reason` when the failure is not handed off."""
+
+
+def unreachable() -> dict[str, Any]:
+    return {"baseUrl": f"http://127.0.0.1:{free_port()}/v1"}
+
+
+SIGNALS: dict[str, Case] = {
+    "round_limit": Case(
         [
             {"tool_calls": [{"name": "list_directory", "arguments": {"path": f"d{n}"}}]}
             for n in range(4)
         ],
         {"maxToolRounds": 2},
+        reason="tool_rounds_exceeded",
     ),
-    "repeated_call": ([{"tool_calls": [READ], "repeat": 4}], {}),
-    "unknown_tool": ([{"tool_calls": [{"name": "design_plugin_system", "arguments": {}}]}], {}),
-    "unrunnable_call": (
-        [{"text": 'Plan:\n```json\n{"name": "design_plugin_system", "arguments": {}}\n```'}],
-        {},
+    "repeated_call": Case([{"tool_calls": [READ], "repeat": 4}]),
+    "unknown_tool": Case([{"tool_calls": [{"name": "design_plugin_system", "arguments": {}}]}]),
+    "unrunnable_call": Case(
+        [{"text": 'Plan:\n```json\n{"name": "design_plugin_system", "arguments": {}}\n```'}]
     ),
-    "described_call": (
+    "described_call": Case(
         [
             {"text": "You can use the `search_text` function with the pattern greet."},
             {"text": "Just call search_text with greet."},
-        ],
-        {},
+        ]
     ),
-    "failed_edit": (
-        [{"tool_calls": [BAD_EDIT]}, {"text": "Run sed yourself to rename it."}],
-        {},
+    "unchecked_answer": Case(
+        [{"text": "It returns `hello`."}, {"text": "It returns `hello`, I am sure."}],
+        ask="what does greet return?",
     ),
-    "empty_reply": ([{"text": ""}], {}),
-    "model_error": ([{"status": 500, "body": "the server crashed"}], {}),
-    "context_overflow": (
+    "edit_not_made": Case(
+        [{"text": "Sure, rename it in your editor."}, {"text": "It is easy to do by hand."}]
+    ),
+    "failed_edit": Case([{"tool_calls": [BAD_EDIT]}, {"text": "Run sed yourself to rename it."}]),
+    "empty_reply": Case([{"text": ""}]),
+    "model_unreachable": Case([], reason="local_unreachable"),
+    "model_error": Case([{"status": 500, "body": "the server crashed"}]),
+    "context_overflow": Case(
         [
             {
                 "status": 400,
                 "body": {"error": {"message": "the request exceeds the available context size"}},
             }
-        ],
-        {},
+        ]
     ),
 }
 
@@ -93,6 +115,11 @@ async def chat(client: MilkClient, env: Env, text: str, **extra: Any) -> dict[st
     return result
 
 
+def local_settings(signal: str) -> dict[str, Any]:
+    case = SIGNALS[signal]
+    return {**case.local, **(unreachable() if signal == "model_unreachable" else {})}
+
+
 @pytest.mark.parametrize("signal", list(SIGNALS))
 async def test_each_signal_hands_the_turn_to_claude(
     signal: str,
@@ -101,12 +128,12 @@ async def test_each_signal_hands_the_turn_to_claude(
     api: FakeAnthropicAPI,
     openai: FakeOpenAIServer,
 ) -> None:
-    script, local = SIGNALS[signal]
-    openai.enqueue(*script)
+    case = SIGNALS[signal]
+    openai.enqueue(*case.script)
     api.enqueue({"text": CLAUDE_ANSWER})
-    client = await start(harness, claude_env, "auto", **local)
+    client = await start(harness, claude_env, "auto", **local_settings(signal))
     client.permission_answers = ["allow_once"] * 4
-    result = await chat(client, claude_env, "rename greet to hello_world")
+    result = await chat(client, claude_env, case.ask)
     assert result["stopReason"] == "end_turn", result
     assert result["agent"] == "claude"
     assert result["escalated"]["by"] == "fallback"
@@ -117,10 +144,44 @@ async def test_each_signal_hands_the_turn_to_claude(
     appended = appended_system_text(api.main_requests()[-1])
     assert "[Escalation brief from the local agent]" in appended
     assert f"milk handed it to you ({signal})" in appended
-    assert "The user asked: rename greet to hello_world" in appended
+    assert f"The user asked: {case.ask}" in appended
     kinds = client.kinds(result["turnId"])
     assert kinds[-1] == "turn_ended" and kinds.count("turn_ended") == 1
     await no_leftovers(claude_env)
+
+
+@pytest.mark.parametrize("mode", ["off", "ask-deny"])
+@pytest.mark.parametrize("signal", list(SIGNALS))
+async def test_each_signal_not_handed_off_ends_error_naming_it(
+    signal: str,
+    mode: str,
+    harness: Harness,
+    claude_env: Env,
+    api: FakeAnthropicAPI,
+    openai: FakeOpenAIServer,
+) -> None:
+    """`off`, or `ask` answered "Keep the local answer": never a quiet end_turn."""
+    case = SIGNALS[signal]
+    openai.enqueue(*case.script)
+    client = await start(
+        harness, claude_env, "off" if mode == "off" else "ask", **local_settings(signal)
+    )
+    # the hand-off question is declined (the failed edit fails before any question)
+    client.permission_answers = ["deny"]
+    result = await chat(client, claude_env, case.ask)
+    assert result["stopReason"] == "error", result
+    assert result["error"]["reason"] == case.reason, result["error"]
+    assert result.get("escalated") is None
+    if signal not in ("model_unreachable", "model_error", "context_overflow"):
+        assert f"({signal})" in result["error"]["message"]  # the signal, named
+    why = "local.handOff" if mode == "off" else "You kept the local answer"
+    if signal not in ("model_unreachable", "model_error", "context_overflow"):
+        assert why in result["error"]["message"]
+    asked = [q for q in client.permission_requests if q["tool"] == "hand_off_to_claude"]
+    assert len(asked) == (0 if mode == "off" else 1)
+    assert api.main_requests() == []
+    kinds = client.kinds(result["turnId"])
+    assert kinds[-2:] == ["notice", "turn_ended"]
 
 
 async def test_unreachable_model_hands_off(
