@@ -214,7 +214,9 @@ async def on_shutdown(ls: MilkServer, params: None) -> None:
 async def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.SessionNewParams, params)
     with _request_failed():
-        session = ls.engine.new_session(parsed.workspace_folder, parsed.title)
+        session = await asyncio.to_thread(
+            ls.engine.new_session, parsed.workspace_folder, parsed.title
+        )
     return session_info(session).to_wire()
 
 
@@ -222,7 +224,7 @@ async def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
 async def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.SessionListParams, params)
     with _request_failed():
-        sessions = ls.engine.list_sessions(parsed.workspace_folder)
+        sessions = await asyncio.to_thread(ls.engine.list_sessions, parsed.workspace_folder)
     return {"sessions": [session_info(s).to_wire() for s in sessions]}
 
 
@@ -230,8 +232,8 @@ async def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
 async def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.SessionGetParams, params)
     with _request_failed():
-        session = ls.engine.get_session(parsed.session_id)
-        records = ls.engine.session_records(session.id, parsed.limit)
+        session = await asyncio.to_thread(ls.engine.get_session, parsed.session_id)
+        records = await asyncio.to_thread(ls.engine.session_records, session.id, parsed.limit)
     return session_detail(session, records).to_wire()
 
 

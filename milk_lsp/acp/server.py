@@ -146,7 +146,9 @@ class MilkAgent:
     ) -> NewSessionResponse:
         folder = _absolute(cwd, "cwd")
         with engine_errors("cwd"):
-            stored = self.engine.new_session(path_to_uri(str(folder)), None)
+            stored = await asyncio.to_thread(
+                self.engine.new_session, path_to_uri(str(folder)), None
+            )
         session = self._open(stored)
         meta: dict[str, Any] = {"milk": {"workspaceFolder": path_to_uri(stored.workspace_folder)}}
         if mcp_servers:
@@ -163,8 +165,10 @@ class MilkAgent:
         if running is not None and running.prompt is not None and not running.prompt.done():
             raise busy(session_id)
         with engine_errors("sessionId"):
-            stored = self.engine.get_session(session_id)
-            records = self.engine.session_records(stored.id, max(stored.turn_count, 1))
+            stored = await asyncio.to_thread(self.engine.get_session, session_id)
+            records = await asyncio.to_thread(
+                self.engine.session_records, stored.id, max(stored.turn_count, 1)
+            )
         session = self._open(stored)
         for update in replay(records, session.workspace):
             self.bridge.notify(session, update)
@@ -181,7 +185,7 @@ class MilkAgent:
                 raise invalid_params("cursor", "not a cursor from a session/list answer")
             offset = int(cursor)
         with engine_errors("cwd"):
-            sessions = self.engine.list_sessions(uri)
+            sessions = await asyncio.to_thread(self.engine.list_sessions, uri)
         page = sessions[offset : offset + LIST_PAGE]
         more = offset + LIST_PAGE < len(sessions)
         return ListSessionsResponse(

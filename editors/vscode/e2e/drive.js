@@ -176,16 +176,15 @@ async function shot(page, name) {
     check('cancelling raises no error notification', !toasts.some((t) => /error|failed/i.test(t)), toasts.join(' | ') || 'none');
     await shot(page, 'chat-cancelled.png');
 
-    // the session's need-tag nonce, from the system prompt the local model was sent
-    const reqs = await (await fetch(`${new URL(OPENAI_URL).origin}/_requests`)).json();
-    const nonce = (/<milk:need:([^>\s]+)>/.exec(JSON.stringify(reqs)) || [])[1];
-    check('the local model was given the need instruction with the session nonce', !!nonce);
-    const needTag = nonce ? `<milk:need:${nonce}>Create a marker file in the workspace</milk:need:${nonce}>` : '';
+    // the session's goal: milk takes it from the first request (the local model gets no tag
+    // instructions by default: small models echo them)
+    const needBefore = await chat.innerText('#need').catch(() => '');
+    check('the goal is taken from the first request', needBefore === 'Need: Say hello, please.', needBefore);
 
     // 3. escalate to Claude; Claude asks to run Bash; answer the modal with "Allow once"
     await script(ANTHROPIC_URL, [
       { tool_use: { name: 'Bash', input: { command: 'touch e2e-marker.txt', description: 'Create a marker file' } } },
-      { text: `Claude here: I created \`e2e-marker.txt\` for you.${needTag}`, chunk_chars: 6, delay: 0.03 },
+      { text: `Claude here: I created \`e2e-marker.txt\` for you.`, chunk_chars: 6, delay: 0.03 },
     ]);
     await chat.fill('#input', 'Please create a marker file.');
     await chat.click('#escalate');
@@ -207,7 +206,7 @@ async function shot(page, name) {
     const claudeText = await chat.innerText('.turn:last-of-type .md.text.agent-claude');
     check("Claude's answer streams into the chat", /Claude here: I created e2e-marker.txt for you\./.test(claudeText), claudeText);
     const need = await chat.innerText('#need').catch(() => '');
-    check('the current need is shown (need tag stripped from the answer)', need === 'Need: Create a marker file in the workspace' && !/milk:need/.test(claudeText), need);
+    check('the current need is still shown after the escalation', need === 'Need: Say hello, please.' && !/milk:need/.test(claudeText), need);
     const banner = await chat.innerText('.turn:last-of-type .banner.escalation');
     check('the escalation banner says who escalated', /Escalated to Claude by you/.test(banner), banner);
     const badges = await chat.$$eval('.turn:last-of-type .badge-name', (els) => els.map((e) => e.textContent));
