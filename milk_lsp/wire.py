@@ -349,13 +349,7 @@ ToolStatusName = Literal["pending", "running", "completed", "failed", "denied"]
 class _Update(WireModel):
     """What every `milk/update` carries. Extra fields are a bug in the server: refused."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        extra="forbid",
-    )
+    model_config = ConfigDict(extra="forbid")  # merged with WireModel's
 
     session_id: str
     turn_id: str
