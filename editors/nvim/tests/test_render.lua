@@ -116,6 +116,22 @@ H.run(function()
     H.check('fold text names the tool', vim.fn.foldtextresult(t1):find('⚙ search · completed', 1, true) == 1, vim.fn.foldtextresult(t1))
   end)
 
+  -- A later turn whose call reuses an id of an earlier turn (a restarted model server reuses
+  -- ids like call_2_0) gets a block of its own; the earlier block keeps its output.
+  local t2seq = 0
+  local function up2(kind, fields)
+    t2seq = t2seq + 1
+    chat.on_update(vim.tbl_extend('force', { sessionId = sid, turnId = 'turn-2', seq = t2seq, kind = kind }, fields or {}), nil)
+  end
+  up2('turn_started', { agent = 'local', route = 'auto', reason = 'default' })
+  up2('tool_call', { agent = 'local', toolCallId = 't1', name = 'list_directory', input = { path = '.' }, status = 'running' })
+  up2('tool_result', { agent = 'local', toolCallId = 't1', output = 'src/', isError = false })
+  up2('turn_ended', { agent = 'local', stopReason = 'end_turn' })
+  local after = vim.api.nvim_buf_get_lines(S.buf, 0, -1, false)
+  local first, second = H.find_line(after, '⚙ search · completed', true), H.find_line(after, '⚙ list_directory', true)
+  H.check('a reused call id in a later turn gets its own block', first ~= nil and second ~= nil and second > first, after)
+  H.check('the earlier block keeps its own output', after[first + 4] == '    │ b.py:9: parse(y)' and H.find_line(after, '│ src/', true) > second, after)
+
   -- Updates of another turn of an unknown session open a buffer for it.
   chat.on_update({ sessionId = 'other', turnId = 'x', seq = 1, kind = 'turn_started', agent = 'claude', route = 'claude', reason = 'user asked' }, nil)
   H.check('unknown session gets its own buffer', chat.sessions.other ~= nil and chat.sessions.other.buf ~= S.buf)

@@ -329,13 +329,19 @@ function M.render_history(S, turns)
       render.header(S, turn, rec.agent, nil)
       for _, call in ipairs(rec.toolCalls or {}) do
         render.tool_call(S, {
+          turnId = rec.turnId,
           toolCallId = call.toolCallId,
           name = call.name,
           input = call.input,
           status = call.isError and 'failed' or 'completed',
         })
         if call.output ~= nil and call.output ~= vim.NIL then
-          render.tool_result(S, { toolCallId = call.toolCallId, output = call.output, isError = call.isError })
+          render.tool_result(S, {
+            turnId = rec.turnId,
+            toolCallId = call.toolCallId,
+            output = call.output,
+            isError = call.isError,
+          })
         end
       end
       render.stream(S, 'text', rec.text)

@@ -295,9 +295,18 @@ local function update_input(S, tool, input)
   tool.input, tool.input_count = key, #lines
 end
 
+--- Tool blocks are keyed by turn and call: the server keeps a call id unique only within
+--- its turn, and a restarted model server reuses ids such as `call_2_0`.
+local function tool_key(p)
+  if not p.toolCallId then
+    return '?' .. tostring(vim.uv.hrtime())
+  end
+  return tostring(p.turnId or '') .. '\0' .. tostring(p.toolCallId)
+end
+
 --- A tool call appeared (a folded block) or changed status (its first line is rewritten).
 function M.tool_call(S, p)
-  local id = p.toolCallId or ('?' .. tostring(vim.uv.hrtime()))
+  local id = tool_key(p)
   local tool = S.tools[id]
   if tool then
     set_tool_status(S, tool, p.status or tool.status)
@@ -317,14 +326,15 @@ end
 
 --- A tool's output, put under its block.
 function M.tool_result(S, p)
-  local tool = S.tools[p.toolCallId]
+  local tool = S.tools[tool_key(p)]
   if not tool then
     M.tool_call(S, {
+      turnId = p.turnId,
       toolCallId = p.toolCallId,
       name = p.name or 'tool',
       status = p.isError and 'failed' or 'completed',
     })
-    tool = S.tools[p.toolCallId]
+    tool = S.tools[tool_key(p)]
   end
   local output = p.output
   if type(output) ~= 'string' then
