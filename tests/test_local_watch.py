@@ -244,15 +244,32 @@ async def test_an_escalation_written_as_text_is_the_call(
     assert shown[-1].name == "escalate_to_claude" and shown[-1].status.value == "completed"
 
 
-def test_embedded_call_needs_exactly_one_runnable_call() -> None:
+def test_embedded_call_takes_the_first_written_call_when_it_can_run() -> None:
     offered = {"read_file", "list_dir"}
     one = f"Sure: {json.dumps(READ_A)} then I answer."
-    two = f"{json.dumps(READ_A)} and {json.dumps({'name': 'list_dir', 'arguments': {}})}"
-    call = embedded_call(one, offered)
-    assert call is not None and call.name == "read_file"
-    assert embedded_call(two, offered) is None
+    plan = f"{json.dumps(READ_A)} and {json.dumps({'name': 'list_dir', 'arguments': {}})}"
+    found = embedded_call(one, offered)
+    assert found is not None and found.call.name == "read_file" and found.written == 1
+    found = embedded_call(plan, offered)
+    assert found is not None and found.call.name == "read_file" and found.written == 2
+    invented_first = f'{{"name": "rm_rf", "arguments": {{}}}} {json.dumps(READ_A)}'
+    assert embedded_call(invented_first, offered) is None
     assert embedded_call('{"name": "rm_rf", "arguments": {}}', offered) is None
     assert embedded_call("no call here", offered) is None
+
+
+async def test_a_plan_of_calls_runs_its_first_step_and_says_so(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    list_b = {"name": "list_dir", "arguments": {"path": "b"}}
+    text = f"First:\n```json\n{json.dumps(READ_A)}\n```\nthen:\n```json\n{json.dumps(list_b)}\n```"
+    server.enqueue({"text": text}, {"text": "a.py defines main()."})
+    tools = StandInTools()
+    events = await collect(agent, tools, cut_short=True)
+    assert events[-1] == TurnDone()
+    assert [name for _, name, _ in tools.calls] == ["read_file"]
+    tool_message = server.requests[1]["messages"][-1]
+    assert "milk ran only the first call you wrote; 1 more were not run" in tool_message["content"]
 
 
 def test_past_tense_mentions_of_tools_are_not_described_calls() -> None:

@@ -351,10 +351,12 @@ class LocalAgent:
                     yield paragraphs.delta(gate.release())
             if reply.usage is not None:
                 yield usage_event(reply.usage)
+            plan_rest = 0
             if not merged and not text_calls and gate is not None:
                 embedded = embedded_call("".join(reply.text), offered)
                 if embedded is not None:  # shown already; run it rather than leave it inert
-                    text_calls = [embedded]
+                    text_calls = [embedded.call]
+                    plan_rest = embedded.written - 1
             if text_calls:
                 merged = text_calls
                 if not noticed_text_calls:
@@ -442,7 +444,12 @@ class LocalAgent:
                         output=outcome.output,
                     )
                     conversation.append(
-                        {"role": "tool", "tool_call_id": call.id, "content": outcome.output}
+                        {
+                            "role": "tool",
+                            "tool_call_id": call.id,
+                            "content": outcome.output
+                            + (_plan_note(plan_rest) if plan_rest else ""),
+                        }
                     )
             if escalation is not None:
                 reason = _escalation_reason(escalation)
@@ -505,6 +512,14 @@ class LocalAgent:
         yield ToolCallEvent(call.id, call.name, call.arguments, status)
         yield ToolResultEvent(call.id, outcome.output, outcome.is_error or outcome.denied)
         yield outcome
+
+
+def _plan_note(rest: int) -> str:
+    """Told to a model whose reply wrote several calls as text: only the first ran."""
+    return (
+        f"\n\n(milk ran only the first call you wrote; {rest} more were not run. Read this "
+        "result, then make the next call if you still need it.)"
+    )
 
 
 def _spec_names(specs: Iterable[Any]) -> Iterable[str]:

@@ -30,6 +30,7 @@ __all__ = [
     "NUDGE",
     "Nudge",
     "TurnWatch",
+    "WrittenCall",
     "WrittenEscalation",
     "asks_about_code",
     "asks_for_change",
@@ -146,20 +147,38 @@ def _degenerate(text: str) -> bool:
     return most * 2 > len(tokens) and len(set(tokens)) <= 4
 
 
-def embedded_call(text: str, offered: Collection[str]) -> MergedToolCall | None:
-    """The one tool call a reply spells out among prose (bare, in a fence or in tool-call
-    tags), when exactly one JSON object in it is a call to an offered tool whose arguments
-    parse; None when there is none or it is ambiguous."""
-    found: list[MergedToolCall] = []
+@dataclass(frozen=True)
+class WrittenCall:
+    """The call a reply spells out among prose, and how many calls it wrote in all."""
+
+    call: MergedToolCall
+    written: int
+
+
+def embedded_call(text: str, offered: Collection[str]) -> WrittenCall | None:
+    """The tool call a reply spells out among prose (bare, in a fence or in tool-call tags):
+    its first call-shaped JSON object, when that is a call to an offered tool whose
+    arguments parse; None otherwise.
+
+    Small models write a plan of several calls at once; running the first and letting the
+    model see its result is the "one step at a time" the prompt asks for (measured with
+    Qwen2.5-Coder-1.5B on the question tasks of bench/real_tasks.py: 1 of 6 answered
+    locally when a plan was refused, 3 of 6 when its first step ran)."""
+    first: MergedToolCall | None = None
+    written = 0
     for match in _CALL_SHAPE.finditer(text):
+        written += 1
+        if written > 1:
+            continue
         try:
             value, _ = _JSON.raw_decode(text, match.start())
         except (ValueError, RecursionError):
-            continue
+            return None
         calls = parse_text_tool_calls(json.dumps(value), offered)
-        if calls:
-            found.extend(calls)
-    return found[0] if len(found) == 1 else None
+        if not calls:
+            return None
+        first = calls[0]
+    return WrittenCall(first, written) if first is not None else None
 
 
 @dataclass(frozen=True)
