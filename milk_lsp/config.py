@@ -64,6 +64,19 @@ class LocalConfig(_Section):
     hand_off: Literal["ask", "auto", "off"] = "ask"
     """On route `auto`, what happens when the local part of a turn visibly fails: ask the
     user whether Claude takes over, hand over without asking, or end the turn as failed."""
+    provider: Literal["openai", "embedded", "auto"] = "auto"
+    """`openai`: the server at `baseUrl`; `embedded`: milk runs llama.cpp itself on
+    `modelPath`; `auto`: embedded only when `baseUrl` is not set, nothing answers there,
+    xllamacpp is installed and `modelPath` is set (see `milk_lsp.embedded`)."""
+    model_path: str | None = None
+    """The GGUF file the embedded engine loads."""
+    context_size: int = Field(default=8192, ge=256, le=1_048_576)
+    max_reply_tokens: int = Field(default=2048, ge=16, le=1_048_576)
+    """The embedded engine's cap on one reply (a small model may otherwise ramble until
+    the context is full)."""
+    threads: int = Field(default_factory=lambda: default_threads(), ge=1, le=512)
+    idle_stop_seconds: float = Field(default=600.0, gt=0)
+    """The embedded engine stops after this long without local turns (it restarts lazily)."""
 
 
 class ClaudeConfig(_Section):
@@ -94,6 +107,11 @@ class SettingProblem:
     key: str
     message: str
     unknown: bool
+
+
+def default_threads() -> int:
+    """llama.cpp's threads: the machine's cores, at most 8 (more rarely speeds a small model)."""
+    return max(1, min(8, os.cpu_count() or 2))
 
 
 def default_data_dir() -> Path:

@@ -46,7 +46,9 @@ def describe(
     lines = [f"milk-lsp {status.version}", config_note]
     problems = 0
     local = status.local
-    if local.reachable and local.model and not local.error:
+    if local.provider == "embedded":
+        problems += _describe_embedded(local, lines)
+    elif local.reachable and local.model and not local.error:
         lines.append(f"✓ local model server reachable at {local.base_url}, model {local.model}")
     elif local.reachable:
         problems += 1
@@ -78,6 +80,26 @@ def describe(
     else:
         lines.append(f"✓ sessions stored in {status.storage}")
     return lines, problems
+
+
+def _describe_embedded(local: wire.LocalStatus, lines: list[str]) -> int:
+    """The embedded engine's lines; returns 1 for a problem, else 0."""
+    size = f"{local.model_bytes / 1e6:.0f} MB" if local.model_bytes is not None else "size unknown"
+    where = f"{local.model_path} ({size})" if local.model_path else "no model file"
+    if local.error or not local.reachable:
+        lines.append(f"✗ embedded model {where}: {local.error}")
+        lines.append(
+            "    fix: pip install 'milk-lsp[embedded]' and set local.modelPath to a .gguf file,"
+            " or set local.baseUrl to a running server (local.provider openai)"
+        )
+        return 1
+    state = local.load_state or "stopped"
+    if state == "running":
+        loaded = f" (loaded in {local.load_seconds:.1f} s)" if local.load_seconds else ""
+        lines.append(f"✓ embedded model {where} running at {local.base_url}{loaded}")
+    else:
+        lines.append(f"✓ embedded model {where}: {state}, loads on the first local turn")
+    return 0
 
 
 async def run_doctor(settings: dict[str, Any]) -> int:

@@ -13,20 +13,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from milk_lsp import prompts
 from milk_lsp.agents.base import (
     FailureReason,
+    TurnFailed,
 )
 from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings
 from milk_lsp.agents.claude_cli import resolve_cli
 from milk_lsp.config import MilkConfig
 from milk_lsp.context import (
     generate_nonce,
+)
+from milk_lsp.embedded import (
+    EmbeddedServer,
+    EmbeddedSettings,
+    LocalModelError,
+    Provider,
+    resolve_provider,
 )
 from milk_lsp.escalation import EscalationBook, claude_prompt_for_escalate
 from milk_lsp.local_part import LocalBook
@@ -104,6 +112,8 @@ class Engine:
         self.workspaces: list[str] = []
         self._store: SessionStore | None = store
         self._local: LocalAgent | None = local
+        self._embedded: EmbeddedServer | None = None
+        """The embedded model's server (`local.provider` embedded), made on first use."""
         self.claude = claude or ClaudeAgent()
         self._running: dict[str, asyncio.Task[TurnResult]] = {}
         self._allowed_tools: dict[str, set[str]] = {}
@@ -131,10 +141,11 @@ class Engine:
 
             cfg = self.config.local
             redact_register(cfg.api_key)
+            embedded = self._embedded if self._embedded and self._embedded.base_url else None
             self._local = LocalAgent(
                 LocalSettings(
-                    base_url=cfg.base_url,
-                    model=cfg.model,
+                    base_url=embedded.base_url if embedded and embedded.base_url else cfg.base_url,
+                    model=embedded.alias if embedded else cfg.model,
                     api_key=cfg.api_key,
                     max_tool_rounds=cfg.max_tool_rounds,
                     read_timeout_seconds=cfg.request_timeout_seconds,
@@ -142,6 +153,66 @@ class Engine:
                 )
             )
         return self._local
+
+    async def local_provider(self) -> Provider:
+        return await resolve_provider(self.config.local)
+
+    @property
+    def embedded(self) -> EmbeddedServer | None:
+        """The embedded model's server if one was made (for `milk/status`)."""
+        return self._embedded
+
+    @asynccontextmanager
+    async def local_model(self, turn: Turn) -> AsyncIterator[TurnFailed | None]:
+        """Around a local part: the agent pointed at the provider's server, the embedded
+        one started ("loading model…") and held while the part runs. A model that cannot
+        start is yielded as the part's failure."""
+        if await self.local_provider() != "embedded":
+            if self._embedded is not None:  # auto found a server after all
+                await self._point_local_at(self.config.local.base_url)
+            yield None
+            return
+        if self._embedded is None:
+            self._embedded = EmbeddedServer(EmbeddedSettings.of(self.config.local))
+        server = self._embedded
+        loading = server.state != "running"
+        if loading:
+            self.bridge.progress_report(turn.progress_token, "loading model…")
+        failure: TurnFailed | None = None
+        try:
+            base_url = await server.acquire()
+        except LocalModelError as exc:
+            failure = TurnFailed(exc.reason, exc.message)
+        if failure is not None:
+            yield failure
+            return
+        try:
+            if loading and server.load_seconds is not None:
+                turn.notice(
+                    "info",
+                    f"Loaded the embedded model {server.alias} in {server.load_seconds:.1f} s.",
+                )
+            await self._point_local_at(base_url)
+            yield None
+        finally:
+            server.release()
+
+    async def _point_local_at(self, base_url: str) -> None:
+        """Drop the local agent when it talks to another server (the embedded one restarted
+        on a new port, or the provider changed); the next use makes it afresh."""
+        local = self._local
+        if local is None or local.settings.base_url == base_url:
+            return
+        self._local = None
+        running = [task for task in self._running.values() if not task.done()]
+        current = asyncio.current_task()
+        running = [task for task in running if task is not current]
+        if running:
+            closer = asyncio.create_task(_close_after(running, local))
+            self._background.add(closer)
+            closer.add_done_callback(self._background.discard)
+        else:
+            await local.aclose()
 
     def claude_settings(self) -> ClaudeSettings:
         cfg = self.config.claude
@@ -166,6 +237,12 @@ class Engine:
                 closer.add_done_callback(self._background.discard)
             else:
                 await local.aclose()
+        embedded_changed = EmbeddedSettings.of(old.local) != EmbeddedSettings.of(config.local)
+        if self._embedded is not None and (
+            embedded_changed or old.local.provider != config.local.provider
+        ):
+            self._embedded.retire()  # stops now, or when the turns using it end
+            self._embedded = None
         if old.storage_path() != config.storage_path() and self._store is not None:
             store, self._store = self._store, None
             store.close()
@@ -178,6 +255,8 @@ class Engine:
                 await task
         if self._local is not None:
             await self._local.aclose()
+        if self._embedded is not None:
+            await self._embedded.aclose()
         if self._store is not None:
             self._store.close()
 

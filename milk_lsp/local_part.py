@@ -12,7 +12,7 @@ the turn's failure says why.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import aclosing
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
@@ -57,6 +57,11 @@ class LocalHost(Protocol):
         ...
 
     def claude_path(self) -> str | None: ...
+
+    def local_model(self, turn: Turn) -> AbstractAsyncContextManager[TurnFailed | None]:
+        """Held around the local agent's run: its model ready (the embedded one started),
+        or why it could not be."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -106,26 +111,29 @@ class LocalBook:
             TurnHost(turn, host.config.claude.permission_timeout_seconds),
         )
         outcome: LocalOutcome = None
-        run = host.local.run(
-            messages,
-            tools,
-            offer_escalation=plan.offer_escalation,
-            cut_short=plan.watches_local,
-            change_requested=asks_for_change(user_ask),
-            about_code=asks_about_code(user_ask),
-        )
-        async with aclosing(run) as events:
-            async for event in events:
-                if isinstance(event, EscalationRequested | LocalGaveUp):
-                    outcome = event
-                    break
-                if isinstance(event, TurnFailed):
-                    outcome = handoff.from_model_failure(event)
-                    if outcome is not None:
+        async with host.local_model(turn) as not_started:
+            if not_started is not None:  # the embedded model could not start
+                return handoff.from_model_failure(not_started)
+            run = host.local.run(
+                messages,
+                tools,
+                offer_escalation=plan.offer_escalation,
+                cut_short=plan.watches_local,
+                change_requested=asks_for_change(user_ask),
+                about_code=asks_about_code(user_ask),
+            )
+            async with aclosing(run) as events:
+                async for event in events:
+                    if isinstance(event, EscalationRequested | LocalGaveUp):
+                        outcome = event
                         break
-                    turn.failure = (event.reason, event.message)
-                elif not isinstance(event, TurnDone | ClaudeSessionStarted):
-                    turn.apply(event)
+                    if isinstance(event, TurnFailed):
+                        outcome = handoff.from_model_failure(event)
+                        if outcome is not None:
+                            break
+                        turn.failure = (event.reason, event.message)
+                    elif not isinstance(event, TurnDone | ClaudeSessionStarted):
+                        turn.apply(event)
         turn.flush_text()
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1

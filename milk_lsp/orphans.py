@@ -37,6 +37,7 @@ from pathlib import Path
 __all__ = [
     "CLAUDE_RUN_ENV",
     "COMMAND_RUN_ENV",
+    "EMBEDDED_RUN_ENV",
     "RUN_ENVS",
     "die_with_parent",
     "environments",
@@ -54,7 +55,9 @@ CLAUDE_RUN_ENV = "MILK_LSP_CLAUDE_RUN"
 """The token of a Claude Code run, in the CLI's environment and its tools'."""
 COMMAND_RUN_ENV = "MILK_LSP_COMMAND_RUN"
 """The token of a local agent's `run_command`, in the shell's environment and its children's."""
-RUN_ENVS = (CLAUDE_RUN_ENV, COMMAND_RUN_ENV)
+EMBEDDED_RUN_ENV = "MILK_LSP_EMBEDDED_RUN"
+"""The token of the embedded model's llama.cpp process (`milk_lsp.embedded`)."""
+RUN_ENVS = (CLAUDE_RUN_ENV, COMMAND_RUN_ENV, EMBEDDED_RUN_ENV)
 
 PROC = Path("/proc")
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>

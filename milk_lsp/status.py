@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from milk_lsp import __version__, wire
 from milk_lsp.agents.claude_cli import cli_version, not_found_message, resolve_cli
+from milk_lsp.embedded import EmbeddedSettings, model_problem, model_size
 from milk_lsp.engine import Engine
 
 STATUS_ATTEMPTS = 3
@@ -14,6 +16,9 @@ STATUS_ATTEMPTS = 3
 async def collect_status(engine: Engine) -> wire.Status:
     """Checked again when the settings change during the check: the answer is of one set of
     settings, and the old local client (which the change closes) is not used after."""
+    provider = await engine.local_provider()
+    if provider == "embedded":
+        return await _embedded_status(engine)
     for attempt in range(STATUS_ATTEMPTS):
         config = engine.config
         try:
@@ -34,8 +39,45 @@ async def collect_status(engine: Engine) -> wire.Status:
             model=local_cfg.model or model,
             reachable=reachable,
             error=local_error,
+            provider="openai",
         ),
         claude=claude,
+        storage=str(config.storage_path()),
+    )
+
+
+async def _embedded_status(engine: Engine) -> wire.Status:
+    """The embedded engine is not started for a status: a stopped one is reachable when its
+    model could load (the engine installed, the file a GGUF); a running one is probed."""
+    config = engine.config
+    settings = EmbeddedSettings.of(config.local)
+    server = engine.embedded
+    claude_task = asyncio.ensure_future(_claude_status(engine))
+    base_url, model = "", Path(settings.model_path).stem or None
+    state: wire.LoadState = "stopped" if server is None else server.state
+    load_seconds = None if server is None else server.load_seconds
+    problem = model_problem(settings.model_path)
+    error = problem.message if problem is not None else None
+    if error is None and server is not None and state == "failed":
+        error = server.error
+    reachable = error is None
+    if server is not None and state == "running" and server.base_url:
+        base_url = server.base_url
+        reachable, _, error = await engine.local.probe()
+    return wire.Status(
+        version=__version__,
+        local=wire.LocalStatus(
+            base_url=base_url,
+            model=model,
+            reachable=reachable,
+            error=error,
+            provider="embedded",
+            model_path=settings.model_path or None,
+            model_bytes=model_size(settings.model_path),
+            load_state=state,
+            load_seconds=load_seconds,
+        ),
+        claude=await claude_task,
         storage=str(config.storage_path()),
     )
 

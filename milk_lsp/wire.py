@@ -286,11 +286,24 @@ class ContextPreview(WireModel):
     chars: ContextChars
 
 
+LoadState = Literal["stopped", "loading", "running", "failed"]
+
+
 class LocalStatus(WireModel):
     base_url: str
     model: str | None = None
     reachable: bool
     error: str | None = None
+    provider: Literal["openai", "embedded"] | None = None
+    """`local.provider` as resolved (`auto` is never reported)."""
+    model_path: str | None = None
+    """The embedded engine's GGUF file (provider embedded)."""
+    model_bytes: int | None = None
+    load_state: LoadState | None = None
+    """The embedded engine: not started (it loads on the first local turn), loading,
+    serving, or its last start failed (`error` says why)."""
+    load_seconds: float | None = None
+    """How long the running embedded model took to load."""
 
 
 class ClaudeStatus(WireModel):
