@@ -96,6 +96,8 @@ def _describe_embedded(local: wire.LocalStatus, lines: list[str]) -> int:
     state = local.load_state or "stopped"
     if state == "running":
         loaded = f" (loaded in {local.load_seconds:.1f} s)" if local.load_seconds else ""
+        if local.memory_bytes:
+            loaded += f", {local.memory_bytes / 1e6:.0f} MB in memory"
         lines.append(f"✓ embedded model {where} running at {local.base_url}{loaded}")
     else:
         lines.append(f"✓ embedded model {where}: {state}, loads on the first local turn")

@@ -44,6 +44,7 @@ __all__ = [
     "new_run_token",
     "process_alive",
     "process_start",
+    "resident_bytes",
     "run_tokens",
     "sweep",
     "token_owner",
@@ -104,6 +105,20 @@ def _stat_fields(pid: int) -> list[str]:
 
 
 # -- run tokens ------------------------------------------------------------------------------
+
+
+def resident_bytes(pid: int) -> int | None:
+    """The process's resident memory (Linux `/proc/<pid>/status` VmRSS), or None."""
+    try:
+        status = (PROC / str(pid) / "status").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                return int(parts[1]) * 1024
+    return None
 
 
 def new_run_token() -> str:

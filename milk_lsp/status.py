@@ -9,6 +9,7 @@ from milk_lsp import __version__, wire
 from milk_lsp.agents.claude_cli import cli_version, not_found_message, resolve_cli
 from milk_lsp.embedded import EmbeddedSettings, model_problem, model_size
 from milk_lsp.engine import Engine
+from milk_lsp.orphans import resident_bytes
 
 STATUS_ATTEMPTS = 3
 
@@ -76,6 +77,11 @@ async def _embedded_status(engine: Engine) -> wire.Status:
             model_bytes=model_size(settings.model_path),
             load_state=state,
             load_seconds=load_seconds,
+            memory_bytes=(
+                resident_bytes(server.pid)
+                if server is not None and state == "running" and server.pid
+                else None
+            ),
         ),
         claude=await claude_task,
         storage=str(config.storage_path()),

@@ -304,6 +304,8 @@ class LocalStatus(WireModel):
     serving, or its last start failed (`error` says why)."""
     load_seconds: float | None = None
     """How long the running embedded model took to load."""
+    memory_bytes: int | None = None
+    """The running embedded engine's resident memory (Linux)."""
 
 
 class ClaudeStatus(WireModel):

@@ -134,6 +134,7 @@ async def test_lazy_start_shared_by_sessions_and_status(
     assert status["reachable"] is True and status["baseUrl"].startswith("http://127.0.0.1:")
     assert status["loadSeconds"] > 0
     assert status["model"] == Path(smollm2_gguf).stem
+    assert status["memoryBytes"] > 50_000_000, status  # the engine holds the 98 MB model
 
 
 async def test_idle_stop_then_restart_on_the_next_turn(tmp_path: Path, smollm2_gguf: Path) -> None:

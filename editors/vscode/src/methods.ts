@@ -154,7 +154,15 @@ export interface ContextPreview {
 }
 export interface Status {
   version: string;
-  local: { baseUrl: string; model?: string | null; reachable: boolean; error?: string | null };
+  local: {
+    baseUrl: string;
+    model?: string | null;
+    reachable: boolean;
+    error?: string | null;
+    /** milk addition: the resolved `local.provider` */
+    provider?: 'openai' | 'embedded' | null;
+    loadState?: 'stopped' | 'loading' | 'running' | 'failed' | null;
+  };
   claude: {
     path?: string | null;
     found: boolean;

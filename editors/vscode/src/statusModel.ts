@@ -14,7 +14,9 @@ export interface StatusBarView {
 export function statusBarView(input: { serverState: ServerState; busy: Busy; status?: Status; problem?: string }): StatusBarView {
   const { serverState, busy, status } = input;
   const model = status?.local?.model || undefined;
-  const modelPart = model ? ` · ${model}` : '';
+  // the embedded engine (milk runs llama.cpp itself) says so: "embedded · model"
+  const embedded = status?.local?.provider === 'embedded' ? ' · embedded' : '';
+  const modelPart = model ? `${embedded} · ${model}` : embedded;
   if (serverState === 'failed' || serverState === 'stopped') {
     return {
       text: '$(error) milk: server not running',

@@ -42,3 +42,9 @@ test('doctor report', () => {
   assert.match(r, /✅ endpoint: http:\/\/127.0.0.1:11434\/v1/);
   assert.match(r, /"reachable": true/);
 });
+
+test('the embedded engine shows as "embedded · model"', () => {
+  const status = { ...ok, local: { ...ok.local, provider: 'embedded', model: 'qwen2.5-coder', loadState: 'stopped' } };
+  const v = statusBarView({ serverState: 'running', busy: undefined, status });
+  assert.match(v.text, /milk · embedded · qwen2\.5-coder/);
+});

@@ -175,6 +175,9 @@ function M.check()
   start_section('milk: local model')
   local l = status['local'] or {}
   local where = tostring(l.baseUrl) .. (opt(l.model) and (' (model ' .. l.model .. ')') or '')
+  if l.provider == 'embedded' then -- milk runs llama.cpp itself
+    where = 'embedded · ' .. tostring(l.model or l.modelPath) .. ' (' .. tostring(l.loadState or 'stopped') .. ')'
+  end
   if l.reachable then
     vim.health.ok('reachable: ' .. where)
   else
