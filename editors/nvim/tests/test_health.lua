@@ -58,6 +58,11 @@ H.run(function()
   H.check('unreachable local model is a WARNING', text:find('WARNING not reachable: http://127.0.0.1:9/v1', 1, true) ~= nil, text)
   H.check('missing claude is a WARNING', text:find('WARNING not found: ', 1, true) ~= nil, text)
 
+  -- 3b. The embedded engine (milk runs llama.cpp itself) is named with its state.
+  H.setup_milk({ settings = { ['local'] = { provider = 'embedded', modelPath = H.tmp .. '/no-model.gguf' } } })
+  text = checkhealth()
+  H.check('embedded engine named with its state', text:find('embedded · no-model (stopped)', 1, true) ~= nil, text)
+
   -- 4. Server missing: an ERROR.
   H.setup_milk({ cmd = { H.tmp .. '/no-such-milk-lsp' } })
   text = checkhealth()
