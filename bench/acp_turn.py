@@ -42,7 +42,16 @@ from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementatio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._harness import REPO, FakeProcess, Scratch, expect, paired_ratio, process_cpu
+from bench._harness import (
+    REPO,
+    FakeProcess,
+    Scratch,
+    cpu_per_turn,
+    expect,
+    paired_ratio,
+    process_cpu,
+    spread_ms,
+)
 from bench.local_turn import CHUNK_CHARS, CHUNKS, REPLY, direct, paced
 
 
@@ -169,7 +178,6 @@ async def run(args: argparse.Namespace) -> None:
                     ours.append(await acp_turn(agent, session_id, i))
                     last_body = model.call("GET", "/_requests")[-1]
 
-        m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
         print(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(
             f"reply: {CHUNKS} chunks of {CHUNK_CHARS} chars, every SSE event delayed "
@@ -181,23 +189,13 @@ async def run(args: argparse.Namespace) -> None:
             f"(each: {', '.join(f'{s * 1000:.0f}' for s in starts)} ms)"
         )
         print(f"first session/prompt after start-up: {first_turn * 1000:.0f} ms")
-        print(
-            f"direct to the model server (httpx, streamed to [DONE]): median "
-            f"{m_theirs * 1000:.1f} ms (min {min(theirs) * 1000:.1f}, max {max(theirs) * 1000:.1f})"
-        )
-        print(
-            f"through milk-lsp acp (session/prompt -> response):     median "
-            f"{m_ours * 1000:.1f} ms (min {min(ours) * 1000:.1f}, max {max(ours) * 1000:.1f})"
-        )
+        print(f"direct to the model server (httpx, streamed to [DONE]): {spread_ms(theirs)}")
+        print(f"through milk-lsp acp (session/prompt -> response):     {spread_ms(ours)}")
         print(
             f"{paired_ratio('milk-lsp acp / direct', ours, theirs, 1.2, decimals=1)}; "
             f"{agent.editor.updates} session/update notifications received in all"
         )
-        timed = SERVER_CPU[-args.runs :]
-        print(
-            f"milk-lsp acp CPU per turn (user + sys, mean of {len(timed)}): "
-            f"{sum(timed) / len(timed) * 1000:.1f} ms"
-        )
+        print(cpu_per_turn("milk-lsp acp", SERVER_CPU[-args.runs :]))
     finally:
         try:
             if agent is not None:

@@ -44,9 +44,11 @@ from bench._harness import (
     FakeProcess,
     MilkLsp,
     Scratch,
+    cpu_per_turn,
     expect,
     paired_ratio,
     process_cpu,
+    spread_ms,
 )
 
 CHUNKS = 60
@@ -157,7 +159,6 @@ async def run(args: argparse.Namespace) -> None:
                     ours.append(await milk_turn(milk, session_id, i))
                     last_body = model.call("GET", "/_requests")[-1]
 
-        m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
         print(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(
             f"reply: {CHUNKS} chunks of {CHUNK_CHARS} chars, every SSE event delayed "
@@ -173,23 +174,13 @@ async def run(args: argparse.Namespace) -> None:
             f"importing milk_lsp.server {statistics.median(imports) * 1000:.0f} ms (medians)"
         )
         print(f"first milk/chat after start-up: {first_turn * 1000:.0f} ms")
-        print(
-            f"direct to the model server (httpx, streamed to [DONE]): median "
-            f"{m_theirs * 1000:.1f} ms (min {min(theirs) * 1000:.1f}, max {max(theirs) * 1000:.1f})"
-        )
-        print(
-            f"through milk-lsp (milk/chat request -> result):          median "
-            f"{m_ours * 1000:.1f} ms (min {min(ours) * 1000:.1f}, max {max(ours) * 1000:.1f})"
-        )
+        print(f"direct to the model server (httpx, streamed to [DONE]): {spread_ms(theirs)}")
+        print(f"through milk-lsp (milk/chat request -> result):          {spread_ms(ours)}")
         print(
             f"{paired_ratio('milk-lsp / direct', ours, theirs, 1.2, decimals=1)}; "
             f"{milk.updates} milk/update notifications received in all"
         )
-        timed = SERVER_CPU[-args.runs :]
-        print(
-            f"milk-lsp server CPU per turn (user + sys, mean of {len(timed)}): "
-            f"{sum(timed) / len(timed) * 1000:.1f} ms"
-        )
+        print(cpu_per_turn("milk-lsp server", SERVER_CPU[-args.runs :]))
     finally:
         try:
             if milk is not None:

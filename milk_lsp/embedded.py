@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from milk_lsp.agents.base import FailureReason
+from milk_lsp.agents.local_stream import LocalModelError
 from milk_lsp.config import LocalConfig
 from milk_lsp.orphans import EMBEDDED_RUN_ENV, die_with_parent, new_run_token
 
@@ -46,16 +47,6 @@ PROBE_TIMEOUT_SECONDS = 1.0
 STDERR_LINES = 20
 INSTALL_HINT = "install the embedded engine: pip install 'milk-lsp[embedded]'"
 MODEL_HINT = "set local.modelPath to a .gguf file"
-
-
-class LocalModelError(Exception):
-    """The embedded model cannot serve: `reason` is the turn's failure reason, the message
-    says what happened and what to do."""
-
-    def __init__(self, reason: FailureReason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -97,12 +88,14 @@ def choose_provider(cfg: LocalConfig, *, installed: bool, endpoint_answers: bool
 
 
 async def resolve_provider(cfg: LocalConfig) -> Provider:
-    """`choose_provider`, probing the default endpoint only when the answer depends on it."""
-    installed = engine_installed()
-    if cfg.provider != "auto" or base_url_explicit(cfg) or not (installed and cfg.model_path):
-        return choose_provider(cfg, installed=installed, endpoint_answers=False)
+    """`choose_provider`, looking for the engine and probing the default endpoint only when
+    the answer depends on them (it runs at every local turn: the usual setups cost nothing)."""
+    if cfg.provider != "auto" or base_url_explicit(cfg) or not cfg.model_path:
+        return choose_provider(cfg, installed=False, endpoint_answers=False)
+    if not engine_installed():
+        return "openai"
     answers = await endpoint_answers(cfg.base_url)
-    return choose_provider(cfg, installed=installed, endpoint_answers=answers)
+    return choose_provider(cfg, installed=True, endpoint_answers=answers)
 
 
 async def endpoint_answers(base_url: str) -> bool:

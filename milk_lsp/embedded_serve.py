@@ -19,12 +19,54 @@ import os
 import sys
 import threading
 import time
+from typing import Any, NoReturn
 
 
 def _say(line: str) -> None:
     """One line to milk-lsp, which reads stdout line by line."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
+
+
+def params_for(model: str, alias: str, *, threads: int, ctx: int, n_predict: int) -> Any:
+    """xllamacpp's server parameters: 127.0.0.1 on an OS-chosen port, one slot, the GGUF's
+    own chat template with tool calling on. Raises `ImportError` without xllamacpp."""
+    import xllamacpp  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    params = xllamacpp.CommonParams()
+    params.model.path = model
+    params.model_alias = {alias}
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0
+    params.n_ctx = ctx
+    params.n_parallel = 1
+    params.n_predict = n_predict
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.use_jinja = True
+    params.ui = False
+    return params
+
+
+def serve(params: Any) -> NoReturn:
+    """Load the model, print `READY <url> <seconds>` (or `FAILED <why>` and exit 1), then
+    serve until killed or until standard input closes."""
+    import xllamacpp  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    def exit_when_orphaned() -> None:
+        sys.stdin.buffer.read()  # EOF: the parent closed the pipe or died
+        os._exit(0)
+
+    threading.Thread(target=exit_when_orphaned, daemon=True).start()
+    started = time.monotonic()
+    try:
+        server = xllamacpp.Server(params)  # returns once the model is loaded and bound
+    except Exception as exc:
+        _say(f"FAILED {exc}")
+        sys.exit(1)
+    _say(f"READY {server.listening_address} {time.monotonic() - started:.2f}")
+    while True:
+        time.sleep(3600)
 
 
 def main() -> None:
@@ -35,41 +77,14 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, required=True)
     parser.add_argument("--n-predict", type=int, required=True, help="reply cap (tokens)")
     args = parser.parse_args()
-
-    def exit_when_orphaned() -> None:
-        sys.stdin.buffer.read()  # EOF: milk-lsp closed the pipe or died
-        os._exit(0)
-
-    threading.Thread(target=exit_when_orphaned, daemon=True).start()
-
     try:
-        import xllamacpp  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        params = params_for(
+            args.model, args.alias, threads=args.threads, ctx=args.ctx, n_predict=args.n_predict
+        )
     except ImportError as exc:
         _say(f"FAILED xllamacpp cannot be imported: {exc}")
         sys.exit(1)
-
-    params = xllamacpp.CommonParams()
-    params.model.path = args.model
-    params.model_alias = {args.alias}
-    params.hostnames = ["127.0.0.1"]
-    params.port = 0
-    params.n_ctx = args.ctx
-    params.n_parallel = 1
-    params.n_predict = args.n_predict
-    params.cpuparams.n_threads = args.threads
-    params.cpuparams_batch.n_threads = args.threads
-    params.use_jinja = True
-    params.ui = False
-
-    started = time.monotonic()
-    try:
-        server = xllamacpp.Server(params)  # returns once the model is loaded and bound
-    except Exception as exc:
-        _say(f"FAILED {exc}")
-        sys.exit(1)
-    _say(f"READY {server.listening_address} {time.monotonic() - started:.2f}")
-    while True:
-        time.sleep(3600)
+    serve(params)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings
 from milk_lsp.agents.claude_cli import resolve_cli
+from milk_lsp.agents.local_stream import LocalModelError
 from milk_lsp.config import MilkConfig
 from milk_lsp.context import (
     generate_nonce,
@@ -32,7 +33,6 @@ from milk_lsp.context import (
 from milk_lsp.embedded import (
     EmbeddedServer,
     EmbeddedSettings,
-    LocalModelError,
     Provider,
     resolve_provider,
 )

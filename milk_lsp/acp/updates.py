@@ -286,34 +286,20 @@ class UpdateMapper:
         out: list[SessionUpdate] = []
         seen = self._calls.get(call_id)
         self._calls[call_id] = (name, tool_input)
+        whole: dict[str, Any] = {
+            "tool_call_id": call_id,
+            "title": view.title,
+            "kind": view.kind,
+            "status": status,
+            "raw_input": tool_input,
+            "locations": view.locations or None,
+            "content": list(view.diffs) or None,
+            "field_meta": meta,
+        }
         if seen is None:
-            out.append(
-                ToolCallStart(
-                    session_update="tool_call",
-                    tool_call_id=call_id,
-                    title=view.title,
-                    kind=view.kind,
-                    status=status,
-                    raw_input=tool_input,
-                    locations=view.locations or None,
-                    content=list(view.diffs) or None,
-                    field_meta=meta,
-                )
-            )
+            out.append(ToolCallStart(session_update="tool_call", **whole))
         elif seen[1] != tool_input:  # Claude's input arrives after the call starts
-            out.append(
-                ToolCallProgress(
-                    session_update="tool_call_update",
-                    tool_call_id=call_id,
-                    title=view.title,
-                    kind=view.kind,
-                    status=status,
-                    raw_input=tool_input,
-                    locations=view.locations or None,
-                    content=list(view.diffs) or None,
-                    field_meta=meta,
-                )
-            )
+            out.append(ToolCallProgress(session_update="tool_call_update", **whole))
         else:
             out.append(
                 ToolCallProgress(

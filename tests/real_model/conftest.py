@@ -207,19 +207,24 @@ def qwen_coder_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Llam
 # -- milk-lsp over LSP (the e2e harness, pointed at the real server) ---------------------------
 
 
-def make_env(tmp_path: Path, server: LlamaServer) -> Env:
+def local_env(tmp_path: Path, local: dict[str, Any]) -> Env:
+    """A workspace with hello.py, its own storage, route local, no Claude, and `local`."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "hello.py").write_text("def greet():\n    return 'hello'\n")
     storage = tmp_path / "storage"
     settings = {
-        # No local.model: milk takes the first model the endpoint lists.
-        "local": {"baseUrl": server.base_url, "requestTimeoutSeconds": 180},
+        "local": {"requestTimeoutSeconds": 180, **local},
         "route": "local",
         "storageDir": str(storage),
         "claude": {"path": str(tmp_path / "no-claude-here")},
     }
     return Env(tmp_path, workspace, storage, settings)
+
+
+def make_env(tmp_path: Path, server: LlamaServer) -> Env:
+    # No local.model: milk takes the first model the endpoint lists.
+    return local_env(tmp_path, {"baseUrl": server.base_url})
 
 
 @pytest_asyncio.fixture

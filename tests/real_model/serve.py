@@ -13,11 +13,9 @@ its standard input closes (so it never outlives the test run that started it).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import threading
-import time
 from pathlib import Path
+
+from milk_lsp.embedded_serve import params_for, serve
 
 
 def main() -> None:
@@ -30,38 +28,17 @@ def main() -> None:
     parser.add_argument("--chat-template-file", type=Path)
     args = parser.parse_args()
 
-    import xllamacpp  # the pinned engine, installed by tests/real_model/fetch.py
-
-    params = xllamacpp.CommonParams()
-    params.model.path = str(args.model)
-    params.model_alias = {args.alias}
-    params.hostnames = ["127.0.0.1"]
-    params.port = 0
-    params.n_ctx = args.ctx
-    params.n_parallel = 1
-    params.n_predict = args.n_predict
-    params.cpuparams.n_threads = args.threads
-    params.cpuparams_batch.n_threads = args.threads
+    # the product's own serving code, plus what the tests pin: greedy, seeded sampling and
+    # an optional template override (the Qwen [tool_call] fix)
+    params = params_for(
+        str(args.model), args.alias, threads=args.threads, ctx=args.ctx, n_predict=args.n_predict
+    )
     params.sampling.temp = 0.0
     params.sampling.top_k = 1
     params.sampling.seed = 1
-    params.use_jinja = True
-    params.ui = False
     if args.chat_template_file is not None:
         params.chat_template = args.chat_template_file.read_text(encoding="utf-8")
-
-    started = time.monotonic()
-    server = xllamacpp.Server(params)  # returns once the model is loaded and the port bound
-    print(f"READY {server.listening_address} {time.monotonic() - started:.2f}", flush=True)
-
-    def exit_when_orphaned() -> None:
-        sys.stdin.buffer.read()  # EOF: the parent closed the pipe or died
-        os._exit(0)
-
-    threading.Thread(target=exit_when_orphaned, daemon=True).start()
-    while True:
-        time.sleep(3600)
-
+    serve(params)
 
 if __name__ == "__main__":
     main()

@@ -21,7 +21,7 @@ import pytest_asyncio
 from milk_lsp.orphans import EMBEDDED_RUN_ENV, environments, process_alive, token_owner
 from tests.e2e.conftest import Env, Harness, MilkClient, request
 from tests.real_model import fetch
-from tests.real_model.conftest import THREADS, _prepare
+from tests.real_model.conftest import THREADS, _prepare, local_env
 
 pytestmark = pytest.mark.real_model
 
@@ -34,25 +34,17 @@ def smollm2_gguf() -> Path:
 
 
 def embedded_env(tmp_path: Path, model_path: Path, **local: Any) -> Env:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "hello.py").write_text("def greet():\n    return 'hello'\n")
-    storage = tmp_path / "storage"
-    settings = {
-        "local": {
+    return local_env(
+        tmp_path,
+        {
             "provider": "embedded",
             "modelPath": str(model_path),
             "threads": THREADS,
             "contextSize": 2048,
             "maxReplyTokens": 64,
-            "requestTimeoutSeconds": 180,
             **local,
         },
-        "route": "local",
-        "storageDir": str(storage),
-        "claude": {"path": str(tmp_path / "no-claude-here")},
-    }
-    return Env(tmp_path, workspace, storage, settings)
+    )
 
 
 @pytest_asyncio.fixture
