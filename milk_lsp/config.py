@@ -65,11 +65,17 @@ class LocalConfig(_Section):
     """On route `auto`, what happens when the local part of a turn visibly fails: ask the
     user whether Claude takes over, hand over without asking, or end the turn as failed."""
     provider: Literal["openai", "embedded", "auto"] = "auto"
-    """`openai`: the server at `baseUrl`; `embedded`: milk runs llama.cpp itself on
-    `modelPath`; `auto`: embedded only when `baseUrl` is not set, nothing answers there,
-    xllamacpp is installed and `modelPath` is set (see `milk_lsp.embedded`)."""
+    """`openai`: the server at `baseUrl`; `embedded`: milk runs llama.cpp itself; `auto`:
+    embedded only when `baseUrl` is not set, nothing answers there, xllamacpp is installed
+    and a model can be had (`modelPath` set, or huggingface_hub installed to download one;
+    see `milk_lsp.embedded`)."""
     model_path: str | None = None
-    """The GGUF file the embedded engine loads."""
+    """The GGUF file the embedded engine loads. Unset: `modelRepo`/`modelFile` (or the
+    pinned default model) from the Hugging Face Hub (`milk_lsp.model_download`)."""
+    model_repo: str | None = None
+    """A Hugging Face Hub model repository (`owner/name`) holding the GGUF to download."""
+    model_file: str | None = None
+    """The GGUF file's name (path) inside `modelRepo`."""
     context_size: int = Field(default=8192, ge=256, le=1_048_576)
     max_reply_tokens: int = Field(default=2048, ge=16, le=1_048_576)
     """The embedded engine's cap on one reply (a small model may otherwise ramble until

@@ -85,7 +85,12 @@ def describe(
 def _describe_embedded(local: wire.LocalStatus, lines: list[str]) -> int:
     """The embedded engine's lines; returns 1 for a problem, else 0."""
     size = f"{local.model_bytes / 1e6:.0f} MB" if local.model_bytes is not None else "size unknown"
-    where = f"{local.model_path} ({size})" if local.model_path else "no model file"
+    if local.model_path:
+        where = f"{local.model_path} ({size})"
+    elif local.model:  # from the Hugging Face Hub, not in its cache yet
+        where = f"{local.model} ({size}, not downloaded yet)"
+    else:
+        where = "no model file"
     if local.error or not local.reachable:
         lines.append(f"✗ embedded model {where}: {local.error}")
         lines.append(
@@ -99,8 +104,13 @@ def _describe_embedded(local: wire.LocalStatus, lines: list[str]) -> int:
         if local.memory_bytes:
             loaded += f", {local.memory_bytes / 1e6:.0f} MB in memory"
         lines.append(f"✓ embedded model {where} running at {local.base_url}{loaded}")
-    else:
+    elif local.model_path:
         lines.append(f"✓ embedded model {where}: {state}, loads on the first local turn")
+    else:
+        lines.append(
+            f"✓ embedded model {where}: {state}, downloaded from the Hugging Face Hub and "
+            "loaded on the first local turn"
+        )
     return 0
 
 

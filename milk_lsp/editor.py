@@ -4,9 +4,11 @@ edits and work-done progress, each mapped onto what this client supports."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +17,17 @@ from pygls.capabilities import get_capability
 
 from milk_lsp import wire
 from milk_lsp.agents.base import EditRejected
+from milk_lsp.edit_preview import FileEdit, unified_diff
+from milk_lsp.workspace import uri_to_path
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
 
 logger = logging.getLogger(__name__)
+
+_TURN_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("milk_turn", default=None)
+"""The turn whose task this is: set by its `turn_started`, so the progress token the turn
+begins next (in the same task, or one it starts) is known as that turn's."""
 
 _SEVERITY = {
     "error": types.MessageType.Error,
@@ -34,6 +42,10 @@ class EditorBridge:
     def __init__(self, server: LanguageServer) -> None:
         self._server = server
         self._capabilities = types.ClientCapabilities()
+        self.update_listeners: list[Callable[[dict[str, Any]], None]] = []
+        """Called with every `milk/update` after it is sent (the transcripts, `$/progress`)."""
+        self._turn_progress: dict[str, str] = {}
+        """Turn id → its work-done progress token, while the turn runs."""
 
     def set_client_capabilities(self, capabilities: types.ClientCapabilities) -> None:
         self._capabilities = capabilities
@@ -52,7 +64,14 @@ class EditorBridge:
     # ---- messages ---------------------------------------------------------------------
 
     def send_update(self, payload: dict[str, Any]) -> None:
+        if payload.get("kind") == "turn_started":
+            _TURN_ID.set(str(payload.get("turnId")))
         self._server.protocol.notify(wire.UPDATE, payload)
+        for listener in self.update_listeners:
+            try:
+                listener(payload)
+            except Exception:  # a listener's bug must not break the turn's stream
+                logger.exception("update listener failed")
 
     def log(self, message: str, level: str = "info") -> None:
         logger.info("%s", message)
@@ -85,12 +104,7 @@ class EditorBridge:
                 return str(answer["optionId"])
             return "deny"
         by_label = {labels[oid]: oid for oid in option_ids}
-        tool_input = _short_json(params.get("input"))
-        message = f"{params['agent']} wants to use {params['tool']}: {tool_input}"
-        if params.get("labels") and params.get("description"):  # a question of milk's own
-            message = str(params["description"])
-        elif params.get("description"):
-            message = f"{message}\n{params['description']}"
+        message = _question_text(params)
         show = types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=message,
@@ -179,7 +193,14 @@ class EditorBridge:
             logger.info("work done progress refused: %s", exc)
             return None
         self._server.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title))
+        turn_id = _TURN_ID.get()
+        if turn_id is not None:
+            self._turn_progress[turn_id] = token
         return token
+
+    def report_turn_status(self, turn_id: str, message: str) -> None:
+        """A progress report on the turn's own token (none yet, or ended: nothing)."""
+        self.progress_report(self._turn_progress.get(turn_id), message)
 
     def progress_report(self, token: object | None, message: str) -> None:
         if isinstance(token, str):
@@ -188,8 +209,41 @@ class EditorBridge:
             )
 
     def progress_end(self, token: object | None, message: str) -> None:
+        for turn_id in [t for t, known in self._turn_progress.items() if known == token]:
+            del self._turn_progress[turn_id]
         if isinstance(token, str):
             self._server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+
+def _question_text(params: dict[str, Any]) -> str:
+    """A permission question as one readable message: who wants what, and for an edit
+    the unified diff of each file (a client with only `showMessageRequest` shows this)."""
+    if params.get("labels") and params.get("description"):  # a question of milk's own
+        return str(params["description"])
+    agent = "Claude" if params.get("agent") == "claude" else "The local model"
+    edits = params.get("edits") or []
+    if edits:
+        diffs = [_edit_diff(edit) for edit in edits]
+        return f"{agent} wants to change {len(edits)} file(s) with {params['tool']}:\n" + (
+            "\n".join(diffs)
+        )
+    tool_input = params.get("input") or {}
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if isinstance(command, str):
+        shown = f"run `{command}`"
+    else:
+        shown = f"use {params['tool']}: {_short_json(tool_input)}"
+    message = f"{agent} wants to {shown}"
+    if params.get("description"):
+        message = f"{message}\n{params['description']}"
+    return message
+
+
+def _edit_diff(edit: dict[str, Any]) -> str:
+    path = uri_to_path(str(edit.get("uri", "")))
+    label = str(path) if path is not None else str(edit.get("uri"))
+    diff = unified_diff(FileEdit(Path(label), edit.get("before"), edit.get("after")), label)
+    return diff or f"{label}: no textual change"
 
 
 def _short_json(value: Any, limit: int = 300) -> str:

@@ -1,8 +1,10 @@
 """The embedded local model: milk runs llama.cpp's OpenAI-compatible server itself.
 
 With `local.provider` `"embedded"` (or `"auto"` when nothing answers on the default
-endpoint and a GGUF is configured), `EmbeddedServer` starts `milk_lsp.embedded_serve` (a
-child process running `xllamacpp`) on 127.0.0.1 with a port the OS chooses. It starts on
+endpoint and a model can be had), `EmbeddedServer` starts `milk_lsp.embedded_serve` (a
+child process running `xllamacpp`) on 127.0.0.1 with a port the OS chooses. The model is
+`local.modelPath`, or a GGUF downloaded from the Hugging Face Hub first
+(`milk_lsp.model_download`: "downloading model… N%"). It starts on
 the first local turn, serves every session of the server, stops after
 `local.idleStopSeconds` without turns, and never outlives milk-lsp: its standard input is a
 pipe milk-lsp holds, the kernel SIGKILLs it when milk-lsp dies (`orphans.die_with_parent`),
@@ -21,7 +23,7 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +31,16 @@ from typing import Any, Literal
 from milk_lsp.agents.base import FailureReason
 from milk_lsp.agents.local_stream import LocalModelError
 from milk_lsp.config import LocalConfig
+from milk_lsp.model_download import (
+    HUB_INSTALL_HINT,
+    DownloadProgress,
+    HubModel,
+    cached,
+    download,
+    hub_installed,
+    hub_model,
+    mem_available,
+)
 from milk_lsp.orphans import EMBEDDED_RUN_ENV, die_with_parent, new_run_token
 
 logger = logging.getLogger(__name__)
@@ -47,6 +59,10 @@ PROBE_TIMEOUT_SECONDS = 1.0
 STDERR_LINES = 20
 INSTALL_HINT = "install the embedded engine: pip install 'milk-lsp[embedded]'"
 MODEL_HINT = "set local.modelPath to a .gguf file"
+Progress = Callable[[str], None]
+"""Where a waiting turn hears how the start goes ("downloading model… 42%")."""
+Notice = Callable[[str, str], None]
+"""Where a waiting turn is told something worth keeping (severity, message)."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +72,20 @@ class EmbeddedSettings:
     max_reply_tokens: int
     threads: int
     idle_stop_seconds: float
+    model_repo: str = ""
+    model_file: str = ""
 
     @classmethod
     def of(cls, cfg: LocalConfig) -> EmbeddedSettings:
         model = str(Path(cfg.model_path).expanduser()) if cfg.model_path else ""
         return cls(
-            model, cfg.context_size, cfg.max_reply_tokens, cfg.threads, cfg.idle_stop_seconds
+            model,
+            cfg.context_size,
+            cfg.max_reply_tokens,
+            cfg.threads,
+            cfg.idle_stop_seconds,
+            cfg.model_repo or "",
+            cfg.model_file or "",
         )
 
 
@@ -77,25 +101,28 @@ def base_url_explicit(cfg: LocalConfig) -> bool:
     return "base_url" in cfg.model_fields_set
 
 
-def choose_provider(cfg: LocalConfig, *, installed: bool, endpoint_answers: bool) -> Provider:
+def choose_provider(
+    cfg: LocalConfig, *, installed: bool, endpoint_answers: bool, downloadable: bool
+) -> Provider:
     """`local.provider` resolved: `auto` is embedded only when no server was named or
-    answers, the engine is installed and a model is configured; else openai, as before."""
+    answers, the engine is installed and a model can be had (`modelPath` set, or
+    huggingface_hub installed to download one); else openai, as before."""
     if cfg.provider != "auto":
         return cfg.provider
     if base_url_explicit(cfg) or endpoint_answers:
         return "openai"
-    return "embedded" if installed and cfg.model_path else "openai"
+    return "embedded" if installed and (cfg.model_path or downloadable) else "openai"
 
 
 async def resolve_provider(cfg: LocalConfig) -> Provider:
     """`choose_provider`, looking for the engine and probing the default endpoint only when
     the answer depends on them (it runs at every local turn: the usual setups cost nothing)."""
-    if cfg.provider != "auto" or base_url_explicit(cfg) or not cfg.model_path:
-        return choose_provider(cfg, installed=False, endpoint_answers=False)
-    if not engine_installed():
+    if cfg.provider != "auto" or base_url_explicit(cfg):
+        return choose_provider(cfg, installed=False, endpoint_answers=False, downloadable=False)
+    if not engine_installed() or not (cfg.model_path or hub_installed()):
         return "openai"
     answers = await endpoint_answers(cfg.base_url)
-    return choose_provider(cfg, installed=True, endpoint_answers=answers)
+    return choose_provider(cfg, installed=True, endpoint_answers=answers, downloadable=True)
 
 
 async def endpoint_answers(base_url: str) -> bool:
@@ -110,13 +137,20 @@ async def endpoint_answers(base_url: str) -> bool:
     return True
 
 
+def engine_problem() -> LocalModelError | None:
+    if engine_installed():
+        return None
+    return LocalModelError(
+        FailureReason.LOCAL_UNREACHABLE,
+        f"local.provider is embedded but xllamacpp is not installed: {INSTALL_HINT}",
+    )
+
+
 def model_problem(model_path: str) -> LocalModelError | None:
     """What keeps the configured model from loading, found before a process is started."""
-    if not engine_installed():
-        return LocalModelError(
-            FailureReason.LOCAL_UNREACHABLE,
-            f"local.provider is embedded but xllamacpp is not installed: {INSTALL_HINT}",
-        )
+    problem = engine_problem()
+    if problem is not None:
+        return problem
     if not model_path:
         return LocalModelError(
             FailureReason.LOCAL_UNREACHABLE, f"no embedded model is configured: {MODEL_HINT}"
@@ -141,6 +175,74 @@ def model_problem(model_path: str) -> LocalModelError | None:
     return None
 
 
+KV_BYTES_PER_TOKEN = 32 * 1024
+"""A generous estimate of llama.cpp's KV cache per context token for the small models milk
+runs (Qwen2.5-Coder-1.5B in f16: 28 KiB)."""
+ENGINE_OVERHEAD_BYTES = 384 * 1024**2
+"""Compute buffers and the engine process itself."""
+
+
+def memory_problem(
+    model_path: str, context_size: int, available: int | None
+) -> LocalModelError | None:
+    """The model will not fit in the memory available now (found before it is loaded, so
+    the user reads why instead of the machine swapping or the engine being killed)."""
+    size = model_size(model_path)
+    if size is None or available is None:
+        return None
+    needed = size + context_size * KV_BYTES_PER_TOKEN + ENGINE_OVERHEAD_BYTES
+    if available >= needed:
+        return None
+    gib = 1024**3
+    return LocalModelError(
+        FailureReason.LOCAL_FAILED,
+        f"not enough memory for the embedded model {Path(model_path).name}: it needs about "
+        f"{needed / gib:.1f} GB with local.contextSize {context_size}, and "
+        f"{available / gib:.1f} GB is available. Close other programs, lower "
+        "local.contextSize, or set local.modelPath to a smaller GGUF.",
+    )
+
+
+NO_MODEL = (
+    f"no embedded model is configured: {MODEL_HINT}, or install huggingface_hub "
+    f"({HUB_INSTALL_HINT}) so milk downloads one"
+)
+
+
+@dataclass(frozen=True)
+class PlannedModel:
+    """The model a start would load, found without starting anything or using the network
+    (for `milk/status`)."""
+
+    path: str
+    """The GGUF on disk; "" while it still has to be downloaded."""
+    name: str
+    size: int | None
+    """The file's size, or the download's when it is pinned."""
+    source: HubModel | None
+    """Where it is downloaded from (no `local.modelPath`)."""
+    problem: LocalModelError | None
+
+
+def planned_model(settings: EmbeddedSettings) -> PlannedModel:
+    if settings.model_path:
+        path = settings.model_path
+        return PlannedModel(path, Path(path).stem, model_size(path), None, model_problem(path))
+    engine = engine_problem()
+    if not hub_installed():
+        no_model = LocalModelError(FailureReason.LOCAL_UNREACHABLE, NO_MODEL)
+        return PlannedModel("", "", None, None, engine or no_model)
+    try:
+        source = hub_model(settings.model_repo, settings.model_file)
+    except LocalModelError as exc:
+        return PlannedModel("", "", None, None, engine or exc)
+    found = cached(source)
+    if found is None:
+        return PlannedModel("", source.stem, source.size, source, engine)
+    path = str(found)
+    return PlannedModel(path, source.stem, model_size(path), source, model_problem(path))
+
+
 def model_size(model_path: str) -> int | None:
     try:
         return Path(model_path).expanduser().stat().st_size if model_path else None
@@ -156,6 +258,10 @@ class EmbeddedServer:
 
     def __init__(self, settings: EmbeddedSettings) -> None:
         self.settings = settings
+        self.model_path = settings.model_path
+        """The GGUF loaded: `local.modelPath`, or the downloaded file once it is there."""
+        self.download: DownloadProgress | None = None
+        """How far the model's download is, while it runs."""
         self.state: LoadState = "stopped"
         self.base_url: str | None = None
         """`http://127.0.0.1:PORT/v1` while running."""
@@ -169,25 +275,36 @@ class EmbeddedServer:
         self._idle: asyncio.TimerHandle | None = None
         self._retired = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._listeners: list[tuple[Progress | None, Notice | None]] = []
+        self._last_progress = ""
 
     @property
     def alias(self) -> str:
-        return Path(self.settings.model_path).stem or "embedded"
+        return Path(self.model_path).stem or "embedded"
 
-    async def acquire(self) -> str:
+    async def acquire(self, progress: Progress | None = None, notice: Notice | None = None) -> str:
         """The server's base URL, started if need be. Until the matching `release` it is
-        not stopped for idleness; the idle time starts when the last user releases."""
+        not stopped for idleness; the idle time starts when the last user releases. While
+        it waits, the caller hears the download's progress and notices."""
         self._users += 1
         self._cancel_idle()
+        listener = (progress, notice)
+        self._listeners.append(listener)
         try:
             return await self.ensure_started()
         except BaseException:
             self.release()
             raise
+        finally:
+            self._listeners.remove(listener)
 
     def release(self) -> None:
         self._users -= 1
         if self._users > 0:
+            return
+        if self.download is not None and self._starting is not None and not self._starting.done():
+            # Nobody waits for the download any more: stop it (the next start resumes it).
+            self._starting.cancel()
             return
         if self._retired:
             self._spawn(self.stop())
@@ -226,7 +343,23 @@ class EmbeddedServer:
     # -- internals ---------------------------------------------------------------------------
 
     async def _start(self) -> str:
-        problem = model_problem(self.settings.model_path)
+        self._last_progress = ""
+        problem = engine_problem()
+        if problem is None:
+            self.state, self.error = "loading", None
+            try:
+                self.model_path = await self._obtain_model()
+            except LocalModelError as exc:
+                problem = exc
+            except BaseException:
+                self.state = "stopped"
+                raise
+            finally:
+                self.download = None
+        problem = problem or model_problem(self.model_path)
+        problem = problem or memory_problem(
+            self.model_path, self.settings.context_size, mem_available()
+        )
         if problem is not None:
             self.state, self.error = "failed", problem.message
             raise problem
@@ -249,8 +382,62 @@ class EmbeddedServer:
             self._arm_idle()
         return self.base_url
 
+    async def _obtain_model(self) -> str:
+        """`local.modelPath`, or the Hub model's file: from the cache, else downloaded with
+        progress told to the waiting turns."""
+        if self.settings.model_path:
+            return self.settings.model_path
+        if not hub_installed():
+            raise LocalModelError(FailureReason.LOCAL_UNREACHABLE, NO_MODEL)
+        source = hub_model(self.settings.model_repo, self.settings.model_file)
+        found = await asyncio.to_thread(cached, source)
+        if found is not None:
+            return str(found)
+        size = f" ({source.size / 1e6:.0f} MB)" if source.size else ""
+        self._notice(
+            "info",
+            f"Downloading the embedded model {source.label}{size} from the Hugging Face Hub "
+            "into its cache. Cancelling the turn stops the download; the next local turn "
+            "resumes it.",
+        )
+        started = time.monotonic()
+        self.download = DownloadProgress("downloading", 0, source.size)
+        checked, live = False, True
+
+        def on_progress(progress: DownloadProgress) -> None:
+            nonlocal checked
+            if not live:  # a cancelled download's thread may report once more
+                return
+            self.download = progress
+            checked = checked or progress.stage == "checking"
+            self._progress(progress.describe())
+
+        try:
+            path = await download(source, on_progress)
+        finally:
+            live = False
+        seconds = time.monotonic() - started
+        sha = " (sha256 checked)" if checked else ""
+        self._notice("info", f"Downloaded {source.label} in {seconds:.0f} s{sha}.")
+        self._progress("loading model…")
+        logger.info("embedded model %s downloaded to %s in %.0f s", source.label, path, seconds)
+        return str(path)
+
+    def _progress(self, message: str) -> None:
+        if message == self._last_progress:
+            return
+        self._last_progress = message
+        for progress, _ in list(self._listeners):
+            if progress is not None:
+                progress(message)
+
+    def _notice(self, severity: str, message: str) -> None:
+        for _, notice in list(self._listeners):
+            if notice is not None:
+                notice(severity, message)
+
     async def _spawn_and_wait(self) -> str:
-        model = self.settings.model_path
+        model = self.model_path
         command = [sys.executable, "-m", "milk_lsp.embedded_serve", model, "--alias", self.alias]
         command += ["--threads", str(self.settings.threads)]
         command += ["--ctx", str(self.settings.context_size)]
@@ -304,7 +491,7 @@ class EmbeddedServer:
         detail = f" — llama.cpp said: {tail[-600:]}" if tail else ""
         return LocalModelError(
             FailureReason.LOCAL_FAILED,
-            f"embedded model {self.settings.model_path}: {what}{detail}. Check that it is a "
+            f"embedded model {self.model_path}: {what}{detail}. Check that it is a "
             f"valid GGUF that fits in memory, or lower local.contextSize.",
         )
 

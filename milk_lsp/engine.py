@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from milk_lsp import prompts
 from milk_lsp.agents.base import (
@@ -26,6 +26,8 @@ from milk_lsp.agents.base import (
 from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings
 from milk_lsp.agents.claude_cli import resolve_cli
 from milk_lsp.agents.local_stream import LocalModelError
+from milk_lsp.change_book import Before, ChangeBook, ChangeTexts, UndoConflict
+from milk_lsp.checkpoints import CheckpointUnavailable
 from milk_lsp.config import MilkConfig
 from milk_lsp.context import (
     generate_nonce,
@@ -40,7 +42,14 @@ from milk_lsp.escalation import EscalationBook, claude_prompt_for_escalate
 from milk_lsp.local_part import LocalBook
 from milk_lsp.redact import redact
 from milk_lsp.redact import register as redact_register
-from milk_lsp.routing import Plan, Route, RoutingState, escalate_plan, route_turn
+from milk_lsp.routing import (
+    Plan,
+    Route,
+    RoutingState,
+    escalate_plan,
+    next_route,
+    route_turn,
+)
 from milk_lsp.sessions.bricks import local_brick_with, rebuild_bricks
 from milk_lsp.sessions.model import (
     Agent,
@@ -52,10 +61,13 @@ from milk_lsp.sessions.model import (
 )
 from milk_lsp.sessions.store import SessionClaimed, SessionStore, StorageError, StoreReader
 from milk_lsp.turn import ClientBridge, Turn
+from milk_lsp.turn_changes import TurnChange
 from milk_lsp.wire import (
+    ChangeSummary,
     ChatParams,
     Escalated,
     EscalateParams,
+    NextRoute,
     RequestErrorReason,
     StopReason,
     TurnError,
@@ -87,10 +99,14 @@ FOREIGN_CANCEL_POLL_SECONDS = 0.2
 class EngineError(Exception):
     """A request that cannot be served; `reason` is PROTOCOL.md's RequestFailed reason."""
 
-    def __init__(self, reason: RequestErrorReason, message: str) -> None:
+    def __init__(
+        self, reason: RequestErrorReason, message: str, data: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
+        self.data = data or {}
+        """More for the client than the reason (e.g. the files of an `undo_conflict`)."""
 
 
 class Engine:
@@ -121,6 +137,7 @@ class Engine:
         self._background: set[asyncio.Task[None]] = set()
         self.escalations = EscalationBook(self)
         self.locals = LocalBook(self)
+        self.changes = ChangeBook(self)
 
     # ---- collaborators --------------------------------------------------------------
 
@@ -180,7 +197,10 @@ class Engine:
             self.bridge.progress_report(turn.progress_token, "loading model…")
         failure: TurnFailed | None = None
         try:
-            base_url = await server.acquire()
+            base_url = await server.acquire(
+                lambda message: self.bridge.progress_report(turn.progress_token, message),
+                turn.notice,
+            )
         except LocalModelError as exc:
             failure = TurnFailed(exc.reason, exc.message)
         if failure is not None:
@@ -307,6 +327,39 @@ class Engine:
 
     def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
         return self.storage(lambda: self.store.recent_turn_records(session_id, turn_limit))
+
+    def turn_infos(self, session_id: str, turn_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return self.storage(lambda: self.store.turn_infos(session_id, turn_ids))
+
+    async def turn_changes(self, session_id: str, turn_id: str) -> tuple[list[ChangeTexts], bool]:
+        """`milk/turn/changes`: the files the turn changed with their texts, and whether
+        the turn was undone."""
+        session = await asyncio.to_thread(self.get_session, session_id)
+        try:
+            return await self.changes.changes(session, turn_id)
+        except LookupError:
+            raise _unknown_turn(session_id, turn_id) from None
+
+    async def turn_undo(self, session_id: str, turn_id: str, force: bool) -> list[str]:
+        """`milk/turn/undo`: put back the files the turn changed; the paths restored."""
+        if self.is_busy(session_id):
+            raise _busy(session_id)
+        session = await asyncio.to_thread(self.get_session, session_id)
+        try:
+            return await self.changes.undo(session, turn_id, force)
+        except LookupError:
+            raise _unknown_turn(session_id, turn_id) from None
+        except UndoConflict as exc:
+            uris = [Path(path).as_uri() for path in exc.paths]
+            raise EngineError(
+                RequestErrorReason.UNDO_CONFLICT,
+                f"{len(uris)} file(s) changed after the turn: "
+                f"{', '.join(_shown(session, path) for path in exc.paths)}. Undo with force "
+                "to put the turn's versions back anyway (the later changes are lost).",
+                {"files": uris},
+            ) from None
+        except CheckpointUnavailable as exc:
+            raise EngineError(RequestErrorReason.UNDO_UNAVAILABLE, f"cannot undo: {exc}") from None
 
     async def delete_session(self, session_id: str) -> None:
         self.get_session(session_id)
@@ -448,11 +501,13 @@ class Engine:
             session.escalation_nonce,
             self.bridge,
             on_need=lambda need: self._record_need(session, turn, user_record, need),
+            workspace=Path(session.workspace_folder),
         )
         turn.allowed_tools = self._allowed_tools.setdefault(session.id, set())
         begin = asyncio.ensure_future(
             asyncio.to_thread(self.store.begin_turn, session, user_record)
         )
+        checkpoint = asyncio.ensure_future(self.changes.before_turn(session))
         cancelled_at_start = False
         try:
             try:
@@ -463,20 +518,29 @@ class Engine:
                 cancelled_at_start = True
                 await _uncancellable(begin)
         except SessionClaimed as exc:
+            checkpoint.cancel()
             if cancelled_at_start:
                 raise asyncio.CancelledError from exc
             raise EngineError(
                 RequestErrorReason.SESSION_BUSY, f"{exc}; cancel it there or wait"
             ) from exc
         except (StorageError, EngineError, OSError) as exc:
+            checkpoint.cancel()
             if cancelled_at_start:
                 raise asyncio.CancelledError from exc
             raise EngineError(
                 RequestErrorReason.STORAGE_FAILED, f"could not store the message: {exc}"
             ) from exc
+        try:  # the workspace as the turn found it: what undo goes back to
+            before, warning = await asyncio.shield(checkpoint)
+        except asyncio.CancelledError:
+            cancelled_at_start = True
+            before, warning = await _uncancellable(checkpoint)
         turn.update("turn_started", agent=plan.agent.value, route=plan.route, reason=plan.reason)
         if cancelled_at_start:
-            return await self._finish(session, turn, "cancelled", None)
+            return await self._finish(session, turn, "cancelled", None, before)
+        if warning:
+            turn.notice("warning", warning)
         if session.damaged:  # the end of this turn writes the session's fields back whole
             turn.notice("warning", _damaged_notice(session.damaged))
         title = "milk: Claude" if plan.agent is Agent.CLAUDE else "milk: local"
@@ -526,7 +590,7 @@ class Engine:
             stop = "error"
         if turn.failure is not None and stop != "cancelled":
             stop = "error"
-        return await self._finish(session, turn, stop, escalated)
+        return await self._finish(session, turn, stop, escalated, before)
 
     def _record_need(self, session: Session, turn: Turn, user: TurnRecord, need: str) -> None:
         need = _cap(" ".join(need.split()), NEED_MAX_CHARS)
@@ -539,13 +603,33 @@ class Engine:
         turn.update("need", currentNeed=need)
 
     async def _finish(
-        self, session: Session, turn: Turn, stop: StopReason, escalated: Escalated | None
+        self,
+        session: Session,
+        turn: Turn,
+        stop: StopReason,
+        escalated: Escalated | None,
+        before: Before | None,
     ) -> TurnResult:
         """Save the turn and end it. Whatever saving does, the turn ends: its failure gets
         the error notice, `turn_ended` and the progress end, and the claim is released."""
         last_agent = turn.parts[-1].agent if turn.parts else Agent.LOCAL
+        if stop == "cancelled":
+            turn.close_open_calls()
+        if escalated is not None and stop == "error":
+            # A failed escalation must not keep sending the session's turns to Claude.
+            session.user_escalated = False
+            if session.state is SessionState.ESCALATION_WAITING:
+                session.state = SessionState.ROUTING
+        changes = await _uncancellable(
+            asyncio.to_thread(self.changes.after_turn, session, turn, before)
+        )
+        summaries = [_summary(change) for change in changes]
+        if summaries:
+            turn.update("changes", changes=[item.to_wire() for item in summaries])
         try:
-            await _uncancellable(asyncio.to_thread(self._save, session, turn, stop, last_agent))
+            await _uncancellable(
+                asyncio.to_thread(self._save, session, turn, stop, last_agent, escalated, changes)
+            )
         except (StorageError, EngineError, OSError) as exc:
             logger.error("turn %s: storage failed: %s", turn.turn_id, exc)
             self._release(session, turn)
@@ -560,23 +644,11 @@ class Engine:
             self._release(session, turn)
             turn.failure = (FailureReason.INTERNAL, f"internal error saving the turn: {exc}")
             stop = "error"
-        error = None
-        if stop == "error" and turn.failure is not None:
-            reason, message = turn.failure
-            message = redact(message)
-            error = TurnError(reason=reason.value, message=message)
-            turn.notice("error", message)
+        error = _turn_error(stop, turn)
+        if error is not None:
+            turn.notice("error", error.message)
         turn.update("turn_ended", agent=last_agent.value, stopReason=stop)
         self.bridge.progress_end(turn.progress_token, stop.replace("_", " "))
-        usage = None
-        if turn.usage.seen:
-            usage = Usage(
-                input_tokens=turn.usage.input_tokens,
-                output_tokens=turn.usage.output_tokens,
-                cache_read_tokens=turn.usage.cache_read_tokens,
-                cache_creation_tokens=turn.usage.cache_creation_tokens,
-                cost_usd=turn.usage.cost_usd,
-            )
         return TurnResult(
             session_id=session.id,
             turn_id=turn.turn_id,
@@ -584,12 +656,29 @@ class Engine:
             stop_reason=stop,
             text=redact(turn.text),
             escalated=escalated,
-            usage=usage,
+            usage=_usage(turn),
             error=error,
+            changes=summaries or None,
+            next_route=self.next_route(session),
         )
 
-    def _save(self, session: Session, turn: Turn, stop: StopReason, last_agent: Agent) -> None:
-        """Store the turn's percepts and answers, its final status and the session."""
+    def next_route(self, session: Session) -> NextRoute:
+        agent, reason = next_route(
+            RoutingState(session.state, session.user_escalated, bool(session.claude_session_id))
+        )
+        return NextRoute(agent=agent.value, reason=reason)
+
+    def _save(
+        self,
+        session: Session,
+        turn: Turn,
+        stop: StopReason,
+        last_agent: Agent,
+        escalated: Escalated | None,
+        changes: list[TurnChange],
+    ) -> None:
+        """Store the turn's percepts and answers, its final status, how it ended (what a
+        reloaded chat shows) and the session."""
         status = {
             "end_turn": RecordStatus.OK,
             "max_turns": RecordStatus.OK,
@@ -605,7 +694,10 @@ class Engine:
                 texts = [text for who, text in turn.percepts if who is agent]
                 if texts:
                     self.store.add_percepts(session.workspace_folder, texts, agent)
-        self.store.finish_turn(session, turn.turn_id, status, answers, self._rebuild_bricks)
+        info = _turn_info(turn, stop, last_agent, escalated, changes)
+        self.store.finish_turn(
+            session, turn.turn_id, status, answers, self._rebuild_bricks, info=info
+        )
 
     def _release(self, session: Session, turn: Turn) -> None:
         """Give up the session's claim after a failed save (never leave it claimed)."""
@@ -652,6 +744,56 @@ async def _uncancellable(work: Awaitable[T]) -> T:
                 return future.result()
 
 
+def _usage(turn: Turn) -> Usage | None:
+    if not turn.usage.seen:
+        return None
+    return Usage(
+        input_tokens=turn.usage.input_tokens,
+        output_tokens=turn.usage.output_tokens,
+        cache_read_tokens=turn.usage.cache_read_tokens,
+        cache_creation_tokens=turn.usage.cache_creation_tokens,
+        cost_usd=turn.usage.cost_usd,
+    )
+
+
+def _turn_error(stop: StopReason, turn: Turn) -> TurnError | None:
+    if stop != "error" or turn.failure is None:
+        return None
+    reason, message = turn.failure
+    return TurnError(reason=reason.value, message=redact(message))
+
+
+def _summary(change: TurnChange) -> ChangeSummary:
+    return ChangeSummary(
+        uri=Path(change.path).as_uri(),
+        kind=change.kind,
+        added=change.added,
+        removed=change.removed,
+    )
+
+
+def _turn_info(
+    turn: Turn,
+    stop: StopReason,
+    last_agent: Agent,
+    escalated: Escalated | None,
+    changes: list[TurnChange],
+) -> dict[str, Any]:
+    """How the turn ended, stored with it (`milk/session/get` returns it as `turnInfo`)."""
+    info: dict[str, Any] = {"agent": last_agent.value, "stopReason": stop}
+    if escalated is not None:
+        info["escalated"] = {**escalated.to_wire(), **(turn.escalation_shown or {})}
+    error = _turn_error(stop, turn)
+    if error is not None:
+        info["error"] = error.to_wire()
+    usage = _usage(turn)
+    if usage is not None:
+        info["usage"] = usage.to_wire()
+    if changes:
+        info["changes"] = [change.to_dict() for change in changes]
+    return info
+
+
 def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -661,6 +803,22 @@ def _damaged_notice(fields: list[str]) -> str:
         f"Part of this session's stored state could not be read ({', '.join(fields)}) and "
         "was replaced by defaults; this turn saves the session again."
     )
+
+
+def _unknown_turn(session_id: str, turn_id: str) -> EngineError:
+    return EngineError(
+        RequestErrorReason.TURN_NOT_FOUND,
+        f"no recorded turn {turn_id} in session {session_id} (turns from before milk kept"
+        " changes cannot be reviewed or undone)",
+    )
+
+
+def _shown(session: Session, path: str) -> str:
+    """A path as the user knows it: relative to the workspace when inside it."""
+    try:
+        return Path(path).relative_to(session.workspace_folder).as_posix()
+    except ValueError:
+        return path
 
 
 def _busy(session_id: str) -> EngineError:

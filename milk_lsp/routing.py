@@ -84,3 +84,17 @@ def route_turn(current: RoutingState, requested: Route) -> tuple[Plan, RoutingSt
 def escalate_plan(reason: str) -> Plan:
     """The plan of a `milk/escalate` turn (it also makes the escalation stick)."""
     return Plan(Agent.CLAUDE, "claude", "user asked", False, "user", reason)
+
+
+_PLAIN_REASONS = {
+    "session waiting on Claude": "Claude asked a question: your answer goes to Claude",
+    "session escalated by the user": "you sent this session to Claude",
+    "default": "local model first; it hands hard turns to Claude",
+}
+
+
+def next_route(current: RoutingState) -> tuple[Agent, str]:
+    """Where the next turn with route `auto` goes, and why in plain words (the editors show
+    it next to the input, with a way back to the local model)."""
+    plan, _ = route_turn(current, "auto")
+    return plan.agent, _PLAIN_REASONS.get(plan.reason, plan.reason)

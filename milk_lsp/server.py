@@ -1,7 +1,8 @@
 """The pygls glue: every handler parses its params, calls the engine and maps the result.
 
-This module, `protocol.py` (reading and writing messages) and `editor.py` are the only ones
-that import pygls/lsprotocol.
+This module, `protocol.py` (reading and writing messages), `editor.py` and `standard_lsp.py`
+(the `milk.*` commands, code actions and transcripts) are the only ones that import
+pygls/lsprotocol.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from milk_lsp.engine import Engine, EngineError
 from milk_lsp.framing import FrameReader
 from milk_lsp.orphans import sweep as sweep_orphans
 from milk_lsp.protocol import MilkProtocol, serve_frames
+from milk_lsp.standard_lsp import install as install_standard_lsp
 from milk_lsp.status import collect_status
-from milk_lsp.views import context_preview, session_detail, session_info
-from milk_lsp.workspace import uri_to_path
+from milk_lsp.views import context_preview, session_detail, session_info, turn_changes_result
+from milk_lsp.workspace import path_to_uri, uri_to_path
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +110,8 @@ class MilkServer(LanguageServer):
 
 
 server = MilkServer()
+standard_lsp = install_standard_lsp(server, server.engine, server.bridge, server.ready)
+"""The `milk.*` commands, code actions and transcripts (docs/protocol.md, "Standard LSP")."""
 
 
 async def _parsed(ls: MilkServer, model: type[wire.M], raw: Any) -> wire.M:
@@ -136,7 +140,7 @@ def _request_failed() -> Iterator[None]:
         raise JsonRpcException(
             exc.message,
             code=types.LSPErrorCodes.RequestFailed.value,
-            data={"reason": exc.reason},
+            data={"reason": exc.reason, **exc.data},
         ) from None
 
 
@@ -234,7 +238,9 @@ async def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
     with _request_failed():
         session = await asyncio.to_thread(ls.engine.get_session, parsed.session_id)
         records = await asyncio.to_thread(ls.engine.session_records, session.id, parsed.limit)
-    return session_detail(session, records).to_wire()
+        turn_ids = list(dict.fromkeys(record.turn_id for record in records))
+        infos = await asyncio.to_thread(ls.engine.turn_infos, session.id, turn_ids)
+    return session_detail(session, records, infos).to_wire()
 
 
 @server.feature(wire.SESSION_DELETE)
@@ -242,6 +248,7 @@ async def on_session_delete(ls: MilkServer, params: Any) -> None:
     parsed = await _parsed(ls, wire.SessionIdParams, params)
     with _request_failed():
         await ls.engine.delete_session(parsed.session_id)
+    standard_lsp.door.book.drop(parsed.session_id)
 
 
 # ---- turns -------------------------------------------------------------------------------
@@ -282,3 +289,22 @@ async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
     await _parsed(ls, wire.WireModel, params if isinstance(params, dict) else {})
     status = await collect_status(ls.engine)
     return status.to_wire()
+
+
+# ---- review and undo ---------------------------------------------------------------------
+
+
+@server.feature(wire.TURN_CHANGES)
+async def on_turn_changes(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.TurnParams, params)
+    with _request_failed():
+        changes, undone = await ls.engine.turn_changes(parsed.session_id, parsed.turn_id)
+    return turn_changes_result(changes, undone).to_wire()
+
+
+@server.feature(wire.TURN_UNDO)
+async def on_turn_undo(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.TurnUndoParams, params)
+    with _request_failed():
+        restored = await ls.engine.turn_undo(parsed.session_id, parsed.turn_id, parsed.force)
+    return wire.TurnUndoResult(restored=[path_to_uri(path) for path in restored]).to_wire()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from milk_lsp import __version__, wire
 from milk_lsp.agents.claude_cli import cli_version, not_found_message, resolve_cli
-from milk_lsp.embedded import EmbeddedSettings, model_problem, model_size
+from milk_lsp.embedded import EmbeddedSettings, model_size, planned_model
 from milk_lsp.engine import Engine
 from milk_lsp.orphans import resident_bytes
 
@@ -49,16 +49,18 @@ async def collect_status(engine: Engine) -> wire.Status:
 
 async def _embedded_status(engine: Engine) -> wire.Status:
     """The embedded engine is not started for a status: a stopped one is reachable when its
-    model could load (the engine installed, the file a GGUF); a running one is probed."""
+    model could load (the engine installed, the file a GGUF or one to download); a running
+    one is probed."""
     config = engine.config
     settings = EmbeddedSettings.of(config.local)
     server = engine.embedded
     claude_task = asyncio.ensure_future(_claude_status(engine))
-    base_url, model = "", Path(settings.model_path).stem or None
+    planned = await asyncio.to_thread(planned_model, settings)
+    model_path = server.model_path if server is not None and server.model_path else planned.path
+    base_url, model = "", Path(model_path).stem or planned.name or None
     state: wire.LoadState = "stopped" if server is None else server.state
     load_seconds = None if server is None else server.load_seconds
-    problem = model_problem(settings.model_path)
-    error = problem.message if problem is not None else None
+    error = planned.problem.message if planned.problem is not None else None
     if error is None and server is not None and state == "failed":
         error = server.error
     reachable = error is None
@@ -73,8 +75,8 @@ async def _embedded_status(engine: Engine) -> wire.Status:
             reachable=reachable,
             error=error,
             provider="embedded",
-            model_path=settings.model_path or None,
-            model_bytes=model_size(settings.model_path),
+            model_path=model_path or None,
+            model_bytes=model_size(model_path) if model_path else planned.size,
             load_state=state,
             load_seconds=load_seconds,
             memory_bytes=(

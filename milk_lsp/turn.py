@@ -28,14 +28,17 @@ from milk_lsp.agents.base import (
     ToolStatus,
     UsageEvent,
 )
+from milk_lsp.edit_preview import FileEdit, capped, claude_edits, read_limited
 from milk_lsp.redact import redact_value
-from milk_lsp.sessions.model import Agent, Role, ToolCallRecord, TurnRecord
+from milk_lsp.sessions.model import FINAL_TOOL_STATUSES, Agent, Role, ToolCallRecord, TurnRecord
 from milk_lsp.tags import TagInterceptor
 from milk_lsp.wire import build_update
 
 logger = logging.getLogger(__name__)
 
 TOOL_OUTPUT_WIRE_CHARS = 2000
+"""A `tool_result` update carries this much of the output, then a line saying how much was
+cut (`milk/session/get` has it whole)."""
 
 
 class ClientBridge(Protocol):
@@ -123,8 +126,15 @@ class Turn:
         nonce: str,
         bridge: ClientBridge,
         on_need: Callable[[str], None],
+        workspace: Path | None = None,
     ) -> None:
         self.session_id = session_id
+        self.workspace = workspace
+        """The session's workspace folder: edits outside it are not previewed."""
+        self.escalation_shown: dict[str, Any] | None = None
+        """The last `escalated` update's fields, as the user saw them."""
+        self.editor_edits: dict[Path, tuple[str | None, str]] = {}
+        """Files changed in the editor's buffer (not on disk): first text before, last after."""
         self.turn_id = turn_id
         self.bridge = bridge
         self._seq = 0
@@ -150,7 +160,12 @@ class Turn:
         payload.update(
             {key: redact_value(value) for key, value in fields.items() if value is not None}
         )
-        self.bridge.send_update(build_update(payload))
+        wire_update = build_update(payload)
+        if kind == "escalated":  # kept for the turn's stored info (a reload shows it)
+            self.escalation_shown = {
+                key: wire_update[key] for key in ("by", "reason", "mode", "contextChars")
+            }
+        self.bridge.send_update(wire_update)
 
     def notice(self, severity: str, message: str) -> None:
         self.update("notice", severity=severity, message=message)
@@ -195,6 +210,13 @@ class Turn:
                 return part
         return None
 
+    def close_open_calls(self) -> None:
+        """A cancelled turn: calls that never finished end as cancelled (live and stored)."""
+        for part in self.parts:
+            for call in part.tool_calls.values():
+                if call.status is None:
+                    call.status = "cancelled"
+
     @property
     def text(self) -> str:
         """All the text the user saw, in order, tags stripped."""
@@ -221,6 +243,8 @@ class Turn:
                 if event.status is ToolStatus.DENIED:
                     call.is_error = True
                     call.output = call.output or "denied by the user"
+                if event.status.value in FINAL_TOOL_STATUSES:
+                    call.status = event.status.value
                 self.update(
                     "tool_call",
                     agent=agent,
@@ -234,11 +258,13 @@ class Turn:
                 if call is not None:
                     call.output = event.output
                     call.is_error = event.is_error
+                    if call.status != ToolStatus.DENIED.value:
+                        call.status = "failed" if event.is_error else "completed"
                 self.update(
                     "tool_result",
                     agent=agent,
                     toolCallId=event.tool_call_id,
-                    output=event.output[:TOOL_OUTPUT_WIRE_CHARS],
+                    output=capped(event.output, TOOL_OUTPUT_WIRE_CHARS)[0],
                     isError=event.is_error,
                 )
             case UsageEvent():
@@ -294,7 +320,7 @@ class TurnHost:
         turn = self._turn
         if request.tool in turn.allowed_tools:
             return PermissionOption.ALLOW_ONCE
-        params = {
+        params: dict[str, Any] = {
             "sessionId": turn.session_id,
             "turnId": turn.turn_id,
             "agent": request.agent.value,
@@ -304,6 +330,9 @@ class TurnHost:
             "description": request.description or None,
             "options": [option.value for option in request.options],
         }
+        edits = await self._edits(request)
+        if edits:
+            params["edits"] = edits
         turn.bridge.progress_report(turn.progress_token, "waiting for your permission")
         local = request.agent is Agent.LOCAL
         if local:  # Claude's agent reports its own statuses; the local loop leaves it to us
@@ -329,6 +358,22 @@ class TurnHost:
             self._status(request, ToolStatus.RUNNING)
         return option
 
+    async def _edits(self, request: PermissionRequest) -> list[dict[str, Any]]:
+        """The request's file edits as `milk/requestPermission` carries them (Claude's file
+        tools are previewed here from their input and the current text)."""
+        edits = list(request.edits)
+        workspace = self._turn.workspace
+        if not edits and request.agent is Agent.CLAUDE and workspace is not None:
+            try:
+                edits = await claude_edits(request.tool, request.input, workspace, self._read)
+            except Exception:  # a preview must never stop the question from being asked
+                logger.warning("no preview for %s", request.tool, exc_info=True)
+        return [_edit_wire(edit) for edit in edits]
+
+    async def _read(self, path: Path) -> str | None:
+        text = await self._turn.bridge.read_document(path)
+        return text if text is not None else await read_limited(path)
+
     def _status(self, request: PermissionRequest, status: ToolStatus) -> None:
         if not self._turn.parts:  # no agent is speaking: nothing to attach the call to
             return
@@ -343,4 +388,22 @@ class TurnHost:
         return await self._turn.bridge.read_document(path)
 
     async def apply_edit(self, path: Path, new_text: str) -> bool:
-        return await self._turn.bridge.apply_edit(path, new_text)
+        before = await self._read(path)
+        applied = await self._turn.bridge.apply_edit(path, new_text)
+        if applied:  # undo needs it: the disk checkpoint does not see an unsaved buffer
+            first = self._turn.editor_edits.get(path)
+            self._turn.editor_edits[path] = (before if first is None else first[0], new_text)
+        return applied
+
+
+def _edit_wire(edit: FileEdit) -> dict[str, Any]:
+    before, cut_before = capped(edit.before)
+    after, cut_after = capped(edit.after)
+    wire_edit: dict[str, Any] = {"uri": edit.path.as_uri()}
+    if before is not None:
+        wire_edit["before"] = before
+    if after is not None:
+        wire_edit["after"] = after
+    if cut_before or cut_after:
+        wire_edit["truncated"] = True
+    return wire_edit

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from milk_lsp import wire
+from milk_lsp.change_book import ChangeTexts
 from milk_lsp.engine import Engine, EngineError
+from milk_lsp.routing import RoutingState, next_route
 from milk_lsp.sessions.model import Session, TurnRecord
+from milk_lsp.turn_changes import stored_changes
+
+logger = logging.getLogger(__name__)
 
 CONTEXT_FILE_PLACEHOLDER = "<context-file>"
 
@@ -18,6 +25,9 @@ def iso(moment: datetime) -> str:
 
 
 def session_info(session: Session) -> wire.SessionInfo:
+    agent, reason = next_route(
+        RoutingState(session.state, session.user_escalated, bool(session.claude_session_id))
+    )
     return wire.SessionInfo(
         session_id=session.id,
         workspace_folder=Path(session.workspace_folder).as_uri(),
@@ -30,14 +40,23 @@ def session_info(session: Session) -> wire.SessionInfo:
         current_need=session.current_need or None,
         claude_session_id=session.claude_session_id or None,
         damaged=list(session.damaged) or None,
+        next_route=wire.NextRoute(agent=agent.value, reason=reason),
     )
 
 
-def session_detail(session: Session, records: list[TurnRecord]) -> wire.SessionGetResult:
-    """`milk/session/get`: the session, its newest records (oldest first) and its bricks."""
+def session_detail(
+    session: Session, records: list[TurnRecord], infos: dict[str, dict[str, Any]] | None = None
+) -> wire.SessionGetResult:
+    """`milk/session/get`: the session, its newest records (oldest first), how their turns
+    ended, and its bricks."""
+    turn_ids = list(dict.fromkeys(record.turn_id for record in records))
+    turn_info = [
+        info for info in (_turn_info(tid, (infos or {}).get(tid)) for tid in turn_ids) if info
+    ]
     return wire.SessionGetResult(
         session=session_info(session),
         turns=[turn_record(record) for record in records],
+        turn_info=turn_info or None,
         bricks=wire.Bricks(
             current_need=session.current_need,
             escalation_brief=session.escalation_brief,
@@ -55,6 +74,7 @@ def turn_record(record: TurnRecord) -> wire.TurnRecordWire:
             input=call.input,
             output=call.output,
             is_error=call.is_error,
+            status=call.status,
         )
         for call in record.tool_calls
     ]
@@ -67,6 +87,46 @@ def turn_record(record: TurnRecord) -> wire.TurnRecordWire:
         status=record.status.value,
         created_at=iso(record.created_at),
         damaged=list(record.damaged) or None,
+    )
+
+
+def _turn_info(turn_id: str, stored: dict[str, Any] | None) -> wire.TurnInfo | None:
+    """A stored turn info on the wire (stored changes become their summaries); None when
+    there is none or it cannot be read."""
+    if stored is None:
+        return None
+    raw = {key: value for key, value in stored.items() if key != "changes"}
+    changes = stored_changes(stored)
+    if changes:
+        raw["changes"] = [
+            {
+                "uri": Path(change.path).as_uri(),
+                "kind": change.kind,
+                "added": change.added,
+                "removed": change.removed,
+            }
+            for change in changes
+        ]
+    info = wire.model_or_none(wire.TurnInfo, {**raw, "turnId": turn_id})
+    if info is None:
+        logger.warning("turn %s: stored info cannot be read; left out", turn_id)
+    return info
+
+
+def turn_changes_result(changes: list[ChangeTexts], undone: bool) -> wire.TurnChangesResult:
+    return wire.TurnChangesResult(
+        changes=[
+            wire.FileChangeWire(
+                uri=Path(item.change.path).as_uri(),
+                kind=item.change.kind,
+                before=item.before,
+                after=item.after,
+                binary=item.change.binary or None,
+                truncated=item.truncated or None,
+            )
+            for item in changes
+        ],
+        undone=undone or None,
     )
 
 

@@ -26,6 +26,8 @@ CONTEXT = "milk/context"
 STATUS = "milk/status"
 UPDATE = "milk/update"
 REQUEST_PERMISSION = "milk/requestPermission"
+TURN_CHANGES = "milk/turn/changes"
+TURN_UNDO = "milk/turn/undo"
 
 Route = Literal["auto", "local", "claude"]
 AgentName = Literal["local", "claude"]
@@ -38,6 +40,11 @@ class RequestErrorReason(enum.StrEnum):
     SESSION_BUSY = "session_busy"
     WORKSPACE_UNKNOWN = "workspace_unknown"
     STORAGE_FAILED = "storage_failed"
+    TURN_NOT_FOUND = "turn_not_found"
+    UNDO_CONFLICT = "undo_conflict"
+    """`milk/turn/undo`: a file changed again after the turn (`data.files` names them)."""
+    UNDO_UNAVAILABLE = "undo_unavailable"
+    """`milk/turn/undo`: milk recorded no way back for (some of) the turn's files."""
 
 
 ERROR_SESSION_NOT_FOUND = RequestErrorReason.SESSION_NOT_FOUND
@@ -183,12 +190,28 @@ class EscalateParams(WireModel):
     reason: str | None = None
 
 
+class TurnParams(WireModel):
+    session_id: SessionId
+    turn_id: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class TurnUndoParams(TurnParams):
+    force: bool = False
+
+
 class ContextParams(WireModel):
     session_id: SessionId
     reason: str | None = None
 
 
 # ---- results --------------------------------------------------------------------------
+
+
+class NextRoute(WireModel):
+    """Where the next `milk/chat` with route `auto` goes, and why, in plain words."""
+
+    agent: AgentName
+    reason: str
 
 
 class SessionInfo(WireModel):
@@ -204,6 +227,10 @@ class SessionInfo(WireModel):
     claude_session_id: str | None = None
     damaged: list[str] | None = None
     """Stored fields that could not be read (replaced by defaults); left out when none."""
+    next_route: NextRoute | None = None
+
+
+FinalToolStatus = Literal["completed", "failed", "denied", "cancelled"]
 
 
 class ToolCallWire(WireModel):
@@ -212,6 +239,8 @@ class ToolCallWire(WireModel):
     input: dict[str, Any]
     output: str | None = None
     is_error: bool | None = None
+    status: FinalToolStatus | None = None
+    """The call's last status as shown live (stored by this version; older rows lack it)."""
 
 
 class TurnRecordWire(WireModel):
@@ -231,12 +260,6 @@ class Bricks(WireModel):
     escalation_brief: str
     last_local_summary: str
     last_claude_summary: str
-
-
-class SessionGetResult(WireModel):
-    session: SessionInfo
-    turns: list[TurnRecordWire]
-    bricks: Bricks
 
 
 class Usage(WireModel):
@@ -262,6 +285,67 @@ class TurnError(WireModel):
 StopReason = Literal["end_turn", "cancelled", "error", "max_turns"]
 
 
+ChangeKind = Literal["created", "modified", "deleted"]
+
+
+class ChangeSummary(WireModel):
+    """One file a turn changed, counted in lines."""
+
+    uri: str
+    kind: ChangeKind
+    added: int
+    removed: int
+
+
+class FileChangeWire(WireModel):
+    """One file a turn changed, whole: `before` absent for a created file, `after` for a
+    deleted one; `binary` files carry no text; `truncated` when a side was cut."""
+
+    uri: str
+    kind: ChangeKind
+    before: str | None = None
+    after: str | None = None
+    binary: bool | None = None
+    truncated: bool | None = None
+
+
+class TurnChangesResult(WireModel):
+    changes: list[FileChangeWire]
+    undone: bool | None = None
+
+
+class TurnUndoResult(WireModel):
+    restored: list[str]
+
+
+class EscalatedInfo(WireModel):
+    by: Literal["user", "agent", "fallback"]
+    reason: str
+    mode: Literal["first", "resume", "returning", "fresh"] | None = None
+    context_chars: int | None = None
+
+
+class TurnInfo(WireModel):
+    """How a stored turn ended, so a reloaded chat shows what the live one did."""
+
+    turn_id: str
+    agent: AgentName
+    stop_reason: StopReason
+    escalated: EscalatedInfo | None = None
+    error: TurnError | None = None
+    usage: Usage | None = None
+    changes: list[ChangeSummary] | None = None
+    undone: bool | None = None
+
+
+class SessionGetResult(WireModel):
+    session: SessionInfo
+    turns: list[TurnRecordWire]
+    bricks: Bricks
+    turn_info: list[TurnInfo] | None = None
+    """For the returned turns stored by this version (older turns have none)."""
+
+
 class TurnResult(WireModel):
     session_id: str
     turn_id: str
@@ -271,6 +355,8 @@ class TurnResult(WireModel):
     escalated: Escalated | None = None
     usage: Usage | None = None
     error: TurnError | None = None
+    changes: list[ChangeSummary] | None = None
+    next_route: NextRoute | None = None
 
 
 class ContextChars(WireModel):
@@ -329,6 +415,17 @@ class PermissionOptionWire(WireModel):
     label: str
 
 
+class FileEditWire(WireModel):
+    """A file a tool would change: the whole text before and after (no `before` for a new
+    file, no `after` for a deleted one); `truncated` when a side was cut (its text ends with
+    a line saying how much)."""
+
+    uri: str
+    before: str | None = None
+    after: str | None = None
+    truncated: bool | None = None
+
+
 class RequestPermissionParams(WireModel):
     session_id: str
     turn_id: str
@@ -338,6 +435,7 @@ class RequestPermissionParams(WireModel):
     input: dict[str, Any]
     description: str | None = None
     options: list[PermissionOptionWire]
+    edits: list[FileEditWire] | None = None
 
 
 class RequestPermissionResult(WireModel):
@@ -436,6 +534,11 @@ class NoticeUpdate(_Update):
     message: str
 
 
+class ChangesUpdate(_Update):
+    kind: Literal["changes"]
+    changes: list[ChangeSummary]
+
+
 class TurnEndedUpdate(_Update):
     kind: Literal["turn_ended"]
     agent: AgentName
@@ -452,6 +555,7 @@ Update = Annotated[
     | NeedUpdate
     | UsageUpdate
     | NoticeUpdate
+    | ChangesUpdate
     | TurnEndedUpdate,
     Field(discriminator="kind"),
 ]
@@ -465,6 +569,7 @@ UPDATE_MODELS: tuple[type[_Update], ...] = (
     NeedUpdate,
     UsageUpdate,
     NoticeUpdate,
+    ChangesUpdate,
     TurnEndedUpdate,
 )
 _UPDATE = TypeAdapter(Update)
@@ -478,3 +583,11 @@ def build_update(payload: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         raise ValueError(f"invalid milk/update {payload.get('kind')!r}: {exc}") from exc
     return update.to_wire()
+
+
+def model_or_none(model: type[M], raw: Any) -> M | None:
+    """A stored value as its wire model, or None when it does not fit (a damaged row)."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError:
+        return None

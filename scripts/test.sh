@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the tests need into .venv (from the package registries) and runs them:
 # lint, types, the Python suite (unit + end-to-end with the real server and the real Claude
-# Code CLI against local stand-ins), then the Neovim and VS Code suites.
+# Code CLI against local stand-ins), then the Neovim suite, Neovim and Emacs without milk's
+# plugins (tests/editors), and the VS Code suite.
 # MILK_SKIP_EDITORS=1 runs only the Python part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,8 @@ echo "== pytest"
 if [ "${MILK_SKIP_EDITORS:-0}" != "1" ]; then
   echo "== neovim plugin"
   bash editors/nvim/tests/run.sh
+  echo "== editors without milk's plugins (Neovim builtin LSP, Emacs eglot)"
+  bash tests/editors/run.sh
   echo "== vs code extension"
   bash editors/vscode/scripts/ci.sh
 fi

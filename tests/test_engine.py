@@ -71,7 +71,8 @@ def engine_for(
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     config = MilkConfig.model_validate(
-        {"claude": {"path": sys.executable}, "local": {"handOff": "auto"}}
+        # provider openai: the scripted local agent, whatever is installed or listening here
+        {"claude": {"path": sys.executable}, "local": {"handOff": "auto", "provider": "openai"}}
     )
     bridge = FakeBridge()
     engine = Engine(

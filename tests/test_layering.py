@@ -2,7 +2,7 @@
 Claude SDK.
 
 Domain modules are everything under `milk_lsp/` except the LSP glue (`server.py`,
-`protocol.py`, `editor.py`) and the terminal client (`chat_client.py`), which is an LSP client itself.
+`protocol.py`, `editor.py`, `standard_lsp.py`) and the terminal client (`chat_client.py`), which is an LSP client itself.
 Pydantic is allowed where the wire and settings models live (`wire.py`, `config.py`).
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "milk_lsp"
-LSP_GLUE = {"server.py", "protocol.py", "editor.py", "chat_client.py"}
+LSP_GLUE = {"server.py", "protocol.py", "editor.py", "chat_client.py", "standard_lsp.py"}
 PYDANTIC_ALLOWED = {"wire.py", "config.py"}
 LSP_PACKAGES = {"pygls", "lsprotocol"}
 HEAVY_PACKAGES = {"claude_agent_sdk", "mcp"}

@@ -22,6 +22,7 @@ from milk_lsp.agents.tools import (
     WorkspaceTools,
     resolve_in_workspace,
 )
+from milk_lsp.edit_preview import FileEdit
 from milk_lsp.sessions.model import Agent
 
 
@@ -516,6 +517,13 @@ async def test_edit_file_on_disk_is_atomic_and_keeps_the_mode(
         tool="edit_file",
         input=arguments,
         description="Edit src/main.py: replace 1 line(s) with 1 line(s)",
+        edits=(
+            FileEdit(
+                target,
+                "import os\n\ndef main():\n    return 1\n",
+                "import os\n\ndef main():\n    return 2\n",
+            ),
+        ),
     )
     assert host.applied == []
 

@@ -256,7 +256,9 @@ def test_tool_calls_and_results_are_recorded_on_the_part() -> None:
     assert statuses == [("c1", "pending"), ("c1", "running"), ("c2", "denied"), ("c3", "running")]
     assert bridge.of_kind("tool_call")[1]["input"] == {"path": "a.py"}
     results = bridge.of_kind("tool_result")
-    assert len(results[0]["output"]) == TOOL_OUTPUT_WIRE_CHARS, "the wire copy is cut"
+    assert results[0]["output"] == "x" * TOOL_OUTPUT_WIRE_CHARS + (
+        "\n… (cut: 500 more characters)\n"
+    ), "the wire copy is cut, and says so"
     assert results[0]["isError"] is False and results[1]["isError"] is True
 
     record = turn.part.record("turn-1")

@@ -27,6 +27,8 @@ PROTOCOL_METHODS = {
     "milk/status",
     "milk/update",
     "milk/requestPermission",
+    "milk/turn/changes",
+    "milk/turn/undo",
 }
 PROTOCOL_LABELS = ["Allow once", "Allow for this session", "Deny"]
 NVIM_METHODS = REPO / "editors" / "nvim" / "lua" / "milk" / "methods.lua"
@@ -119,6 +121,9 @@ BAD_PARAMS: list[tuple[type[wire.WireModel], Any, str]] = [
     (wire.EscalateParams, {}, "sessionId"),
     (wire.EscalateParams, {"sessionId": "s", "text": 5}, "text"),
     (wire.EscalateParams, {"sessionId": "s", "reason": ["r"]}, "reason"),
+    (wire.TurnParams, {"sessionId": "s"}, "turnId"),
+    (wire.TurnParams, {"sessionId": "s", "turnId": ""}, "turnId"),
+    (wire.TurnUndoParams, {"sessionId": "s", "turnId": "t", "force": "maybe"}, "force"),
     (wire.ContextParams, {}, "sessionId"),
     (wire.ContextParams, {"sessionId": "s", "reason": 1}, "reason"),
     (wire.RequestPermissionParams, {**_PERMISSION, "agent": "gpt"}, "agent"),

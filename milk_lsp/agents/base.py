@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from milk_lsp.edit_preview import FileEdit
 from milk_lsp.sessions.model import Agent
 
 
@@ -170,6 +171,8 @@ class PermissionRequest:
     options: tuple[PermissionOption, ...] = field(
         default=(PermissionOption.ALLOW_ONCE, PermissionOption.ALLOW_SESSION, PermissionOption.DENY)
     )
+    edits: tuple[FileEdit, ...] = ()
+    """The files the call would change, when the agent knows (the host previews the rest)."""
 
 
 class PermissionTimedOut(Exception):

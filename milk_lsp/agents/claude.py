@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -82,12 +83,14 @@ from milk_lsp.agents.claude_processes import (
 )
 from milk_lsp.agents.claude_stream import (
     INSTALL_HINT,
+    LOGIN_HINT,
     StreamMapper,
     StreamParseError,
     allow_line,
     deny_line,
     error_response_line,
     interrupt_line,
+    login_hint,
     outcome_from_exit,
     outcome_from_result,
     parse_line,
@@ -372,7 +375,7 @@ class _Turn:
                 self.proc.returncode, self._stderr_text(), resume=request.resume
             )
         await self.close()
-        yield outcome
+        yield _naming_binary(outcome, self.cli_path)
 
     def _write_context_file(self, text: str) -> str:
         root = str(self.temp_root) if self.temp_root is not None else None
@@ -641,3 +644,12 @@ class _Turn:
             if self.temp_dir is not None:
                 shutil.rmtree(self.temp_dir, ignore_errors=True)
                 self.temp_dir = None
+
+
+def _naming_binary(outcome: TurnDone | TurnFailed, cli_path: str) -> TurnDone | TurnFailed:
+    """A not-logged-in failure's hint names the binary this run used."""
+    if isinstance(outcome, TurnFailed) and outcome.reason is FailureReason.CLAUDE_NOT_LOGGED_IN:
+        return dataclasses.replace(
+            outcome, message=outcome.message.replace(LOGIN_HINT, login_hint(cli_path))
+        )
+    return outcome

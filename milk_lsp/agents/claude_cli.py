@@ -92,7 +92,7 @@ def resolve_cli(settings: ClaudeSettings) -> ResolvedCli:
 
 def not_found_message(settings: ClaudeSettings) -> str:
     if settings.path:
-        return f"claude.path = {settings.path!r} does not exist or cannot run. {INSTALL_HINT}"
+        return f"milk.claude.path = {settings.path!r} does not exist or cannot run. {INSTALL_HINT}"
     return (
         "Claude Code (`claude`) was not found on PATH and no bundled copy is installed. "
         f"{INSTALL_HINT}"

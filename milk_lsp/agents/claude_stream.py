@@ -34,12 +34,21 @@ Message = dict[str, Any]
 
 INSTALL_HINT = (
     "Install Claude Code with `npm install -g @anthropic-ai/claude-code`, "
-    "or set `claude.path` to the `claude` executable."
+    "or set the `milk.claude.path` setting to the `claude` executable."
 )
-LOGIN_HINT = (
-    "Run `claude` in a terminal and log in with /login, "
-    "or set ANTHROPIC_API_KEY in the editor's environment."
-)
+
+
+def login_hint(cli_path: str | None = None) -> str:
+    """What to do when Claude Code is not logged in, naming the binary milk ran (the SDK's
+    bundled copy is not on PATH: `claude` alone would log in a different one, or none)."""
+    binary = cli_path or "claude"
+    return (
+        f"Run `{binary}` in a terminal and log in with /login, "
+        "or set ANTHROPIC_API_KEY in the editor's environment."
+    )
+
+
+LOGIN_HINT = login_hint()
 RESUME_REJECTED_TEXT = "No conversation found with session ID"
 STDERR_TAIL_CHARS = 2000
 """How much of the CLI's stderr a failure message quotes (its end)."""

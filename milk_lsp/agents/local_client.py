@@ -85,7 +85,7 @@ def _http_hint(status: int) -> str:
     if status in (401, 403):
         return "; check local.apiKey"
     if status == 404:
-        return "; check local.baseUrl and local.model"
+        return "; check the milk.local.baseUrl and milk.local.model settings"
     if status == 503:
         return "; the server may still be loading the model, try again shortly"
     return ""
@@ -189,7 +189,7 @@ class LocalClient:
     def _no_models_message(self) -> str:
         return (
             f"the local endpoint {self._base_url} lists no models (GET /models); "
-            "set local.model to the model to use"
+            "set the milk.local.model setting to the model to use"
         )
 
     async def resolve_model(self) -> str:
@@ -283,7 +283,7 @@ class LocalClient:
             return LocalModelError(
                 FailureReason.LOCAL_UNREACHABLE,
                 f"no local model reachable at {base}: the URL is not valid ({exc}); "
-                "set local.baseUrl",
+                "set the milk.local.baseUrl setting",
             )
         if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
             why = (
@@ -294,7 +294,7 @@ class LocalClient:
             return LocalModelError(
                 FailureReason.LOCAL_UNREACHABLE,
                 f"no local model reachable at {base}: {why}; "
-                "start Ollama/llama-server or set local.baseUrl",
+                "start Ollama/llama-server or set the milk.local.baseUrl setting",
             )
         if isinstance(exc, httpx.ReadTimeout):
             return LocalModelError(

@@ -45,6 +45,7 @@ from milk_lsp.agents.confined import (
     shown,
 )
 from milk_lsp.agents.confined import OutsideWorkspace as OutsideWorkspace
+from milk_lsp.edit_preview import FileEdit
 from milk_lsp.sessions.model import Agent
 
 logger = logging.getLogger(__name__)
@@ -273,7 +274,8 @@ class WorkspaceTools:
                 f"Edit {where}: replace {_count_lines(old_text)} line(s)"
                 f" with {_count_lines(new_text)} line(s)"
             )
-        if not await self._ask(tool_call_id, EDIT_FILE, args.raw, description):
+        edit = FileEdit(self._confined.real_path(parts), current, new_full_text)
+        if not await self._ask(tool_call_id, EDIT_FILE, args.raw, description, (edit,)):
             return _denied(EDIT_FILE)
         # The path and the text may have changed while the user was deciding: the write goes
         # to the file the user was asked about, with the edit applied to what is there now.
@@ -319,7 +321,12 @@ class WorkspaceTools:
         return await asyncio.to_thread(self._confined.resolve, path)
 
     async def _ask(
-        self, tool_call_id: str, tool: str, arguments: dict[str, Any], description: str
+        self,
+        tool_call_id: str,
+        tool: str,
+        arguments: dict[str, Any],
+        description: str,
+        edits: tuple[FileEdit, ...] = (),
     ) -> bool:
         try:
             answer = await self._host.request_permission(
@@ -329,6 +336,7 @@ class WorkspaceTools:
                     tool=tool,
                     input=arguments,
                     description=description,
+                    edits=edits,
                 )
             )
         except PermissionTimedOut:

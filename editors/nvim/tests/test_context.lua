@@ -22,7 +22,9 @@ H.run(function()
   local lines = buf and vim.api.nvim_buf_get_lines(buf, 0, -1, false) or {}
   local text = table.concat(lines, '\n')
   H.check('preview is read-only', buf and not vim.bo[buf].modifiable and vim.bo[buf].readonly)
-  H.check('preview shows mode first', text:find('- mode: `first`', 1, true) ~= nil, lines)
+  H.check('preview says in words how Claude is reached (no `mode: first`)',
+    text:find('- Claude gets: a new conversation, started with the session summary below', 1, true) ~= nil
+    and text:find('mode', 1, true) == nil, lines)
   H.check('preview shows the claude command line', text:find('--append-system-prompt-file', 1, true) ~= nil, lines)
   H.check('preview shows the context file', text:find('## Context file', 1, true) ~= nil
     and text:find('look at the parser', 1, true) ~= nil, lines)

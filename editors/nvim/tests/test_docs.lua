@@ -20,7 +20,7 @@ H.run(function()
   pcall(vim.cmd, 'helpclose')
 
   local text = table.concat(vim.fn.readfile(H.plugin .. '/doc/milk.txt'), '\n')
-  for _, cmd in ipairs({ 'Milk', 'MilkEscalate', 'MilkCancel', 'MilkNew', 'MilkSessions', 'MilkContext', 'MilkStatus' }) do
+  for _, cmd in ipairs({ 'Milk', 'MilkLocal', 'MilkEscalate', 'MilkCancel', 'MilkUndo', 'MilkNew', 'MilkSessions', 'MilkContext', 'MilkStatus' }) do
     H.check(':' .. cmd .. ' defined and documented', vim.fn.exists(':' .. cmd) == 2 and text:find('*:' .. cmd .. '*', 1, true) ~= nil)
   end
   local defaults = require('milk.config').defaults
@@ -35,6 +35,12 @@ H.run(function()
     H.check('setting ' .. key .. ' documented', text:find('`' .. key .. '`', 1, true) ~= nil)
   end
   H.check('help mentions the protocol', text:find('*milk-protocol*', 1, true) ~= nil)
+  for _, tag in ipairs({ '*:Milk!*', '*milk-review*', '*milk-undo*', '*milk-route*', '*milk.statusline()*' }) do
+    H.check('help has ' .. tag, text:find(tag, 1, true) ~= nil)
+  end
+  H.check('help lists the review keys', text:find('`a`              allow once', 1, true) ~= nil
+    and text:find('`A`              allow for the rest of the session', 1, true) ~= nil
+    and text:find('`d` `<Esc>` `q`  deny', 1, true) ~= nil)
   H.check('help covers setup', text:find('*milk-setup*', 1, true) ~= nil)
   -- Lines of at most 78 display columns (the modeline's textwidth).
   local long = {}
@@ -46,6 +52,9 @@ H.run(function()
   H.check('help lines fit in 78 columns', #long == 0, long)
 
   local readme = table.concat(vim.fn.readfile(H.plugin .. '/README.md'), '\n')
+  for _, cmd in ipairs({ ':MilkLocal', ':Milk!', ':MilkUndo' }) do
+    H.check('README names ' .. cmd, readme:find(cmd, 1, true) ~= nil)
+  end
   H.check('README has a lazy.nvim spec', readme:find('lazy.nvim', 1, true) ~= nil and readme:find('opts = {', 1, true) ~= nil)
   H.check('README has a minimal init.lua', readme:find('init.lua', 1, true) ~= nil and readme:find("require('milk').setup", 1, true) ~= nil)
 

@@ -52,8 +52,11 @@ H.run(function()
 
   local S = chat.sessions[sid]
   local lines = vim.api.nvim_buf_get_lines(S.buf, 0, -1, false)
+  -- Plain words: no route reason in the header, `done` and no `end_turn`, the summary's
+  -- size instead of `mode: first`; one usage line for the turn, at its end (after the
+  -- tool blocks it paid for); tool input and output in an indented code block.
   local expected = {
-    '## local model · default',
+    '## local model',
     '> Let me',
     '> think',
     '',
@@ -62,19 +65,20 @@ H.run(function()
     '',
     '◎ need: Fix the flaky parser test',
     '',
-    '⚙ search · completed',
-    '    {"query":"parse("}',
+    '⚙ `search` · done',
+    '',
+    '    query: parse(',
     '    → output:',
     '    │ a.py:3: parse(x)',
     '    │ b.py:9: parse(y)',
     '',
-    '⚙ read_file · failed',
-    '    {"path":"a.py"}',
+    '⚙ `read_file` · failed',
+    '',
+    '    path: a.py',
     '    ✗ error:',
     '    │ no such file',
     '',
-    'Σ local model: 120 in / 30 out',
-    '↑ escalated to Claude by the local model: needs repo-wide refactor (context first, 2345 chars)',
+    '↑ sent to Claude with a 2.3k-char summary · the local model asked: needs repo-wide refactor',
     '',
     '## Claude',
     'Claude takes over.',
@@ -86,10 +90,17 @@ H.run(function()
     '',
     ' After the gap.',
     '',
-    'Σ Claude: 1000 in / 200 out · 800 cache read · $0.0123',
-    '— Claude · end_turn',
+    'Σ usage: 1120 in / 230 out · 800 cache read · $0.0123',
+    '— Claude · done',
   }
   H.check('every kind rendered, in order', vim.deep_equal(lines, expected), lines)
+  local jargon = {}
+  for _, word in ipairs({ 'end_turn', 'default', 'mode:', 'first', 'completed' }) do
+    if H.find_line(lines, word, true) then
+      table.insert(jargon, word)
+    end
+  end
+  H.check('no jargon (end_turn, default, mode: first, completed)', #jargon == 0, jargon)
   H.check('gap recorded on the turn', chat.had_gap(sid, tid))
   H.check('duplicate ignored', H.find_line(lines, 'DUPLICATE', true) == nil)
 
@@ -100,7 +111,7 @@ H.run(function()
   H.check('info notice highlighted', extmark_groups(S.buf, row_of('ℹ info: an info')).MilkNoticeInfo)
   H.check('warning notice highlighted', extmark_groups(S.buf, row_of('⚠ warning: a warning')).MilkNoticeWarn)
   H.check('error notice highlighted', extmark_groups(S.buf, row_of('✗ error: an error')).MilkNoticeError)
-  H.check('failed tool highlighted as error', extmark_groups(S.buf, row_of('⚙ read_file · failed')).MilkNoticeError)
+  H.check('failed tool highlighted as error', extmark_groups(S.buf, row_of('⚙ `read_file` · failed')).MilkNoticeError)
   H.check('Claude header highlighted', extmark_groups(S.buf, row_of('## Claude')).MilkAgentClaude)
   H.check('MilkNoticeWarn links to DiagnosticWarn', vim.api.nvim_get_hl(0, { name = 'MilkNoticeWarn' }).link == 'DiagnosticWarn')
 
@@ -108,12 +119,12 @@ H.run(function()
   chat.show(sid)
   local win = vim.fn.bufwinid(S.buf)
   vim.api.nvim_win_call(win, function()
-    local t1, t2 = row_of('⚙ search · completed') + 1, row_of('⚙ read_file · failed') + 1
-    H.check('first tool block folded', vim.fn.foldclosed(t1) == t1 and vim.fn.foldclosedend(t1) == t1 + 4,
+    local t1, t2 = row_of('⚙ `search` · done') + 1, row_of('⚙ `read_file` · failed') + 1
+    H.check('first tool block folded', vim.fn.foldclosed(t1) == t1 and vim.fn.foldclosedend(t1) == t1 + 5,
       { vim.fn.foldclosed(t1), vim.fn.foldclosedend(t1) })
-    H.check('second tool block folded', vim.fn.foldclosed(t2) == t2 and vim.fn.foldclosedend(t2) == t2 + 3)
+    H.check('second tool block folded', vim.fn.foldclosed(t2) == t2 and vim.fn.foldclosedend(t2) == t2 + 4)
     H.check('text not folded', vim.fn.foldclosed(row_of('First part.') + 1) == -1)
-    H.check('fold text names the tool', vim.fn.foldtextresult(t1):find('⚙ search · completed', 1, true) == 1, vim.fn.foldtextresult(t1))
+    H.check('fold text names the tool', vim.fn.foldtextresult(t1):find('⚙ search · done', 1, true) == 1, vim.fn.foldtextresult(t1))
   end)
 
   -- A later turn whose call reuses an id of an earlier turn (a restarted model server reuses
@@ -128,16 +139,66 @@ H.run(function()
   up2('tool_result', { agent = 'local', toolCallId = 't1', output = 'src/', isError = false })
   up2('turn_ended', { agent = 'local', stopReason = 'end_turn' })
   local after = vim.api.nvim_buf_get_lines(S.buf, 0, -1, false)
-  local first, second = H.find_line(after, '⚙ search · completed', true), H.find_line(after, '⚙ list_directory', true)
+  local first, second = H.find_line(after, '⚙ `search` · done', true), H.find_line(after, '⚙ `list_directory`', true)
   H.check('a reused call id in a later turn gets its own block', first ~= nil and second ~= nil and second > first, after)
-  H.check('the earlier block keeps its own output', after[first + 4] == '    │ b.py:9: parse(y)' and H.find_line(after, '│ src/', true) > second, after)
+  H.check('the earlier block keeps its own output', after[first + 5] == '    │ b.py:9: parse(y)' and H.find_line(after, '│ src/', true) > second, after)
+
+  -- Permission questions in plain words: a command, a path; never JSON, never `\n`.
+  local permission = require('milk.permission')
+  local p1 = permission.prompt({ agent = 'claude', tool = 'Bash', input = { command = 'echo a\necho b', description = 'Two echoes' } })
+  H.check('a multi-line command in the prompt: no \\n, no JSON', p1 == 'milk: Claude wants to run a command (Bash): echo a ⏎ echo b', p1)
+  local p2 = permission.prompt({ agent = 'claude', tool = 'WebFetch', input = { url = 'https://example.com/a_b', prompt = 'sum\nup' } })
+  H.check('a tool with a url: the url', p2 == 'milk: Claude wants to use WebFetch on https://example.com/a_b', p2)
+  local p3 = permission.prompt({ agent = 'local', tool = 'edit_file', input = { path = 'src/__init__.py', old_text = 'a\nb', new_text = 'c' },
+    description = 'Edit src/__init__.py: replace 2 line(s) with 1 line(s)' })
+  H.check('a path, and the description when it adds something', p3
+    == 'milk: local model wants to use edit_file on src/__init__.py (Edit src/__init__.py: replace 2 line(s) with 1 line(s))', p3)
+
+  -- While a question is open the block says pending; the answer moves it on.
+  local pseq = 0
+  local function upq(kind, fields)
+    pseq = pseq + 1
+    chat.on_update(vim.tbl_extend('force', { sessionId = 'perm', turnId = 'q', seq = pseq, kind = kind }, fields or {}), nil)
+  end
+  upq('turn_started', { agent = 'claude', route = 'claude', reason = 'user asked' })
+  upq('tool_call', { agent = 'claude', toolCallId = 'b1', name = 'Bash', input = { command = 'make' }, status = 'running' })
+  upq('tool_call', { agent = 'claude', toolCallId = 'b2', name = 'Bash', input = { command = 'make clean' }, status = 'running' })
+  local PS = chat.sessions.perm
+  local h1 = chat.permission_asked({ sessionId = 'perm', turnId = 'q', toolCallId = 'b1', agent = 'claude', tool = 'Bash', input = { command = 'make' } })
+  local plines = vim.api.nvim_buf_get_lines(PS.buf, 0, -1, false)
+  H.check('the block says pending while its question is open', H.find_line(plines, '⚙ `Bash` · pending', true) ~= nil, plines)
+  H.check('the question line, in plain words', H.find_line(plines, '? Claude wants to run `make`', true) ~= nil, plines)
+  chat.permission_answered(h1, 'Allow once', 'allow_once')
+  plines = vim.api.nvim_buf_get_lines(PS.buf, 0, -1, false)
+  H.check('allowed: the block runs', plines[H.find_line(plines, 'make', true) - 2] == '⚙ `Bash` · running', plines)
+  local h2 = chat.permission_asked({ sessionId = 'perm', turnId = 'q', toolCallId = 'b2', agent = 'claude', tool = 'Bash', input = { command = 'make clean' } })
+  chat.permission_answered(h2, 'denied (dismissed)', 'deny')
+  plines = vim.api.nvim_buf_get_lines(PS.buf, 0, -1, false)
+  H.check('denied: the block says denied', H.find_line(plines, '⚙ `Bash` · denied', true) ~= nil, plines)
+  upq('turn_ended', { agent = 'claude', stopReason = 'cancelled' })
+  plines = vim.api.nvim_buf_get_lines(PS.buf, 0, -1, false)
+  H.check('a cancelled turn: its running block says cancelled', H.find_line(plines, '⚙ `Bash` · cancelled', true) ~= nil
+    and H.find_line(plines, '⚙ `Bash` · denied', true) ~= nil, plines)
+
+  -- The escalation line in words, for each way Claude is reached.
+  local render = require('milk.render')
+  local words = {
+    { { by = 'user', reason = 'user asked', mode = 'first', contextChars = 2515 }, '↑ sent to Claude with a 2.5k-char summary · you asked' },
+    { { by = 'user', reason = 'continuing with Claude', mode = 'resume', contextChars = 0 }, "↑ back to Claude's conversation · you escalated this session" },
+    { { by = 'agent', reason = 'too big', mode = 'returning', contextChars = 900 }, "↑ back to Claude's conversation with a 900-char update · the local model asked: too big" },
+    { { by = 'fallback', reason = 'model_unreachable: refused', mode = 'fresh', contextChars = 12000 },
+      '↑ sent to Claude in a new conversation with a 12k-char summary · the local model failed: model_unreachable: refused' },
+  }
+  for _, w in ipairs(words) do
+    H.check('escalation words: ' .. w[2], render.escalation_text(w[1]) == w[2], render.escalation_text(w[1]))
+  end
 
   -- Updates of another turn of an unknown session open a buffer for it.
   chat.on_update({ sessionId = 'other', turnId = 'x', seq = 1, kind = 'turn_started', agent = 'claude', route = 'claude', reason = 'user asked' }, nil)
   H.check('unknown session gets its own buffer', chat.sessions.other ~= nil and chat.sessions.other.buf ~= S.buf)
   chat.on_update({ sessionId = 'other', turnId = 'x', seq = 2, kind = 'turn_ended', agent = 'claude', stopReason = 'error' }, nil)
   local other = vim.api.nvim_buf_get_lines(chat.sessions.other.buf, 0, -1, false)
-  H.check('error stop reason shown', other[#other] == '— Claude · error', other)
+  H.check('an error end without a message: failed', other[#other] == '— Claude · failed', other)
   -- Malformed updates do no harm.
   local ok = pcall(chat.on_update, { kind = 'text' }, nil)
   H.check('update without sessionId ignored', ok)
@@ -206,9 +267,10 @@ H.run(function()
   H.check('failed turn: stopReason error', r.stopReason == 'error' and type(r.error) == 'table', done)
   local S2 = chat.sessions[require('milk').session()]
   local flines = vim.api.nvim_buf_get_lines(S2.buf, 0, -1, false)
-  local err_row = H.find_line(flines, '^✗ error: ')
-  H.check('error notice in the chat', err_row ~= nil, flines)
-  H.check('error notice highlighted', err_row and extmark_groups(S2.buf, err_row - 1).MilkNoticeError, flines)
-  H.check('turn ended with error', H.find_line(flines, ' · error$') ~= nil, flines)
+  local err_row = H.find_line(flines, '^— local model · failed: ')
+  H.check('turn ended with the error, in plain words', err_row ~= nil
+    and flines[err_row]:find(r.error and r.error.message or '?', 1, true) ~= nil, flines)
+  H.check('the error is said once (no separate notice)', H.find_line(flines, '^✗ error: ') == nil, flines)
+  H.check('error line highlighted', err_row and extmark_groups(S2.buf, err_row - 1).MilkNoticeError, flines)
   H.check('status idle after the failed turn', require('milk').status() == 'milk: idle', require('milk').status())
 end)

@@ -14,6 +14,7 @@ H.run(function()
   end)
   local a = milk.session()
   H.check(':MilkNew made a session', a ~= nil)
+  H.check(':MilkNew shows a hint in the empty session', (H.chat_lines(a)[1] or ''):find('Type :Milk <question>', 1, true) ~= nil, H.chat_lines(a))
   H.script_openai({ { text = 'Answer in the first session.' } })
   vim.cmd('Milk hello first')
   H.wait_turn(1)
@@ -24,6 +25,18 @@ H.run(function()
   end)
   local b = milk.session()
   H.check(':MilkNew made another session', b ~= nil and b ~= a, { a, b })
+  -- Buffers are named by title, not by id; no buffer is left under an id.
+  H.check('chat buffers are named by session title', vim.api.nvim_buf_get_name(chat.sessions[a].buf) == 'milk://chat/first topic'
+    and vim.api.nvim_buf_get_name(chat.sessions[b].buf) == 'milk://chat/second topic',
+    { vim.api.nvim_buf_get_name(chat.sessions[a].buf), vim.api.nvim_buf_get_name(chat.sessions[b].buf) })
+  local by_id = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(buf)
+    if name:find(a, 1, true) or name:find(b, 1, true) then
+      table.insert(by_id, name)
+    end
+  end
+  H.check('no buffer is named by a session id', #by_id == 0, by_id)
   H.script_openai({ { text = 'Answer in the second session.' } })
   vim.cmd('Milk hello second')
   local done = H.wait_turn(2)
@@ -45,6 +58,12 @@ H.run(function()
   end)
   local list = H.selects[1]
   H.check('the picker lists both sessions and "new"', list and #list.items == 3 and list.kind == 'milk.sessions', list)
+  local labels = {}
+  for _, it in ipairs(list and list.items or {}) do
+    table.insert(labels, it.new and '+ new session' or require('milk.commands')._session_label(it))
+  end
+  H.check('the picker shows titles, not ids', labels[1] and labels[1]:find('^%*? ?second topic · 1 turn · ')
+    and labels[2]:find('^%*? ?first topic · 1 turn · ') and not table.concat(labels, '\n'):find(a, 1, true), labels)
   H.check('most recently used first', list and list.items[1].sessionId == b and list.items[2].sessionId == a, list)
   H.check('the action picker offers switch and delete', H.selects[2] and vim.deep_equal(H.selects[2].items, { 'switch', 'delete' }), H.selects[2])
   H.check('switched: current session is the first', milk.session() == a, milk.session())
@@ -70,7 +89,13 @@ H.run(function()
   H.wait(20000, function()
     return #H.events.MilkSession > n
   end)
-  H.check('deleted session buffer is gone', chat.sessions[b] == nil and vim.fn.bufnr('milk://chat/' .. b) == -1)
+  local left = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.b[buf].milk_session == b then
+      table.insert(left, buf)
+    end
+  end
+  H.check('deleted session buffer is gone', chat.sessions[b] == nil and #left == 0, left)
   local client = H.milk_client()
   local res = client:request_sync(require('milk.methods').SESSION_LIST, vim.empty_dict(), 10000)
   local ids = {}

@@ -74,14 +74,23 @@ H.run(function()
   H.wait_turn(4)
   H.check('no range, no context', sent and sent.context == nil and sent.text == 'no selection here', sent)
 
-  -- :Milk without text asks with vim.ui.input.
+  -- :Milk without text and without a range opens the chat (no prompt); `i` in the chat
+  -- window asks with vim.ui.input.
   local prompted
   vim.ui.input = function(opts, on_confirm)
     prompted = opts.prompt
     on_confirm('typed in the prompt')
   end
-  H.script_openai({ { text = 'got it' } })
+  vim.cmd('only')
   vim.cmd('Milk')
+  local chat_buf = require('milk.chat').sessions[require('milk').session()].buf
+  H.wait(10000, function()
+    return vim.api.nvim_get_current_buf() == chat_buf
+  end)
+  H.check(':Milk alone opens the chat and moves into it', vim.api.nvim_get_current_buf() == chat_buf)
+  H.check(':Milk alone asks nothing', prompted == nil, prompted)
+  H.script_openai({ { text = 'got it' } })
+  vim.cmd('normal i')
   H.wait_turn(5)
-  H.check(':Milk with no text prompts via vim.ui.input', prompted ~= nil and sent.text == 'typed in the prompt', { prompted, sent })
+  H.check('i in the chat prompts via vim.ui.input', prompted == 'milk> ' and sent.text == 'typed in the prompt', { prompted, sent })
 end)

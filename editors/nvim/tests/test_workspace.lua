@@ -23,16 +23,29 @@ H.run(function()
   local lines = H.chat_lines()
   H.check('read_file saw the unsaved editor text', H.find_line(lines, '│ x = 2  # unsaved', true) ~= nil, lines)
 
-  -- edit_file on the open file: allowed, applied to the buffer, not written to disk.
-  H.stub_select({ H.pick('optionId', 'allow_once') })
+  -- edit_file on the open file: reviewed as a diff of the buffer's text, allowed with `a`,
+  -- applied to the buffer, not written to disk.
+  H.stub_select({ function() return nil end })
   H.script_openai({
     { tool_calls = { { name = 'edit_file', arguments = { path = 'app.py', old_text = 'x = 2', new_text = 'x = 3' } } } },
     { text = 'Edited.' },
   })
   vim.cmd('Milk change 2 to 3')
+  local diff = require('milk.diff')
+  H.wait(30000, function()
+    return #diff.views > 0
+  end)
+  local view = diff.views[1]
+  H.check('the edit opened the diff review, not a select', view ~= nil and #H.selects == 0, H.selects)
+  if view then
+    H.check('review: before is the unsaved buffer text', vim.deep_equal(vim.api.nvim_buf_get_lines(view.bufs.before, 0, -1, false), { 'x = 2  # unsaved' }))
+    H.check('review: after is the edited text', vim.deep_equal(vim.api.nvim_buf_get_lines(view.bufs.after, 0, -1, false), { 'x = 3  # unsaved' }))
+    vim.api.nvim_set_current_win(view.wins.after)
+    vim.cmd('normal a')
+  end
   local done = H.wait_turn(2)
   H.check('edit turn finished', done and done.result and done.result.stopReason == 'end_turn', done)
-  H.check('the edit asked permission', H.selects[1] and H.selects[1].prompt:find('edit_file', 1, true) ~= nil, H.selects)
+  H.check('the review closed', #diff.views == 0)
   H.check('the buffer holds the edit', vim.api.nvim_buf_get_lines(buf, 0, -1, false)[1] == 'x = 3  # unsaved',
     vim.api.nvim_buf_get_lines(buf, 0, -1, false))
   H.check('the buffer is modified, the file on disk is not', vim.bo[buf].modified and vim.fn.readfile(file)[1] == 'x = 1')

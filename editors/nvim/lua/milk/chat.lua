@@ -1,5 +1,7 @@
 --- The chat of each session: its buffer and turn bookkeeping, and the handling of the
---- `milk/update` notifications that write it (seq gaps included).
+--- `milk/update` notifications that write it (seq gaps included). A reloaded session
+--- (`milk/session/get` with its `turnInfo`) is written by the same functions, so it reads
+--- as the live chat did.
 local M = {}
 
 local api = vim.api
@@ -23,14 +25,18 @@ M.close = window.close
 --- @field agent string? the agent of the last header written for this turn
 --- @field ended boolean
 --- @field permissions table[] open permission prompts of this turn
+--- @field usage table? the sum of the turn's `usage` updates
 
 --- @class milk.ChatState
 --- @field id string session id
 --- @field buf integer
 --- @field client_id integer?
 --- @field title string?
+--- @field next_route {agent: string, reason: string}? where the next `auto` turn goes
 --- @field turns table<string, milk.Turn>
---- @field tools table<string, {mark: integer, name: string, status: string}>
+--- @field tools table<string, table> tool blocks by turn and call id
+--- @field changes table<string, table> the "files changed" line of each turn by turn id
+--- @field changes_order string[] turn ids with changes, oldest first
 --- @field last string? kind of the last item written ('user', 'header', 'text', 'thinking', 'tool', 'meta')
 --- @field empty boolean nothing written yet
 --- @field loaded boolean history fetched (or the session is new)
@@ -61,22 +67,114 @@ local function set_keymaps(buf)
     end
   end
   map('ask', function()
-    require('milk.commands').ask({})
+    require('milk.commands').ask({ prompt = true })
   end, 'milk: ask')
   map('cancel', function()
     require('milk.commands').cancel()
   end, 'milk: cancel the running turn')
   map('escalate', function()
-    require('milk.commands').escalate({})
-  end, 'milk: escalate to Claude')
+    require('milk.commands').confirm_escalate()
+  end, 'milk: hand the session to Claude (asks first)')
   map('close', M.close, 'milk: close the chat window')
   map('sessions', function()
     require('milk.commands').sessions()
   end, 'milk: sessions')
+  map('review', function()
+    require('milk.commands').review_at_cursor()
+  end, 'milk: review the changes of the turn under the cursor')
+  map('undo', function()
+    require('milk.commands').undo_at_cursor()
+  end, 'milk: undo the changes of the turn under the cursor')
 end
 
-local function buffer_name(session_id)
-  return 'milk://chat/' .. session_id
+-- Buffer names -----------------------------------------------------------------------
+
+local NAME_PREFIX = 'milk://chat/'
+
+--- The title shown for a session ("new session" until its first message names it).
+function M.title(S)
+  return (S and S.title and S.title ~= '') and S.title or 'new session'
+end
+
+local function buffer_named(name)
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_get_name(b) == name then
+      return b
+    end
+  end
+end
+
+--- `milk://chat/<title>`, with a number when another buffer has that name.
+local function free_name(S)
+  local base = NAME_PREFIX .. M.title(S)
+  local name, n = base, 1
+  while true do
+    local b = buffer_named(name)
+    if b == nil or b == S.buf then
+      return name
+    end
+    n = n + 1
+    name = ('%s (%d)'):format(base, n)
+  end
+end
+
+--- Name the buffer after the session's title. Renaming leaves Neovim an unloaded
+--- buffer under the old name (the alternate file); it is wiped.
+local function name_buffer(S)
+  local old = api.nvim_buf_get_name(S.buf)
+  local name = free_name(S)
+  if old == name then
+    return
+  end
+  api.nvim_buf_set_name(S.buf, name)
+  if old ~= '' then
+    local stray = buffer_named(old)
+    if stray and stray ~= S.buf and not api.nvim_buf_is_loaded(stray) then
+      pcall(api.nvim_buf_delete, stray, { force = true })
+    end
+  end
+end
+
+local function redraw_bars()
+  pcall(vim.cmd, 'redrawstatus!')
+end
+
+--- The session's title changed (a SessionInfo, or its first message named it).
+function M.set_title(S, title)
+  if type(title) ~= 'string' or title == (S.title or '') then
+    return
+  end
+  S.title = title
+  name_buffer(S)
+  redraw_bars()
+end
+
+--- Where the session's next `auto` turn goes (SessionInfo / TurnResult `nextRoute`).
+function M.set_next_route(S, next_route)
+  if type(next_route) ~= 'table' or not next_route.agent then
+    return
+  end
+  S.next_route = { agent = next_route.agent, reason = next_route.reason }
+  status.next_route(S.id, S.next_route)
+  redraw_bars()
+end
+
+--- Take what a SessionInfo says about the session.
+function M.set_info(S, info)
+  if type(info) ~= 'table' then
+    return
+  end
+  M.set_title(S, info.title)
+  M.set_next_route(S, info.nextRoute)
+end
+
+--- The chat buffer of a session that lost its state (found by its buffer variable).
+local function existing_buffer(session_id)
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_valid(b) and vim.b[b].milk_chat and vim.b[b].milk_session == session_id then
+      return b
+    end
+  end
 end
 
 --- The chat state of a session, created with its buffer when `create` is set.
@@ -94,11 +192,7 @@ function M.get(session_id, create)
     end
     return S
   end
-  local buf = vim.fn.bufnr(buffer_name(session_id))
-  if buf == -1 then
-    buf = api.nvim_create_buf(false, true)
-    api.nvim_buf_set_name(buf, buffer_name(session_id))
-  end
+  local buf = existing_buffer(session_id) or api.nvim_create_buf(false, true)
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
@@ -113,10 +207,13 @@ function M.get(session_id, create)
     title = create.title,
     turns = {},
     tools = {},
+    changes = {},
+    changes_order = {},
     last = nil,
     empty = true,
     loaded = false,
   }
+  name_buffer(S)
   render.clear(S)
   M.sessions[session_id] = S
   api.nvim_create_autocmd('BufWinEnter', {
@@ -166,6 +263,11 @@ function M.client_exited(client_id)
   status.forget(ids)
 end
 
+--- What an empty session shows (until its first message).
+function M.hint(S)
+  render.hint(S)
+end
+
 --- The user's message, as sent.
 function M.user(S, text, context)
   render.user(S, text, context)
@@ -176,10 +278,13 @@ function M.user_escalation(S, reason)
   render.user_escalation(S, reason)
 end
 
---- A permission prompt, written into the chat; returns a handle for `permission_answered`.
+--- A permission prompt, written into the chat; the call's block says `pending` while it
+--- is open. Returns a handle for `permission_answered`.
 function M.permission_asked(p)
   local S = M.get(p.sessionId, {})
   local handle = render.permission_line(S, p)
+  handle.turn_id, handle.call_id = p.turnId, p.toolCallId
+  render.tool_status(S, p.turnId, p.toolCallId, 'pending')
   local turn = S.turns[p.turnId]
   if turn then
     table.insert(turn.permissions, handle)
@@ -187,9 +292,23 @@ function M.permission_asked(p)
   return handle
 end
 
---- Rewrite a permission line with the answer.
-function M.permission_answered(handle, answer)
+--- Rewrite a permission line with the answer; the call's block runs or is denied.
+--- @param option_id string? the answer given (nil: withdrawn)
+function M.permission_answered(handle, answer, option_id)
+  local first = not handle.answered
   render.permission_answer(handle, answer)
+  local S = handle.S
+  if not (first and option_id and valid(S)) then
+    return
+  end
+  local turn = S.turns[handle.turn_id]
+  if turn and turn.ended then
+    return
+  end
+  local tool = render.find_tool(S, handle.turn_id, handle.call_id)
+  if tool and tool.status == 'pending' then
+    render.tool_status(S, handle.turn_id, handle.call_id, option_id == methods.permission.DENY and 'denied' or 'running')
+  end
 end
 
 -- The update dispatcher -------------------------------------------------------------
@@ -197,11 +316,12 @@ end
 local function new_turn(id)
   return { id = id, last_seq = 0, gap = false, agent = nil, ended = false, permissions = {} }
 end
+M.new_turn = new_turn
 
 local handlers = {}
 
 handlers[K.TURN_STARTED] = function(S, turn, p)
-  render.header(S, turn, p.agent, p.reason)
+  render.header(S, turn, p.agent)
   status.turn_started(S.id, p.agent)
 end
 
@@ -226,26 +346,7 @@ handlers[K.TOOL_RESULT] = function(S, _, p)
 end
 
 handlers[K.ESCALATED] = function(S, turn, p)
-  local text
-  if p.by == 'fallback' then
-    text = '↑ the local model failed; handed to Claude'
-  else
-    text = ('↑ escalated to Claude by %s'):format(p.by == 'agent' and 'the local model' or 'you')
-  end
-  if p.reason and p.reason ~= '' then
-    text = text .. ': ' .. render.one_line(p.reason, 300)
-  end
-  local extra = {}
-  if p.mode then
-    table.insert(extra, 'context ' .. tostring(p.mode))
-  end
-  if type(p.contextChars) == 'number' then
-    table.insert(extra, ('%d chars'):format(p.contextChars))
-  end
-  if #extra > 0 then
-    text = text .. ' (' .. table.concat(extra, ', ') .. ')'
-  end
-  render.meta(S, text, 'MilkEscalated')
+  render.escalated(S, p)
   status.agent(S.id, 'claude')
   render.ensure_header(S, turn, 'claude')
 end
@@ -254,22 +355,33 @@ handlers[K.NEED] = function(S, _, p)
   render.meta(S, '◎ need: ' .. render.one_line(p.currentNeed, 300), 'MilkNeed')
 end
 
-handlers[K.USAGE] = function(S, _, p)
-  render.meta(S, ('Σ %s: %s'):format(render.label(p.agent), render.fmt_usage(p)), 'MilkUsage')
+handlers[K.USAGE] = function(_, turn, p)
+  turn.usage = render.add_usage(turn.usage, p)
 end
 
-handlers[K.NOTICE] = function(S, _, p)
-  render.notice(S, p.severity, p.message)
+handlers[K.NOTICE] = function(S, turn, p)
+  render.notice(S, p.severity, p.message, not turn.ended and turn.id or nil)
+end
+
+handlers[K.CHANGES] = function(S, turn, p)
+  render.changes(S, turn.id, p.changes)
 end
 
 handlers[K.TURN_ENDED] = function(S, turn, p)
   turn.ended = true
   for _, handle in ipairs(turn.permissions) do
+    local open = not handle.answered
     M.permission_answered(handle, 'withdrawn (turn ended)')
+    if open and handle.withdraw then
+      handle.withdraw() -- the review closes
+    end
   end
-  local reason = p.stopReason or 'end_turn'
-  render.meta(S, ('— %s · %s'):format(render.label(p.agent or turn.agent), reason),
-    reason == 'end_turn' and 'MilkMeta' or (reason == 'error' and 'MilkNoticeError' or 'MilkNoticeWarn'))
+  if p.stopReason == 'cancelled' then
+    render.close_open_tools(S, turn.id)
+  end
+  local message = render.take_error(S, turn.id, p.stopReason)
+  render.usage(S, turn.usage)
+  render.turn_end(S, p.agent or turn.agent, p.stopReason, message)
   status.turn_ended(S.id)
 end
 
@@ -305,6 +417,18 @@ function M.on_update(p, client_id)
   end
 end
 
+--- A turn sent from here ended (its `TurnResult`): the next route, and changes whose
+--- update went missing.
+function M.turn_result(S, result)
+  if type(result) ~= 'table' then
+    return
+  end
+  M.set_next_route(S, result.nextRoute)
+  if result.turnId and type(result.changes) == 'table' and not S.changes[result.turnId] then
+    render.changes(S, result.turnId, result.changes)
+  end
+end
+
 --- Whether a turn of this session lost updates (so the history should be reloaded).
 function M.had_gap(session_id, turn_id)
   local S = M.sessions[session_id]
@@ -315,47 +439,41 @@ end
 --- Render a session's stored history (`milk/session/get`), replacing the buffer.
 --- @param S milk.ChatState
 --- @param turns table[] TurnRecord list, oldest first
-function M.render_history(S, turns)
-  render.clear(S)
-  S.turns = {}
-  for _, rec in ipairs(turns or {}) do
-    local turn = new_turn(rec.turnId)
-    turn.ended = true
-    turn.last_seq = math.huge
-    S.turns[rec.turnId or '?'] = turn
-    if rec.role == 'user' then
-      M.user(S, rec.text or '')
-    else
-      render.header(S, turn, rec.agent, nil)
-      for _, call in ipairs(rec.toolCalls or {}) do
-        render.tool_call(S, {
-          turnId = rec.turnId,
-          toolCallId = call.toolCallId,
-          name = call.name,
-          input = call.input,
-          status = call.isError and 'failed' or 'completed',
-        })
-        if call.output ~= nil and call.output ~= vim.NIL then
-          render.tool_result(S, {
-            turnId = rec.turnId,
-            toolCallId = call.toolCallId,
-            output = call.output,
-            isError = call.isError,
-          })
-        end
-      end
-      render.stream(S, 'text', rec.text)
-      if rec.status and rec.status ~= 'ok' then
-        render.meta(S, ('— %s · %s'):format(render.label(rec.agent), rec.status), 'MilkNoticeWarn')
-      end
-    end
-  end
-  S.loaded = true
+--- @param info table[]|nil TurnInfo list (`turnInfo`)
+function M.render_history(S, turns, info)
+  require('milk.history').render(S, turns, info)
 end
 
 --- A line for something the plugin itself has to say (a failed request, …).
 function M.notice(S, severity, message)
   render.notice(S, severity, message)
+end
+
+--- Mark a turn's changes undone (its line says so).
+function M.changes_undone(S, turn_id)
+  render.changes_undone(S, turn_id)
+end
+
+--- The turn whose "files changed" line is at the cursor of the chat window.
+function M.changes_at_cursor()
+  local buf = api.nvim_get_current_buf()
+  local sid = vim.b[buf].milk_session
+  local S = sid and M.sessions[sid]
+  if not S then
+    return nil
+  end
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  return S, render.changes_at(S, row)
+end
+
+--- The last turn of the session with changes not undone yet.
+function M.last_changes(S)
+  for i = #S.changes_order, 1, -1 do
+    local entry = S.changes[S.changes_order[i]]
+    if entry and not entry.undone then
+      return entry
+    end
+  end
 end
 
 return M

@@ -269,6 +269,9 @@ function M.ensure(cb)
     M.attach_buffers(client)
     return cb(client)
   end
+  -- The first command waits for the server to start (about a second): say so.
+  local cmd = type(client.config.cmd) == 'table' and client.config.cmd[1] or nil
+  vim.notify(('milk: starting %s…'):format(cmd and vim.fs.basename(cmd) or 'milk-lsp'), vim.log.levels.INFO, { title = 'milk' })
   local deadline = vim.uv.now() + 30000
   local timer = assert(vim.uv.new_timer())
   timer:start(20, 20, vim.schedule_wrap(function()

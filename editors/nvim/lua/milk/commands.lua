@@ -1,5 +1,5 @@
---- The user commands: :Milk, :MilkEscalate, :MilkCancel, :MilkNew, :MilkSessions,
---- :MilkContext, :MilkStatus, and the session bookkeeping behind them.
+--- The user commands: :Milk, :MilkLocal, :MilkEscalate, :MilkCancel, :MilkUndo, :MilkNew,
+--- :MilkSessions, :MilkContext, :MilkStatus, and the session bookkeeping behind them.
 local M = {}
 
 local api = vim.api
@@ -50,7 +50,7 @@ end
 local function open_session(client, info, opts, cb)
   local sid = info.sessionId
   local S = chat.get(sid, { client_id = client.id, title = info.title })
-  S.title = info.title or S.title
+  chat.set_info(S, info)
   M.current = sid
   local function done()
     chat.show(sid, opts)
@@ -61,13 +61,17 @@ local function open_session(client, info, opts, cb)
   end
   if S.loaded or not S.empty or (info.turnCount or 0) == 0 then
     S.loaded = true
+    if (info.turnCount or 0) == 0 then
+      chat.hint(S)
+    end
     return done()
   end
   request(client, methods.SESSION_GET, { sessionId = sid }, function(err, res)
     if err then
       fail('loading the session', err)
     elseif res and S.empty then
-      chat.render_history(S, res.turns or {})
+      chat.set_info(S, res.session)
+      chat.render_history(S, res.turns or {}, res.turnInfo)
     end
     S.loaded = true
     done()
@@ -112,6 +116,15 @@ local function with_session(client, opts, cb)
   end)
 end
 
+--- The client a session talks to (its own, else the one for the current buffer).
+local function session_client(S)
+  local client
+  if S and S.client_id then
+    client = vim.lsp.get_client_by_id(S.client_id)
+  end
+  return client or client_mod.find()
+end
+
 local function turn_done(client, sid, what, err, result)
   local S = chat.get(sid)
   if err then
@@ -126,16 +139,40 @@ local function turn_done(client, sid, what, err, result)
     return
   end
   M.results[sid] = result
-  if type(result) == 'table' and result.turnId and chat.had_gap(sid, result.turnId) and S then
-    request(client, methods.SESSION_GET, { sessionId = sid }, function(e, res)
-      if not e and res then
-        chat.render_history(S, res.turns or {})
-      end
-      fire('MilkTurnDone', { sessionId = sid, result = result })
-    end)
-    return
+  local steps = {}
+  if S then
+    chat.turn_result(S, result)
+    if type(result) == 'table' and result.turnId and chat.had_gap(sid, result.turnId) then
+      table.insert(steps, function(next_step)
+        request(client, methods.SESSION_GET, { sessionId = sid }, function(e, res)
+          if not e and res then
+            chat.set_info(S, res.session)
+            chat.render_history(S, res.turns or {}, res.turnInfo)
+          end
+          next_step()
+        end)
+      end)
+    elseif (S.title or '') == '' then
+      -- The first message named the session: take its title (and the buffer's name).
+      table.insert(steps, function(next_step)
+        request(client, methods.SESSION_GET, { sessionId = sid, limit = 1 }, function(e, res)
+          if not e and res then
+            chat.set_info(S, res.session)
+          end
+          next_step()
+        end)
+      end)
+    end
   end
-  fire('MilkTurnDone', { sessionId = sid, result = result })
+  local function run(i)
+    if steps[i] then
+      return steps[i](function()
+        run(i + 1)
+      end)
+    end
+    fire('MilkTurnDone', { sessionId = sid, result = result })
+  end
+  run(1)
 end
 
 -- Selections as context -------------------------------------------------------------
@@ -219,25 +256,49 @@ function M.send(text, opts)
   end)
 end
 
---- `:Milk [text]`, ranged or not; without text, ask for it with `vim.ui.input`.
+--- `:Milk` alone: open the chat of the current session (starting the server if needed).
+function M.open()
+  with_client(function(client)
+    with_session(client, { focus = true }, function() end)
+  end)
+end
+
+local PROMPTS = { claude = 'milk → Claude> ', ['local'] = 'milk → local model> ' }
+
+--- `:Milk [text]`, `:Milk! [text]` (to Claude), `:MilkLocal [text]`, ranged or not.
+--- `:Milk` with neither text nor range opens the chat; otherwise a missing text is asked
+--- for with `vim.ui.input`.
+--- @param opts table user-command opts, plus `route` and `prompt` (ask even without a range)
 function M.ask(opts)
   opts = opts or {}
+  local route = opts.route or (opts.bang and 'claude' or nil)
   local item, loose_text = M.selection(opts)
-  local function go(text)
-    if not text or vim.trim(text) == '' then
+  local text = opts.args
+  local has_text = text and vim.trim(text) ~= ''
+  if not has_text and not route and not opts.prompt and not item and not loose_text then
+    return M.open()
+  end
+  local function go(t)
+    if not t or vim.trim(t) == '' then
       return
     end
     local context = item and { item } or nil
     if not item and loose_text then
-      text = text .. '\n\n```\n' .. loose_text .. '\n```'
+      t = t .. '\n\n```\n' .. loose_text .. '\n```'
     end
-    M.send(text, { context = context })
+    M.send(t, { context = context, route = route })
   end
-  local text = opts.args
-  if text and vim.trim(text) ~= '' then
+  if has_text then
     return go(text)
   end
-  vim.ui.input({ prompt = 'milk> ' }, go)
+  vim.ui.input({ prompt = PROMPTS[route] or 'milk> ' }, go)
+end
+
+--- `:MilkLocal [text]`: this message goes to the local model, and the session is back
+--- with it (an escalation no longer sticks).
+function M.ask_local(opts)
+  opts = vim.tbl_extend('force', opts or {}, { route = 'local' })
+  M.ask(opts)
 end
 
 --- `:MilkEscalate [reason]`: the next turn is Claude's, carrying on with the current need.
@@ -255,6 +316,74 @@ function M.escalate(opts)
       end)
     end)
   end)
+end
+
+--- The chat window's escalate key: a paid turn, so it asks first.
+function M.confirm_escalate()
+  vim.ui.select({ 'escalate', 'keep' }, {
+    prompt = 'milk: hand this session to Claude? Its turns go to Claude (a paid service) until :MilkLocal.',
+    kind = 'milk.confirm_escalate',
+    format_item = function(choice)
+      return choice == 'escalate' and 'Hand to Claude now' or 'Cancel'
+    end,
+  }, function(choice)
+    if choice == 'escalate' then
+      M.escalate({})
+    end
+  end)
+end
+
+-- Changes: review and undo (milk.undo) ------------------------------------------
+
+--- `:MilkUndo[!]`: undo the last turn of the current session that changed files (`!`:
+--- even when a file changed again since).
+function M.undo(opts)
+  local force = opts and opts.bang or false
+  with_client(function(client)
+    with_session(client, {}, function(sid)
+      local S = chat.get(sid)
+      local entry = S and chat.last_changes(S)
+      if not entry then
+        return notify('milk: no turn of this session has changes to undo')
+      end
+      require('milk.undo').undo(client, S, entry, force)
+    end)
+  end)
+end
+
+local function at_cursor(what)
+  local S, entry = chat.changes_at_cursor()
+  if not entry then
+    local keys = require('milk.config').options.ui.keymaps or {}
+    if what == 'review' and keys.review == '<CR>' then
+      pcall(vim.cmd, 'normal! +') -- <CR> elsewhere moves down, as it does everywhere
+    else
+      notify(('milk: put the cursor on a "files changed" line to %s (:MilkUndo undoes the last turn)'):format(what))
+    end
+    return nil
+  end
+  local client = session_client(S)
+  if not client then
+    notify('milk: the server is not running', vim.log.levels.WARN)
+    return nil
+  end
+  return client, S, entry
+end
+
+--- The chat window's review key: the diff of the turn whose changes line is under the cursor.
+function M.review_at_cursor()
+  local client, S, entry = at_cursor('review')
+  if client then
+    require('milk.undo').review(client, S, entry)
+  end
+end
+
+--- The chat window's undo key: undo the turn whose changes line is under the cursor.
+function M.undo_at_cursor()
+  local client, S, entry = at_cursor('undo')
+  if client then
+    require('milk.undo').undo(client, S, entry, false)
+  end
 end
 
 --- `:MilkCancel`: stop the running turn of the current session.
@@ -290,17 +419,20 @@ function M.new(opts)
 end
 
 local function session_label(s)
-  local title = (s.title and s.title ~= '') and s.title or '(untitled)'
-  local when = tostring(s.updatedAt or ''):gsub('T', ' '):gsub('%..*$', ''):gsub('Z$', '')
-  return ('%s%s · %s · %d turn%s · %s'):format(
+  local title = (s.title and s.title ~= '') and s.title or 'new session'
+  local when = tostring(s.updatedAt or ''):gsub('T', ' '):gsub('%..*$', ''):gsub('Z$', ''):gsub(':%d%d$', '')
+  local next_route = type(s.nextRoute) == 'table' and s.nextRoute.agent == 'claude' and ' · next: Claude' or ''
+  return ('%s%s · %d turn%s · %s%s'):format(
     s.sessionId == M.current and '* ' or '',
     title,
-    chat.label(s.activeAgent),
     s.turnCount or 0,
     (s.turnCount or 0) == 1 and '' or 's',
-    when
+    when,
+    next_route
   )
 end
+
+M._session_label = session_label
 
 --- `:MilkSessions`: pick a session, then switch to it or delete it.
 function M.sessions()
@@ -352,12 +484,21 @@ function M.sessions()
   end)
 end
 
+--- How Claude is reached (`ContextPreview.mode`), in words.
+M.MODE_WORDS = {
+  first = 'a new conversation, started with the session summary below',
+  resume = 'its own conversation, resumed',
+  returning = 'its own conversation, resumed, with an update on the local turns',
+  fresh = 'a new conversation (the old one cannot be resumed), started with the summary below',
+}
+
 --- The lines of a `ContextPreview`.
 function M.context_lines(preview, reason)
   local lines = {
     '# What Claude would be given now',
     '',
-    ('- mode: `%s`%s'):format(tostring(preview.mode), reason and reason ~= '' and (' (agent escalation: ' .. reason .. ')') or ''),
+    ('- Claude gets: %s%s'):format(M.MODE_WORDS[preview.mode] or tostring(preview.mode),
+      reason and reason ~= '' and (' (as if the local model asked: ' .. reason .. ')') or ''),
     ('- context file: %d chars; message prefix: %d chars'):format(
       preview.chars and preview.chars.contextFile or #(preview.contextFile or ''),
       preview.chars and preview.chars.userMessagePrefix or #(preview.userMessagePrefix or '')
@@ -395,11 +536,15 @@ function M.context(opts)
         if err or type(preview) ~= 'table' then
           return fail('the context preview', err)
         end
-        local name = 'milk://context/' .. sid
-        local buf = vim.fn.bufnr(name)
-        if buf == -1 then
+        local buf
+        for _, b in ipairs(api.nvim_list_bufs()) do
+          if vim.b[b].milk_context == sid then
+            buf = b
+          end
+        end
+        if not buf then
           buf = api.nvim_create_buf(false, true)
-          api.nvim_buf_set_name(buf, name)
+          pcall(api.nvim_buf_set_name, buf, 'milk://context/' .. chat.title(chat.get(sid)))
         end
         vim.bo[buf].buftype = 'nofile'
         vim.bo[buf].bufhidden = 'wipe'

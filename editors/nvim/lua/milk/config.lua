@@ -28,9 +28,11 @@ M.defaults = {
     keymaps = {
       ask = 'i', -- prompt for a message
       cancel = '<C-c>', -- cancel the running turn
-      escalate = 'E', -- hand the session to Claude
+      escalate = 'E', -- hand the session to Claude (asks first)
       close = 'q', -- close the chat window
       sessions = 'S', -- pick a session
+      review = '<CR>', -- on a "files changed" line: the diff of the turn's changes
+      undo = 'u', -- on a "files changed" line: undo the turn's changes
     },
   },
   health_timeout_ms = 15000,

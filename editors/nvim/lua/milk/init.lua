@@ -27,13 +27,21 @@ function M.setup(opts)
 end
 
 --- Statusline component: "" when no milk server runs, else "milk: idle", "milk: local…"
---- or "milk: Claude…" (plus " (permission?)" while a permission prompt waits).
+--- or "milk: Claude…" (plus " (permission?)" while a permission prompt waits, and
+--- " · next: Claude" when the current session's next turn goes to Claude).
 --- @return string
 function M.status()
   return require('milk.status').text()
 end
 
---- The state behind `status()`: `{state = 'off'|'idle'|'local'|'claude', permission, session, running}`.
+--- The same, by the name statusline plugins look for.
+--- @return string
+function M.statusline()
+  return require('milk.status').text()
+end
+
+--- The state behind `status()`: `{state = 'off'|'idle'|'local'|'claude', permission, session,
+--- running, next}` (`next`: `{agent, reason}`, where the session's next turn goes).
 function M.state()
   return require('milk.status').get()
 end
@@ -62,9 +70,24 @@ function M.define_commands()
     end
   end
   local cmd = vim.api.nvim_create_user_command
-  cmd('Milk', run('ask'), { nargs = '*', range = true, desc = 'milk: chat (a range attaches the selection)' })
+  cmd('Milk', run('ask'), {
+    nargs = '*',
+    range = true,
+    bang = true,
+    desc = 'milk: chat (no text: open the chat; ! sends to Claude; a range attaches the selection)',
+  })
+  cmd('MilkLocal', run('ask_local'), {
+    nargs = '*',
+    range = true,
+    desc = 'milk: send to the local model (and take the session back from Claude)',
+  })
   cmd('MilkEscalate', run('escalate'), { nargs = '*', desc = 'milk: hand the session to Claude [reason]' })
   cmd('MilkCancel', run('cancel'), { nargs = 0, desc = 'milk: cancel the running turn' })
+  cmd('MilkUndo', run('undo'), {
+    nargs = 0,
+    bang = true,
+    desc = 'milk: undo the last turn that changed files (! even if they changed since)',
+  })
   cmd('MilkNew', run('new'), { nargs = '*', desc = 'milk: start a new session [title]' })
   cmd('MilkSessions', run('sessions'), { nargs = 0, desc = 'milk: switch to or delete a session' })
   cmd('MilkContext', run('context'), { nargs = '*', desc = 'milk: preview what Claude would be given [reason]' })

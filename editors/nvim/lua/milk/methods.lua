@@ -17,6 +17,8 @@ M.ESCALATE = 'milk/escalate'
 M.CANCEL = 'milk/cancel'
 M.CONTEXT = 'milk/context'
 M.STATUS = 'milk/status'
+M.TURN_CHANGES = 'milk/turn/changes'
+M.TURN_UNDO = 'milk/turn/undo'
 
 -- Notification, server to client.
 M.UPDATE = 'milk/update'
@@ -38,6 +40,7 @@ M.kind = {
   NEED = 'need',
   USAGE = 'usage',
   NOTICE = 'notice',
+  CHANGES = 'changes',
   TURN_ENDED = 'turn_ended',
 }
 
@@ -53,7 +56,15 @@ M.fields = {
   need = { 'currentNeed' },
   usage = { 'agent', 'inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheCreationTokens', 'costUsd' },
   notice = { 'severity', 'message' },
+  changes = { 'changes' },
   turn_ended = { 'agent', 'stopReason' },
+}
+
+--- `RequestFailed.data.reason` values the plugin acts on.
+M.reason = {
+  UNDO_CONFLICT = 'undo_conflict',
+  UNDO_UNAVAILABLE = 'undo_unavailable',
+  SESSION_BUSY = 'session_busy',
 }
 
 --- `milk/requestPermission` option ids.

@@ -1,149 +1,61 @@
---- Writing a chat buffer: the lines and highlights of each kind of item, streamed text
---- appended in place, tool blocks updated where they stand.
+--- Writing a chat buffer: the lines and highlights of each kind of item (messages,
+--- headers, streamed text, usage, escalations, changes, questions, the end of a turn).
+--- Tool blocks are milk.tool_block's, the buffer plumbing milk.buffer's.
 ---
---- Every function takes the chat state `S` of a session (see milk.chat): `S.buf`, and the
---- bookkeeping `S.last` (kind of the last item), `S.empty` and `S.tools`.
+--- The buffer is markdown, so whatever comes from a tool or a file is written where markdown
+--- leaves it alone: tool input and output as an indented code block, names and commands on
+--- other lines as code spans. Nothing of theirs is concealed, emphasized or flagged as a
+--- markdown error.
 local M = {}
 
 local api = vim.api
+local B = require('milk.buffer')
+local text = require('milk.text')
+local tool_block = require('milk.tool_block')
 
-M.ns_hl = api.nvim_create_namespace('milk.chat.hl')
-M.ns_mark = api.nvim_create_namespace('milk.chat.marks')
-local ns_hl, ns_mark = M.ns_hl, M.ns_mark
+local label, one_line, code, split_lines = text.label, text.one_line, text.code, text.split_lines
+local with_modifiable, follow, hl_line, rewrite, mark_row = B.with_modifiable, B.follow, B.hl_line, B.rewrite, B.mark_row
+local append, separate, item, meta, flush_pending = B.append, B.separate, B.item, B.meta, B.flush_pending
+local ns_hl, ns_mark = B.ns_hl, B.ns_mark
 
---- First characters of a tool block's first line; its other lines are indented by BODY.
-M.TOOL_PREFIX = '⚙ '
-M.BODY = '    '
-local TOOL_PREFIX, BODY = M.TOOL_PREFIX, M.BODY
+M.ns_hl, M.ns_mark = ns_hl, ns_mark
+M.AGENT_LABEL = text.AGENT_LABEL
+M.label, M.one_line, M.code, M.short_count = label, one_line, code, text.short_count
+M.input_summary, M.input_text_lines = text.input_summary, text.input_text_lines
+M.TOOL_PREFIX, M.BODY, M.TOOL_STATUS_WORD = tool_block.TOOL_PREFIX, tool_block.BODY, tool_block.TOOL_STATUS_WORD
+M.tool_call, M.tool_result, M.tool_status = tool_block.tool_call, tool_block.tool_result, tool_block.tool_status
+M.find_tool, M.close_open_tools = tool_block.find_tool, tool_block.close_open_tools
+M.with_modifiable, M.mark_row, M.meta, M.notice = with_modifiable, mark_row, meta, B.notice
+M.SEVERITY_GROUP, M.SEVERITY_ICON = B.SEVERITY_GROUP, B.SEVERITY_ICON
 
-M.AGENT_LABEL = { ['local'] = 'local model', claude = 'Claude' }
+--- First characters of the line that lists the files a turn changed.
+M.CHANGES_PREFIX = '✎ '
 
---- "local model" / "Claude".
-function M.label(agent)
-  return M.AGENT_LABEL[agent] or tostring(agent or '?')
-end
-local label = M.label
-
---- One line of at most `max` bytes.
-function M.one_line(s, max)
-  s = tostring(s or ''):gsub('%s*\n%s*', ' ')
-  max = max or 200
-  if #s > max then
-    s = s:sub(1, max - 1) .. '…'
-  end
-  return s
-end
-local one_line = M.one_line
-
--- Buffer plumbing -------------------------------------------------------------------
-
-local function with_modifiable(buf, fn)
-  local was = vim.bo[buf].modifiable
-  vim.bo[buf].modifiable = true
-  local ok, err = pcall(fn)
-  vim.bo[buf].modifiable = was
-  if not ok then
-    error(err, 0)
-  end
-end
-
---- Windows (any tab) showing `buf`.
-local function windows_of(buf)
-  local wins = {}
-  for _, win in ipairs(api.nvim_list_wins()) do
-    if api.nvim_win_get_buf(win) == buf then
-      table.insert(wins, win)
-    end
-  end
-  return wins
-end
-
---- Keep windows that were at the end of the buffer at the end after a write.
-local function follow(buf, before_count)
-  local count = api.nvim_buf_line_count(buf)
-  local current = api.nvim_get_current_win()
-  for _, win in ipairs(windows_of(buf)) do
-    local row = api.nvim_win_get_cursor(win)[1]
-    if win ~= current or row >= before_count then
-      pcall(api.nvim_win_set_cursor, win, { count, 0 })
-    end
-  end
-end
-
-local function hl_line(buf, row, group)
-  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
-  api.nvim_buf_set_extmark(buf, ns_hl, row, 0, { end_row = row, end_col = #line, hl_group = group })
-end
-
---- Append lines at the end of the chat buffer; returns the row (0-based) of the first.
-local function append(S, lines, group)
-  local buf = S.buf
-  local before = api.nvim_buf_line_count(buf)
-  local first
-  with_modifiable(buf, function()
-    if S.empty then
-      api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-      first = 0
-      S.empty = false
-    else
-      first = before
-      api.nvim_buf_set_lines(buf, -1, -1, false, lines)
-    end
-  end)
-  if group then
-    for i = 0, #lines - 1 do
-      hl_line(buf, first + i, group)
-    end
-  end
-  follow(buf, before)
-  return first
-end
-
---- A blank line between items, except right under a header and between meta lines.
-local function separate(S, kind)
-  if S.empty or S.last == nil or S.last == 'header' then
-    return
-  end
-  if S.last == 'meta' and kind == 'meta' then
-    return
-  end
-  local last = api.nvim_buf_get_lines(S.buf, -2, -1, false)[1]
-  if last ~= '' then
-    append(S, { '' })
-  end
-end
-
-local function item(S, kind, lines, group)
-  separate(S, kind)
-  local row = append(S, lines, group)
-  S.last = kind
-  return row
-end
-
-local function meta(S, text, group)
-  return item(S, 'meta', { text }, group or 'MilkMeta')
-end
-
---- A line of its own (escalation, need, usage, end of turn, …); returns its row.
-function M.meta(S, text, group)
-  return meta(S, text, group)
-end
-
---- Empty the buffer and its marks.
+--- Empty the buffer, its marks and the blocks and changes it showed.
 function M.clear(S)
+  B.clear(S)
+  S.tools, S.changes, S.changes_order = {}, {}, {}
+end
+
+--- What an empty session shows until its first message (replaced by it).
+function M.hint(S)
+  if not S.empty then
+    return
+  end
+  local lines = {
+    'This session is empty. Type :Milk <question> to ask (or press i here).',
+    ':MilkLocal <question> asks the local model, :Milk! <question> asks Claude.',
+    'A selection goes along with :\'<,\'>Milk. More in :help milk.',
+  }
   with_modifiable(S.buf, function()
-    api.nvim_buf_set_lines(S.buf, 0, -1, false, {})
+    api.nvim_buf_set_lines(S.buf, 0, -1, false, lines)
   end)
-  api.nvim_buf_clear_namespace(S.buf, ns_hl, 0, -1)
-  api.nvim_buf_clear_namespace(S.buf, ns_mark, 0, -1)
-  S.empty, S.last, S.tools = true, nil, {}
+  for i = 0, #lines - 1 do
+    hl_line(S.buf, i, 'MilkMeta')
+  end
 end
 
 -- Items -----------------------------------------------------------------------------
-
-local function split_lines(text)
-  return vim.split(text or '', '\n', { plain = true })
-end
 
 local function range_label(range)
   if type(range) ~= 'table' or not range.start then
@@ -162,35 +74,35 @@ function M.user(S, text, context)
   vim.list_extend(lines, split_lines(text))
   for _, c in ipairs(context or {}) do
     local name = vim.fn.fnamemodify(vim.uri_to_fname(c.uri), ':~:.')
-    table.insert(lines, ('> context: `%s`%s'):format(name, range_label(c.range)))
+    table.insert(lines, ('> context: %s%s'):format(code(name), range_label(c.range)))
   end
   item(S, 'header', lines)
   hl_line(S.buf, api.nvim_buf_line_count(S.buf) - #lines, 'MilkUser')
   S.last = 'user'
 end
 
+--- The words of a user escalation (`:MilkEscalate`), live and reloaded alike.
+function M.escalation_request(reason)
+  return '(escalate to Claude' .. ((reason and reason ~= '') and (': ' .. one_line(reason, 300)) or '') .. ')'
+end
+
 --- The user asked for Claude (`:MilkEscalate`).
 function M.user_escalation(S, reason)
-  local text = '(escalate to Claude' .. ((reason and reason ~= '') and (': ' .. reason) or '') .. ')'
-  item(S, 'header', { '## You', text })
+  item(S, 'header', { '## You', M.escalation_request(reason) })
   hl_line(S.buf, api.nvim_buf_line_count(S.buf) - 2, 'MilkUser')
   S.last = 'user'
 end
 
---- A turn's header naming the agent (and why it answers).
-function M.header(S, turn, agent, reason)
-  local text = '## ' .. label(agent)
-  if reason and reason ~= '' then
-    text = text .. ' · ' .. one_line(reason, 120)
-  end
-  item(S, 'header', { text }, agent == 'claude' and 'MilkAgentClaude' or 'MilkAgentLocal')
+--- A turn's header naming the agent that speaks.
+function M.header(S, turn, agent)
+  item(S, 'header', { '## ' .. label(agent) }, agent == 'claude' and 'MilkAgentClaude' or 'MilkAgentLocal')
   turn.agent = agent
 end
 
 --- A new header when another agent starts speaking in the turn.
 function M.ensure_header(S, turn, agent)
   if agent and turn.agent ~= agent then
-    M.header(S, turn, agent, nil)
+    M.header(S, turn, agent)
   end
 end
 
@@ -201,7 +113,7 @@ function M.stream(S, kind, delta)
   end
   local prefix = kind == 'thinking' and '> ' or ''
   local buf = S.buf
-  if S.last ~= kind then
+  if S.last ~= kind or S.pending_error then
     item(S, kind, { prefix }, nil)
   end
   local parts = split_lines(delta)
@@ -217,167 +129,7 @@ function M.stream(S, kind, delta)
   follow(buf, before)
 end
 
-local function input_lines(input)
-  if type(input) == 'table' then
-    local cmd = input.command or input.cmd
-    if type(cmd) == 'string' then
-      local lines = {}
-      for i, l in ipairs(split_lines(cmd)) do
-        table.insert(lines, BODY .. (i == 1 and '$ ' or '  ') .. l)
-      end
-      return lines
-    end
-    local ok, json = pcall(vim.json.encode, input)
-    return { BODY .. one_line(ok and json or vim.inspect(input), 500) }
-  end
-  if input == nil or input == vim.NIL then
-    return {}
-  end
-  return { BODY .. one_line(tostring(input), 500) }
-end
---- A one-line summary of a tool input (the command of a shell tool).
-function M.input_summary(input)
-  if type(input) == 'table' and type(input.command) == 'string' then
-    return one_line(input.command, 200)
-  end
-  local ok, json = pcall(vim.json.encode, input)
-  return one_line(ok and json or tostring(input), 200)
-end
-
-local STATUS_GROUP = {
-  pending = 'MilkToolPending',
-  running = 'MilkToolRunning',
-  completed = 'MilkToolDone',
-  failed = 'MilkNoticeError',
-  denied = 'MilkNoticeWarn',
-}
-
-local function tool_header_text(name, st)
-  return ('%s%s · %s'):format(TOOL_PREFIX, name, st)
-end
-
-local function tool_row(S, tool)
-  local pos = api.nvim_buf_get_extmark_by_id(S.buf, ns_mark, tool.mark, {})
-  return pos[1]
-end
-
-local function set_tool_status(S, tool, st)
-  tool.status = st
-  local row = tool_row(S, tool)
-  if not row then
-    return
-  end
-  local text = tool_header_text(tool.name, st)
-  with_modifiable(S.buf, function()
-    api.nvim_buf_set_lines(S.buf, row, row + 1, false, { text })
-  end)
-  api.nvim_buf_set_extmark(S.buf, ns_mark, row, 0, { id = tool.mark })
-  hl_line(S.buf, row, STATUS_GROUP[st] or 'MilkTool')
-end
-
---- Claude's tool calls first arrive with an empty input that a later update fills in.
-local function update_input(S, tool, input)
-  if input == nil or input == vim.NIL or (type(input) == 'table' and next(input) == nil) then
-    return
-  end
-  local key = vim.inspect(input)
-  if key == tool.input then
-    return
-  end
-  local row = tool_row(S, tool)
-  if not row then
-    return
-  end
-  local lines = input_lines(input)
-  with_modifiable(S.buf, function()
-    api.nvim_buf_set_lines(S.buf, row + 1, row + 1 + (tool.input_count or 0), false, lines)
-  end)
-  tool.input, tool.input_count = key, #lines
-end
-
---- Tool blocks are keyed by turn and call: the server keeps a call id unique only within
---- its turn, and a restarted model server reuses ids such as `call_2_0`.
-local function tool_key(p)
-  if not p.toolCallId then
-    return '?' .. tostring(vim.uv.hrtime())
-  end
-  return tostring(p.turnId or '') .. '\0' .. tostring(p.toolCallId)
-end
-
---- A tool call appeared (a folded block) or changed status (its first line is rewritten).
-function M.tool_call(S, p)
-  local id = tool_key(p)
-  local tool = S.tools[id]
-  if tool then
-    set_tool_status(S, tool, p.status or tool.status)
-    update_input(S, tool, p.input)
-    return
-  end
-  local st = p.status or 'pending'
-  local lines = { tool_header_text(p.name or '?', st) }
-  local inputs = input_lines(p.input)
-  vim.list_extend(lines, inputs)
-  local row = item(S, 'tool', lines)
-  hl_line(S.buf, row, STATUS_GROUP[st] or 'MilkTool')
-  tool = { name = p.name or '?', status = st, input_count = #inputs, input = vim.inspect(p.input) }
-  tool.mark = api.nvim_buf_set_extmark(S.buf, ns_mark, row, 0, {})
-  S.tools[id] = tool
-end
-
---- A tool's output, put under its block.
-function M.tool_result(S, p)
-  local tool = S.tools[tool_key(p)]
-  if not tool then
-    M.tool_call(S, {
-      turnId = p.turnId,
-      toolCallId = p.toolCallId,
-      name = p.name or 'tool',
-      status = p.isError and 'failed' or 'completed',
-    })
-    tool = S.tools[tool_key(p)]
-  end
-  local output = p.output
-  if type(output) ~= 'string' then
-    local ok, json = pcall(vim.json.encode, output)
-    output = ok and json or tostring(output)
-  end
-  local lines = { BODY .. (p.isError and '✗ error:' or '→ output:') }
-  output = output:gsub('\n$', '')
-  for _, l in ipairs(split_lines(output)) do
-    table.insert(lines, BODY .. '│ ' .. l)
-  end
-  local row = tool_row(S, tool)
-  if not row then
-    return
-  end
-  local buf = S.buf
-  local count = api.nvim_buf_line_count(buf)
-  local after = row + 1
-  while after < count do
-    local l = api.nvim_buf_get_lines(buf, after, after + 1, false)[1]
-    if not vim.startswith(l, BODY) then
-      break
-    end
-    after = after + 1
-  end
-  local before = count
-  with_modifiable(buf, function()
-    api.nvim_buf_set_lines(buf, after, after, false, lines)
-  end)
-  if after == count then
-    follow(buf, before)
-  end
-  if p.isError and tool.status ~= 'failed' and tool.status ~= 'denied' then
-    set_tool_status(S, tool, 'failed')
-  elseif not p.isError and (tool.status == 'pending' or tool.status == 'running') then
-    set_tool_status(S, tool, 'completed')
-  end
-end
-
-local SEVERITY_GROUP = { info = 'MilkNoticeInfo', warning = 'MilkNoticeWarn', error = 'MilkNoticeError' }
-local SEVERITY_ICON = { info = 'ℹ', warning = '⚠', error = '✗' }
-M.SEVERITY_GROUP = SEVERITY_GROUP
-M.SEVERITY_ICON = SEVERITY_ICON
+-- Usage, the end of a turn --------------------------------------------------------
 
 --- "120 in / 30 out · 800 cache read · $0.0123"
 function M.fmt_usage(p)
@@ -398,23 +150,199 @@ function M.fmt_usage(p)
   return table.concat(parts, ' · ')
 end
 
+--- Add one `usage` update to a turn's total (the server sums them the same way).
+function M.add_usage(total, p)
+  total = total or { inputTokens = 0, outputTokens = 0 }
+  total.inputTokens = total.inputTokens + (tonumber(p.inputTokens) or 0)
+  total.outputTokens = total.outputTokens + (tonumber(p.outputTokens) or 0)
+  for _, k in ipairs({ 'cacheReadTokens', 'cacheCreationTokens', 'costUsd' }) do
+    if type(p[k]) == 'number' then
+      total[k] = (total[k] or 0) + p[k]
+    end
+  end
+  return total
+end
 
---- A notice line (several lines for a multi-line message), highlighted by severity.
-function M.notice(S, severity, message)
-  local sev = SEVERITY_GROUP[severity] and severity or 'info'
-  local lines = split_lines(message)
-  lines[1] = ('%s %s: %s'):format(SEVERITY_ICON[sev], sev, lines[1])
+--- The usage line of a turn: its whole use, after everything it belongs to.
+function M.usage(S, total)
+  if type(total) ~= 'table' then
+    return
+  end
+  if (total.inputTokens or 0) == 0 and (total.outputTokens or 0) == 0 and type(total.costUsd) ~= 'number' then
+    return
+  end
+  meta(S, 'Σ usage: ' .. M.fmt_usage(total), 'MilkUsage')
+end
+
+--- The plain words of how a turn ended.
+function M.end_text(agent, stop, message)
+  local words
+  if stop == 'end_turn' or stop == nil then
+    words = 'done'
+  elseif stop == 'cancelled' then
+    words = 'cancelled'
+  elseif stop == 'max_turns' then
+    words = 'stopped: too many tool rounds'
+  elseif stop == 'error' then
+    words = 'failed' .. ((message and message ~= '') and (': ' .. message) or '')
+  else
+    words = tostring(stop)
+  end
+  return ('— %s · %s'):format(label(agent), words)
+end
+
+--- The error message a failed turn ends with (its waiting error notice, taken).
+function M.take_error(S, turn_id, stop)
+  local pending = S.pending_error
+  if stop == 'error' and pending and pending.turn == turn_id then
+    S.pending_error = nil
+    return pending.message
+  end
+end
+
+--- The last line of a turn.
+function M.turn_end(S, agent, stop, message)
+  flush_pending(S)
+  local group = (stop == 'end_turn' or stop == nil) and 'MilkMeta' or (stop == 'error' and 'MilkNoticeError' or 'MilkNoticeWarn')
+  local lines = split_lines(M.end_text(agent, stop, message))
   separate(S, 'meta')
   local row = append(S, lines)
   for i = 0, #lines - 1 do
-    hl_line(S.buf, row + i, SEVERITY_GROUP[sev])
+    hl_line(S.buf, row + i, group)
   end
   S.last = 'meta'
 end
 
+--- The escalation line: how Claude is reached and why, in plain words.
+--- @param p {by: string, reason: string?, mode: string?, contextChars: integer?}
+function M.escalation_text(p)
+  local chars = type(p.contextChars) == 'number' and p.contextChars or nil
+  local summary = chars and (M.short_count(chars) .. '-char') or nil
+  local what
+  if p.mode == 'resume' then
+    what = "back to Claude's conversation" .. ((chars and chars > 0) and (' (' .. M.short_count(chars) .. ' chars of context)') or '')
+  elseif p.mode == 'returning' then
+    what = "back to Claude's conversation" .. (chars and (' with a ' .. summary .. ' update') or '')
+  elseif p.mode == 'fresh' then
+    what = 'sent to Claude in a new conversation' .. (chars and (' with a ' .. summary .. ' summary') or '')
+  else
+    what = 'sent to Claude' .. (chars and (' with a ' .. summary .. ' summary') or '')
+  end
+  local reason = p.reason and p.reason ~= vim.NIL and one_line(p.reason, 300) or ''
+  local why
+  if p.by == 'fallback' then
+    why = 'the local model failed' .. (reason ~= '' and (': ' .. reason) or '')
+  elseif p.by == 'agent' then
+    why = 'the local model asked' .. (reason ~= '' and (': ' .. reason) or '')
+  elseif reason == '' or reason == 'user asked' then
+    why = 'you asked'
+  elseif reason == 'continuing with Claude' then
+    why = 'you escalated this session'
+  elseif reason == "answering Claude's question" then
+    why = reason
+  else
+    why = 'you asked: ' .. reason
+  end
+  return '↑ ' .. what .. ' · ' .. why
+end
+
+--- The escalation line.
+function M.escalated(S, p)
+  meta(S, M.escalation_text(p), 'MilkEscalated')
+end
+
+-- Changes of a turn ----------------------------------------------------------------
+
+--- "2 files changed (+5 −1) · <CR> review · u undo" (or "· undone").
+function M.changes_text(changes, undone)
+  local added, removed = 0, 0
+  for _, c in ipairs(changes) do
+    added = added + (tonumber(c.added) or 0)
+    removed = removed + (tonumber(c.removed) or 0)
+  end
+  local n = #changes
+  local text = ('%s%d file%s changed'):format(M.CHANGES_PREFIX, n, n == 1 and '' or 's')
+  if added + removed > 0 then
+    text = text .. (' (+%d −%d)'):format(added, removed)
+  end
+  local keys = require('milk.config').options.ui.keymaps or {}
+  local actions = {}
+  if keys.review then
+    table.insert(actions, keys.review .. ' review')
+  end
+  if undone then
+    table.insert(actions, 'undone')
+  elseif keys.undo then
+    table.insert(actions, keys.undo .. ' undo')
+  end
+  if #actions > 0 then
+    text = text .. ' · ' .. table.concat(actions, ' · ')
+  end
+  return text
+end
+
+--- The line under a turn that changed files; `S.changes[turn_id]` remembers it.
+function M.changes(S, turn_id, changes, undone)
+  if type(changes) ~= 'table' or #changes == 0 then
+    return
+  end
+  local entry = S.changes[turn_id]
+  if entry then -- already shown (the update, then the TurnResult)
+    entry.changes = changes
+    return
+  end
+  local row = meta(S, M.changes_text(changes, undone), undone and 'MilkMeta' or 'MilkChanges')
+  entry = { turn = turn_id, changes = changes, undone = undone or false }
+  entry.mark = api.nvim_buf_set_extmark(S.buf, ns_mark, row, 0, {})
+  S.changes[turn_id] = entry
+  table.insert(S.changes_order, turn_id)
+end
+
+--- A turn's changes were undone: its line says so.
+function M.changes_undone(S, turn_id)
+  local entry = S.changes[turn_id]
+  if not entry then
+    return
+  end
+  entry.undone = true
+  local row = mark_row(S, entry.mark)
+  if row then
+    rewrite(S, row, M.changes_text(entry.changes, true), entry.mark, 'MilkMeta')
+  end
+end
+
+--- The changes entry whose line is at `row` (0-based).
+function M.changes_at(S, row)
+  for _, entry in pairs(S.changes) do
+    if mark_row(S, entry.mark) == row then
+      return entry
+    end
+  end
+end
+
+-- Permission questions -------------------------------------------------------------
+
+--- What a permission question asks, in one line: "Claude wants to run `cmd`", …
+function M.question_text(p)
+  local who = label(p.agent)
+  local tool = tostring(p.tool)
+  local input = type(p.input) == 'table' and p.input or {}
+  if tool == 'hand_off_to_claude' then
+    return ('%s could not finish: hand this turn to Claude?'):format(who)
+  end
+  if type(input.command) == 'string' then
+    return ('%s wants to run %s'):format(who, code(M.input_summary(input, 160)))
+  end
+  local summary = M.input_summary(input, 160)
+  if summary == '' then
+    return ('%s wants to use %s'):format(who, code(tool))
+  end
+  return ('%s wants to use %s on %s'):format(who, code(tool), code(summary))
+end
+
 --- A permission question; returns a handle for `permission_answer`.
 function M.permission_line(S, p)
-  local text = ('? %s asks to use %s: %s'):format(label(p.agent), tostring(p.tool), M.input_summary(p.input))
+  local text = '? ' .. M.question_text(p)
   local row = meta(S, text, 'MilkNoticeWarn')
   return { S = S, mark = api.nvim_buf_set_extmark(S.buf, ns_mark, row, 0, {}), text = text }
 end
@@ -426,14 +354,11 @@ function M.permission_answer(handle, answer)
     return
   end
   handle.answered = true
-  local row = api.nvim_buf_get_extmark_by_id(S.buf, ns_mark, handle.mark, {})[1]
-  if not row then
-    return
+  local row = mark_row(S, handle.mark)
+  if row then
+    rewrite(S, row, handle.text .. ' → ' .. answer, nil,
+      answer:lower():match('^den') and 'MilkNoticeWarn' or 'MilkMeta')
   end
-  with_modifiable(S.buf, function()
-    api.nvim_buf_set_lines(S.buf, row, row + 1, false, { handle.text .. ' → ' .. answer })
-  end)
-  hl_line(S.buf, row, answer:lower():match('^den') and 'MilkNoticeWarn' or 'MilkMeta')
 end
 
 --- Define the highlight groups (linked, so colorschemes can override them).
@@ -443,13 +368,15 @@ function M.highlights()
     MilkAgentLocal = 'Function',
     MilkAgentClaude = 'Special',
     MilkTool = 'Comment',
-    MilkToolPending = 'Comment',
+    MilkToolPending = 'DiagnosticWarn',
     MilkToolRunning = 'DiagnosticInfo',
     MilkToolDone = 'Comment',
     MilkMeta = 'Comment',
     MilkUsage = 'Comment',
     MilkNeed = 'DiagnosticHint',
     MilkEscalated = 'DiagnosticWarn',
+    MilkChanges = 'DiagnosticHint',
+    MilkNextClaude = 'DiagnosticWarn',
     MilkNoticeInfo = 'DiagnosticInfo',
     MilkNoticeWarn = 'DiagnosticWarn',
     MilkNoticeError = 'DiagnosticError',

@@ -8,6 +8,8 @@ local M = {}
 
 --- @type table<string, milk.RunningTurn> running turns by session id
 M.running = {}
+--- @type table<string, {agent: string, reason: string?}> where each session's next turn goes
+M.next = {}
 local order = 0
 local redraw_pending = false
 
@@ -65,6 +67,15 @@ function M.turn_ended(session_id)
   end
 end
 
+--- Where a session's next `auto` turn goes (`nextRoute`).
+function M.next_route(session_id, next_route)
+  local old = M.next[session_id]
+  M.next[session_id] = next_route
+  if not old or not next_route or old.agent ~= next_route.agent then
+    changed()
+  end
+end
+
 --- Forget every turn of a client that went away.
 --- @param session_ids string[]
 function M.forget(session_ids)
@@ -74,7 +85,12 @@ function M.forget(session_ids)
   changed()
 end
 
---- @return {state: 'off'|'idle'|'local'|'claude', permission: boolean, session: string?, running: integer}
+local function current_session()
+  local ok, commands = pcall(require, 'milk.commands')
+  return ok and commands.current or nil
+end
+
+--- @return {state: 'off'|'idle'|'local'|'claude', permission: boolean, session: string?, running: integer, next: {agent: string, reason: string?}?}
 function M.get()
   local latest, latest_sid, count = nil, nil, 0
   for sid, turn in pairs(M.running) do
@@ -89,22 +105,34 @@ function M.get()
       permission = latest.permission,
       session = latest_sid,
       running = count,
+      next = M.next[latest_sid],
     }
   end
   local clients = vim.lsp.get_clients({ name = 'milk' })
-  return { state = #clients > 0 and 'idle' or 'off', permission = false, running = 0 }
+  local sid = current_session()
+  return {
+    state = #clients > 0 and 'idle' or 'off',
+    permission = false,
+    running = 0,
+    session = sid,
+    next = sid and M.next[sid] or nil,
+  }
 end
 
 local labels = { off = '', idle = 'milk: idle', ['local'] = 'milk: local…', claude = 'milk: Claude…' }
 
 --- The statusline component: "" (no server running), "milk: idle", "milk: local…",
---- "milk: Claude…", with " (permission?)" while a permission prompt waits.
+--- "milk: Claude…", with " (permission?)" while a permission prompt waits, and
+--- " · next: Claude" when the current session's next turn goes to Claude.
 --- @return string
 function M.text()
   local s = M.get()
   local text = labels[s.state]
   if s.permission then
     text = text .. ' (permission?)'
+  end
+  if s.state == 'idle' and s.next and s.next.agent == 'claude' then
+    text = text .. ' · next: Claude'
   end
   return text
 end

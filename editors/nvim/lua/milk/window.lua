@@ -5,8 +5,15 @@ local M = {}
 local api = vim.api
 local render = require('milk.render')
 
---- Options of a window showing a chat buffer.
+local FOLDEXPR = "v:lua.require'milk.window'.foldexpr()"
+local WINBAR = "%{%v:lua.require'milk.window'.winbar()%}"
+
+--- Options of a window showing a chat buffer. Set once per window and buffer: setting
+--- them again (each `:Milk` shows the chat) would close the folds the user opened.
 function M.set_options(win)
+  if vim.wo[win].foldexpr == FOLDEXPR and vim.wo[win].winbar == WINBAR then
+    return
+  end
   local wo = vim.wo[win][0]
   wo.wrap = true
   wo.linebreak = true
@@ -14,15 +21,63 @@ function M.set_options(win)
   wo.relativenumber = false
   wo.signcolumn = 'no'
   wo.foldmethod = 'expr'
-  wo.foldexpr = "v:lua.require'milk.window'.foldexpr()"
+  wo.foldexpr = FOLDEXPR
   wo.foldtext = "v:lua.require'milk.window'.foldtext()"
   wo.foldlevel = 0
   wo.foldenable = true
   wo.conceallevel = 2
   wo.fillchars = 'fold: ,eob: '
+  wo.winbar = WINBAR
 end
 
---- Fold level of a chat line: a tool block is its `⚙` line plus the indented lines under it.
+--- The chat window's bar: the session's title and where its next turn goes.
+function M.winbar()
+  local win = vim.g.statusline_winid or api.nvim_get_current_win()
+  local ok, buf = pcall(api.nvim_win_get_buf, win)
+  local sid = ok and vim.b[buf].milk_session or nil
+  local chat = require('milk.chat')
+  local S = sid and chat.sessions[sid]
+  if not S then
+    return ''
+  end
+  local function esc(s)
+    return (tostring(s):gsub('%%', '%%%%'))
+  end
+  local width = api.nvim_win_get_width(win)
+  local title = chat.title(S)
+  local nr = S.next_route
+  local route, reason, hl = '', '', nil
+  if nr and nr.agent == 'claude' then
+    route, hl = 'next: Claude · :MilkLocal to go back', 'MilkNextClaude'
+    if nr.reason and nr.reason ~= vim.NIL and nr.reason ~= '' then
+      reason = ' (' .. nr.reason .. ')'
+    end
+  elseif nr then
+    route = 'next: local model'
+  end
+  -- Fit the width: the reason goes first, then the title is shortened.
+  local function len(t)
+    return vim.fn.strdisplaywidth(t)
+  end
+  local sep = route ~= '' and ' · ' or ''
+  if len(' ' .. title .. sep .. route .. reason) > width then
+    reason = ''
+  end
+  local room = width - len(' ' .. sep .. route)
+  if len(title) > room then
+    title = vim.fn.strcharpart(title, 0, math.max(room - 1, 1)) .. '…'
+  end
+  local text = ' ' .. esc(title) .. sep
+  if hl then
+    text = text .. '%#' .. hl .. '#' .. esc(route .. reason) .. '%*'
+  else
+    text = text .. esc(route .. reason)
+  end
+  return text
+end
+
+--- The blank line under the first line belongs to the block (it makes the body a
+--- markdown code block).
 function M.foldexpr(lnum)
   lnum = lnum or vim.v.lnum
   local line = vim.fn.getline(lnum)
@@ -32,11 +87,14 @@ function M.foldexpr(lnum)
   if vim.startswith(line, render.BODY) then
     return '='
   end
+  if line == '' and lnum > 1 and vim.startswith(vim.fn.getline(lnum - 1), render.TOOL_PREFIX) then
+    return '='
+  end
   return '0'
 end
 
 function M.foldtext()
-  local first = vim.fn.getline(vim.v.foldstart)
+  local first = vim.fn.getline(vim.v.foldstart):gsub('`', '')
   local n = vim.v.foldend - vim.v.foldstart
   return ('%s  [%d line%s]'):format(first, n, n == 1 and '' or 's')
 end
@@ -97,6 +155,5 @@ function M.close()
     api.nvim_win_close(win, false)
   end
 end
-
 
 return M

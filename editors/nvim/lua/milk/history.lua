@@ -1,0 +1,144 @@
+--- A session's stored history (`milk/session/get`) written into its chat buffer by the
+--- functions that write the live chat, in the same order, so that it reads as the live
+--- chat did: each turn's `turnInfo` gives its escalation, changes, usage and end.
+local M = {}
+
+local render = require('milk.render')
+local chat = require('milk.chat')
+
+--- What the server asks Claude when the user escalates without typing anything; such a
+--- user record is shown as the request the user made.
+local ESCALATE_PROMPT = 'Please take over and carry on with '
+
+local function stored_status(call)
+  if type(call.status) == 'string' then
+    return call.status
+  end
+  return call.isError == true and 'failed' or 'completed'
+end
+
+local function render_calls(S, turn_id, rec)
+  for _, call in ipairs(rec.toolCalls or {}) do
+    render.tool_call(S, {
+      turnId = turn_id,
+      toolCallId = call.toolCallId,
+      name = call.name,
+      input = call.input,
+      status = stored_status(call),
+    })
+    if call.output ~= nil and call.output ~= vim.NIL then
+      render.tool_result(S, {
+        turnId = turn_id,
+        toolCallId = call.toolCallId,
+        output = call.output,
+        isError = call.isError == true,
+        status = stored_status(call),
+      })
+    end
+  end
+end
+
+local function render_part(S, turn, rec)
+  render.ensure_header(S, turn, rec.agent)
+  render_calls(S, turn.id, rec)
+  render.stream(S, 'text', rec.text)
+end
+
+local function opt(v)
+  return v ~= vim.NIL and v or nil
+end
+
+--- One stored turn: the user's record, the agents' records, and how it ended.
+local function render_turn(S, turn_id, user, answers, info)
+  local turn = chat.new_turn(turn_id)
+  turn.ended = true
+  turn.last_seq = math.huge
+  S.turns[turn_id] = turn
+  local escalated = info and opt(info.escalated)
+  if user then
+    if escalated and escalated.by == 'user' and vim.startswith(user.text or '', ESCALATE_PROMPT) then
+      local reason = escalated.reason
+      render.user_escalation(S, (reason ~= 'user asked') and reason or nil)
+    else
+      render.user(S, user.text or '')
+    end
+  end
+  if not info then -- stored before turnInfo: what the records say
+    for _, rec in ipairs(answers) do
+      render_part(S, turn, rec)
+      if rec.status and rec.status ~= 'ok' then
+        render.turn_end(S, rec.agent, rec.status == 'cancelled' and 'cancelled' or 'error')
+      end
+    end
+    return
+  end
+  -- The turn started with the local model unless the user sent it to Claude.
+  local first
+  if escalated then
+    first = escalated.by == 'user' and 'claude' or 'local'
+  else
+    first = (answers[1] and answers[1].agent) or info.agent
+  end
+  render.header(S, turn, first)
+  for _, rec in ipairs(answers) do
+    if rec.agent == 'local' then
+      render_part(S, turn, rec)
+    end
+  end
+  if escalated then
+    render.escalated(S, escalated)
+    render.ensure_header(S, turn, 'claude')
+  end
+  for _, rec in ipairs(answers) do
+    if rec.agent ~= 'local' then
+      render_part(S, turn, rec)
+    end
+  end
+  local changes = opt(info.changes)
+  if type(changes) == 'table' and #changes > 0 then
+    render.changes(S, turn_id, changes, info.undone == true)
+  end
+  render.usage(S, opt(info.usage))
+  local err = opt(info.error)
+  render.turn_end(S, info.agent or turn.agent, info.stopReason, type(err) == 'table' and err.message or nil)
+end
+
+--- Render a session's stored history (`milk/session/get`), replacing the buffer.
+--- @param S milk.ChatState
+--- @param turns table[] TurnRecord list, oldest first
+--- @param info table[]|nil TurnInfo list (`turnInfo`)
+function M.render(S, turns, info)
+  render.clear(S)
+  S.turns = {}
+  local info_of = {}
+  for _, ti in ipairs(type(info) == 'table' and info or {}) do
+    if ti.turnId then
+      info_of[ti.turnId] = ti
+    end
+  end
+  local order, grouped = {}, {}
+  for _, rec in ipairs(turns or {}) do
+    local id = rec.turnId or '?'
+    local g = grouped[id]
+    if not g then
+      g = { answers = {} }
+      grouped[id] = g
+      table.insert(order, id)
+    end
+    if rec.role == 'user' then
+      g.user = rec
+    else
+      table.insert(g.answers, rec)
+    end
+  end
+  for _, id in ipairs(order) do
+    local g = grouped[id]
+    render_turn(S, id, g.user, g.answers, info_of[id])
+  end
+  if #order == 0 then
+    render.hint(S)
+  end
+  S.loaded = true
+end
+
+return M

@@ -1,0 +1,308 @@
+"""End to end: diffs before and undo after, for the local agent's edits and commands.
+
+The real server over stdio with the scripted model server; the files are real, and undo is
+checked byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from tests.e2e.conftest import Env, Harness, MilkClient, request
+from tests.fakes.openai_server import FakeOpenAIServer
+
+pytestmark = pytest.mark.e2e
+
+EDIT = {
+    "name": "edit_file",
+    "arguments": {"path": "hello.py", "old_text": "'hello'", "new_text": "'hi there'"},
+}
+
+
+def command(text: str) -> dict[str, Any]:
+    return {"name": "run_command", "arguments": {"command": text}}
+
+
+async def chat(client: MilkClient, text: str, session_id: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"text": text, "route": "local"}
+    if session_id:
+        params["sessionId"] = session_id
+    return await request(client, "milk/chat", params)
+
+
+def changes_update(client: MilkClient, turn_id: str) -> dict[str, Any]:
+    kinds = client.kinds(turn_id)
+    assert kinds[-2:] == ["changes", "turn_ended"], kinds
+    return client.turn_updates(turn_id)[-2]
+
+
+async def test_edit_is_previewed_then_listed_and_undone(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    hello = env.workspace / "hello.py"
+    original = hello.read_bytes()
+    client.permission_answers.append("allow_once")
+    openai.enqueue({"tool_calls": [EDIT]}, {"text": "Changed the greeting."})
+    result = await chat(client, "make the greeting friendlier")
+    assert result["stopReason"] == "end_turn", result
+    [asked] = client.permission_requests
+    assert asked["edits"] == [
+        {
+            "uri": hello.as_uri(),
+            "before": original.decode(),
+            "after": "def greet():\n    return 'hi there'\n",
+        }
+    ]
+    pending = [
+        u["status"]
+        for u in client.turn_updates(result["turnId"])
+        if u["kind"] == "tool_call" and u["name"] == "edit_file"
+    ]
+    assert pending[:2] == ["running", "pending"], pending
+    summary = [{"uri": hello.as_uri(), "kind": "modified", "added": 1, "removed": 1}]
+    assert result["changes"] == summary
+    assert changes_update(client, result["turnId"])["changes"] == summary
+    assert result["nextRoute"]["agent"] == "local"
+
+    ids = {"sessionId": result["sessionId"], "turnId": result["turnId"]}
+    listed = await request(client, "milk/turn/changes", ids)
+    assert listed == {
+        "changes": [
+            {
+                "uri": hello.as_uri(),
+                "kind": "modified",
+                "before": original.decode(),
+                "after": "def greet():\n    return 'hi there'\n",
+            }
+        ]
+    }
+    undone = await request(client, "milk/turn/undo", ids)
+    assert undone == {"restored": [hello.as_uri()]}
+    assert hello.read_bytes() == original
+    assert await request(client, "milk/turn/undo", ids) == {"restored": []}
+    assert (await request(client, "milk/turn/changes", ids))["undone"] is True
+    got = await request(client, "milk/session/get", {"sessionId": result["sessionId"]})
+    [info] = got["turnInfo"]
+    assert info["undone"] is True and info["changes"] == summary
+
+
+async def test_command_changes_are_seen_and_undone_byte_for_byte(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    ws = env.workspace
+    (ws / "gone.txt").write_bytes(b"keep me\r\nplease\n")
+    blob = bytes(range(256)) * 4
+    (ws / "data.bin").write_bytes(blob)
+    (ws / "tool.sh").write_text("#!/bin/sh\necho hi\n")
+    (ws / "tool.sh").chmod(0o755)
+    (ws / ".gitignore").write_text("build/\n")
+    (ws / "build").mkdir()
+    script = (
+        "printf 'new file\\n' > made.txt && rm gone.txt && printf 'xx' >> data.bin"
+        " && printf 'echo bye\\n' >> tool.sh && printf 'ignored' > build/out.o"
+    )
+    client.permission_answers.append("allow_once")
+    openai.enqueue({"tool_calls": [command(script)]}, {"text": "Ran it."})
+    result = await chat(client, "run the build step")
+    assert result["stopReason"] == "end_turn", result
+    kinds = {Path(c["uri"]).name: (c["kind"], c["added"], c["removed"]) for c in result["changes"]}
+    assert kinds == {
+        "made.txt": ("created", 1, 0),
+        "gone.txt": ("deleted", 0, 2),
+        "data.bin": ("modified", 0, 0),
+        "tool.sh": ("modified", 1, 0),
+    }
+    ids = {"sessionId": result["sessionId"], "turnId": result["turnId"]}
+    listed = {
+        Path(c["uri"]).name: c for c in (await request(client, "milk/turn/changes", ids))["changes"]
+    }
+    assert listed["made.txt"] == {
+        "uri": (ws / "made.txt").as_uri(),
+        "kind": "created",
+        "after": "new file\n",
+    }
+    assert (
+        listed["gone.txt"]["before"] == "keep me\r\nplease\n" and "after" not in listed["gone.txt"]
+    )
+    assert listed["data.bin"]["binary"] is True and "before" not in listed["data.bin"]
+
+    await request(client, "milk/turn/undo", ids)
+    assert not (ws / "made.txt").exists()
+    assert (ws / "gone.txt").read_bytes() == b"keep me\r\nplease\n"
+    assert (ws / "data.bin").read_bytes() == blob
+    assert (ws / "tool.sh").read_text() == "#!/bin/sh\necho hi\n"
+    assert (ws / "tool.sh").stat().st_mode & 0o777 == 0o755
+    assert (ws / "build" / "out.o").read_text() == "ignored"  # ignored: never touched
+
+
+async def test_undo_refuses_a_file_changed_since_unless_forced(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    hello = env.workspace / "hello.py"
+    original = hello.read_bytes()
+    client.permission_answers.append("allow_once")
+    openai.enqueue({"tool_calls": [EDIT]}, {"text": "Done."})
+    first = await chat(client, "edit it")
+    hello.write_text("the user's own text\n")
+    ids = {"sessionId": first["sessionId"], "turnId": first["turnId"]}
+    with pytest.raises(JsonRpcException) as refused:
+        await request(client, "milk/turn/undo", ids)
+    data = refused.value.data
+    assert data["reason"] == "undo_conflict" and data["files"] == [hello.as_uri()]
+    assert "hello.py" in refused.value.message and "force" in refused.value.message
+    assert hello.read_text() == "the user's own text\n"
+    await request(client, "milk/turn/undo", {**ids, "force": True})
+    assert hello.read_bytes() == original
+
+
+async def test_undo_of_an_older_turn_conflicts_with_a_newer_one(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    openai.enqueue({"tool_calls": [EDIT]}, {"text": "One."})
+    first = await chat(client, "edit it")
+    again = {
+        "name": "edit_file",
+        "arguments": {"path": "hello.py", "old_text": "'hi there'", "new_text": "'hello'"},
+    }
+    openai.enqueue({"tool_calls": [again]}, {"text": "Two."})
+    second = await chat(client, "and back", first["sessionId"])
+    assert second["changes"], second
+    # the file is byte-equal to what the first turn found, yet a newer turn touched it
+    with pytest.raises(JsonRpcException) as refused:
+        await request(
+            client, "milk/turn/undo", {"sessionId": first["sessionId"], "turnId": first["turnId"]}
+        )
+    assert refused.value.data["reason"] == "undo_conflict"
+    # undoing the newer turn first clears the way
+    await request(
+        client, "milk/turn/undo", {"sessionId": second["sessionId"], "turnId": second["turnId"]}
+    )
+    restored = await request(
+        client, "milk/turn/undo", {"sessionId": first["sessionId"], "turnId": first["turnId"]}
+    )
+    assert restored["restored"] == [(env.workspace / "hello.py").as_uri()]
+    assert (env.workspace / "hello.py").read_text() == "def greet():\n    return 'hello'\n"
+
+
+async def test_cancelled_turn_lists_and_undoes_what_it_changed(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    client.permission_answers.extend(["allow_once", "hang"])
+    openai.enqueue(
+        {"tool_calls": [command("printf 'half\\n' > half.txt")]},
+        {"tool_calls": [EDIT]},
+    )
+    session = await request(client, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
+    turn = asyncio.ensure_future(chat(client, "two steps", session["sessionId"]))
+    await client.wait_for_update(
+        lambda u: u["kind"] == "tool_call" and u["status"] == "pending" and u["name"] == "edit_file"
+    )
+    assert (await request(client, "milk/cancel", {"sessionId": session["sessionId"]}))["cancelled"]
+    result = await turn
+    assert result["stopReason"] == "cancelled"
+    assert [Path(c["uri"]).name for c in result["changes"]] == ["half.txt"]
+    await request(
+        client, "milk/turn/undo", {"sessionId": result["sessionId"], "turnId": result["turnId"]}
+    )
+    assert not (env.workspace / "half.txt").exists()
+    got = await request(client, "milk/session/get", {"sessionId": result["sessionId"]})
+    statuses = [c["status"] for c in got["turns"][-1]["toolCalls"]]
+    assert statuses == ["completed", "denied"], statuses
+
+
+async def test_reloaded_history_keeps_denied_errors_usage_and_route(
+    harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    client = await harness.start()
+    client.permission_answers.append("deny")
+    openai.enqueue({"tool_calls": [EDIT]}, {"text": "You said no."})
+    first = await chat(client, "edit it")
+    openai.enqueue({"status": 500})
+    second = await chat(client, "again", first["sessionId"])
+    assert second["stopReason"] == "error"
+    await harness.stop(client)
+    client = await harness.start()  # a restart: only the store remembers
+    got = await request(client, "milk/session/get", {"sessionId": first["sessionId"]})
+    [call] = got["turns"][1]["toolCalls"]
+    assert call["status"] == "denied" and call["isError"] is True
+    infos = {info["turnId"]: info for info in got["turnInfo"]}
+    assert infos[first["turnId"]]["stopReason"] == "end_turn"
+    assert infos[first["turnId"]]["usage"]["outputTokens"] > 0
+    assert "changes" not in infos[first["turnId"]]
+    assert infos[second["turnId"]]["stopReason"] == "error"
+    assert infos[second["turnId"]]["error"] == second["error"]
+    assert got["session"]["nextRoute"] == {
+        "agent": "local",
+        "reason": "local model first; it hands hard turns to Claude",
+    }
+
+
+async def test_message_request_fallback_shows_a_unified_diff(
+    harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    client = await harness.start(milk_permission=False)
+    client.message_answers.append("Allow once")
+    openai.enqueue({"tool_calls": [EDIT]}, {"text": "Done."})
+    result = await chat(client, "edit it")
+    assert result["stopReason"] == "end_turn"
+    [question] = client.message_requests
+    path = env.workspace / "hello.py"
+    assert question.message.startswith("The local model wants to change 1 file(s) with edit_file:")
+    assert f"--- a/{path}" in question.message and f"+++ b/{path}" in question.message
+    assert "-    return 'hello'\n+    return 'hi there'" in question.message
+
+
+async def test_unknown_turn_and_bad_params(client: MilkClient, env: Env) -> None:
+    session = await request(client, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
+    with pytest.raises(JsonRpcException) as unknown:
+        await request(
+            client, "milk/turn/undo", {"sessionId": session["sessionId"], "turnId": "nope"}
+        )
+    assert unknown.value.data["reason"] == "turn_not_found"
+    with pytest.raises(JsonRpcException) as bad:
+        await request(client, "milk/turn/changes", {"sessionId": session["sessionId"]})
+    assert bad.value.code == -32602 and "turnId" in bad.value.message
+
+
+async def test_an_unsaved_buffer_edit_is_undone_through_the_editor(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    uri = (env.workspace / "hello.py").as_uri()
+    unsaved = "def greet():\n    return 'hello (unsaved)'\n"
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=unsaved
+            )
+        )
+    )
+    client.permission_answers.append("allow_once")
+    edit = {"path": "hello.py", "old_text": "hello (unsaved)", "new_text": "hi"}
+    openai.enqueue({"tool_calls": [{"name": "edit_file", "arguments": edit}]}, {"text": "edited"})
+    result = await chat(client, "edit")
+    [asked] = client.permission_requests
+    assert asked["edits"][0]["before"] == unsaved  # the buffer, not the disk
+    edited = "def greet():\n    return 'hi'\n"
+    assert result["changes"] == [{"uri": uri, "kind": "modified", "added": 1, "removed": 1}]
+    # the editor applied it: its buffer now holds the edit (still unsaved)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=edited)],
+        )
+    )
+    ids = {"sessionId": result["sessionId"], "turnId": result["turnId"]}
+    listed = await request(client, "milk/turn/changes", ids)
+    assert listed["changes"] == [
+        {"uri": uri, "kind": "modified", "before": unsaved, "after": edited}
+    ]
+    assert await request(client, "milk/turn/undo", ids) == {"restored": [uri]}
+    [change] = client.applied_edits[-1].edit.changes[uri]
+    assert change.new_text == unsaved
+    assert (env.workspace / "hello.py").read_text() == "def greet():\n    return 'hello'\n"
