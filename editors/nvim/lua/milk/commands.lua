@@ -14,9 +14,7 @@ M.current = nil
 --- @type table<string, table>
 M.results = {}
 
-local function notify(msg, level)
-  vim.notify(msg, level or vim.log.levels.INFO, { title = 'milk' })
-end
+local notify = client_mod.notify
 
 local function with_client(cb)
   client_mod.ensure(function(client, err)
@@ -28,17 +26,11 @@ local function with_client(cb)
   end)
 end
 
-local function request(client, method, params, cb)
-  return client_mod.request(client, method, params, cb)
-end
+local request = client_mod.request
 
-local function fail(what, err)
-  notify(('milk: %s failed: %s'):format(what, client_mod.error_text(err)), vim.log.levels.ERROR)
-end
+local fail = client_mod.fail
 
-local function fire(pattern, data)
-  api.nvim_exec_autocmds('User', { pattern = pattern, modeline = false, data = data })
-end
+local fire = client_mod.fire
 
 --- The session named by the current buffer (a chat buffer) or the current one.
 local function buffer_session()

@@ -7,21 +7,13 @@ local methods = require('milk.methods')
 local client_mod = require('milk.client')
 local chat = require('milk.chat')
 
-local function notify(msg, level)
-  vim.notify(msg, level or vim.log.levels.INFO, { title = 'milk' })
-end
+local notify = client_mod.notify
 
-local function fire(pattern, data)
-  vim.api.nvim_exec_autocmds('User', { pattern = pattern, modeline = false, data = data })
-end
+local fire = client_mod.fire
 
-local function request(client, method, params, cb)
-  return client_mod.request(client, method, params, cb)
-end
+local request = client_mod.request
 
-local function fail(what, err)
-  notify(('milk: %s failed: %s'):format(what, client_mod.error_text(err)), vim.log.levels.ERROR)
-end
+local fail = client_mod.fail
 
 local function file_names(uris)
   local names = {}
