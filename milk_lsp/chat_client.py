@@ -20,6 +20,7 @@ from lsprotocol.converters import get_converter
 from pygls.lsp.client import LanguageClient
 
 from milk_lsp import __version__, wire
+from milk_lsp.edit_preview import wire_edit_diff
 
 _MARK = {"local": "local", "claude": "Claude"}
 
@@ -73,6 +74,13 @@ class ChatPrinter:
             self._line(f"◎ goal: {update.get('currentNeed')}")
         elif kind == "notice":
             self._line(f"[{update.get('severity')}] {update.get('message')}")
+        elif kind == "changes":
+            changed = [
+                f"{Path(str(c.get('uri', ''))).name} (+{c.get('added')} -{c.get('removed')})"
+                for c in update.get("changes") or []
+                if isinstance(c, dict)
+            ]
+            self._line(f"✎ {len(changed)} file(s) changed: {', '.join(changed)}")
         elif kind == "turn_ended":
             self._line(f"── {update.get('stopReason')}")
 
@@ -102,6 +110,8 @@ def _ask_on_terminal(params: dict[str, Any]) -> str:
             f"\n{params.get('agent')} wants to run {params.get('tool')} "
             f"{json.dumps(params.get('input'), ensure_ascii=False)[:400]}\n"
         )
+        for edit in params.get("edits") or []:
+            question += wire_edit_diff(edit) + "\n"
     answer = input(f"{question}  {choices} > ").strip().lower()
     return keys.get(answer[:1], "deny")
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from milk_lsp.workspace import uri_to_path
+
 PREVIEW_MAX_CHARS = 200_000
 """Each side of an edit is cut here; the cut text ends with a line saying how much is left."""
 
@@ -175,6 +177,23 @@ def unified_diff(edit: FileEdit, label: str, max_lines: int = DIFF_MESSAGE_MAX_L
     if len(lines) > max_lines:
         lines = [*lines[:max_lines], f"… ({len(lines) - max_lines} more diff lines)"]
     return "\n".join(lines)
+
+
+def wire_edit_diff(edit: dict[str, Any]) -> str:
+    """The unified diff of one `edits` entry of a permission question (`{uri, before?,
+    after?}`), for clients that show text: the `showMessageRequest` fallback, the terminal."""
+    path = uri_to_path(str(edit.get("uri", "")))
+    label = str(path) if path is not None else str(edit.get("uri"))
+    before, after = edit.get("before"), edit.get("after")
+    diff = unified_diff(
+        FileEdit(
+            Path(label),
+            before if isinstance(before, str) else None,
+            after if isinstance(after, str) else None,
+        ),
+        label,
+    )
+    return diff or f"{label}: no textual change"
 
 
 def line_counts(before: str | None, after: str | None) -> tuple[int, int]:

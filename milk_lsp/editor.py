@@ -17,8 +17,7 @@ from pygls.capabilities import get_capability
 
 from milk_lsp import wire
 from milk_lsp.agents.base import EditRejected
-from milk_lsp.edit_preview import FileEdit, unified_diff
-from milk_lsp.workspace import uri_to_path
+from milk_lsp.edit_preview import wire_edit_diff
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -223,7 +222,7 @@ def _question_text(params: dict[str, Any]) -> str:
     agent = "Claude" if params.get("agent") == "claude" else "The local model"
     edits = params.get("edits") or []
     if edits:
-        diffs = [_edit_diff(edit) for edit in edits]
+        diffs = [wire_edit_diff(edit) for edit in edits]
         return f"{agent} wants to change {len(edits)} file(s) with {params['tool']}:\n" + (
             "\n".join(diffs)
         )
@@ -237,13 +236,6 @@ def _question_text(params: dict[str, Any]) -> str:
     if params.get("description"):
         message = f"{message}\n{params['description']}"
     return message
-
-
-def _edit_diff(edit: dict[str, Any]) -> str:
-    path = uri_to_path(str(edit.get("uri", "")))
-    label = str(path) if path is not None else str(edit.get("uri"))
-    diff = unified_diff(FileEdit(Path(label), edit.get("before"), edit.get("after")), label)
-    return diff or f"{label}: no textual change"
 
 
 def _short_json(value: Any, limit: int = 300) -> str:
