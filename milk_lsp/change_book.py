@@ -113,6 +113,17 @@ class ChangeBook:
             logger.exception("turn %s: editor edits not recorded", turn.turn_id)
             return []
 
+    def prune(self, workspace: str) -> None:
+        """After a session was deleted: drop the copies only its turns needed (a worker
+        thread; a failure is logged, the copies stay)."""
+        try:
+            infos = list(self._host.store.workspace_turn_infos(workspace))
+            removed = self.tracker().prune(workspace, infos)
+        except Exception:
+            logger.exception("pruning the checkpoints of %s failed", workspace)
+            return
+        logger.info("pruned %d kept copies of %s", removed, workspace)
+
     # ---- requests ----------------------------------------------------------------------
 
     async def changes(self, session: Session, turn_id: str) -> tuple[list[ChangeTexts], bool]:

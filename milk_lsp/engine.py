@@ -362,10 +362,13 @@ class Engine:
             raise EngineError(RequestErrorReason.UNDO_UNAVAILABLE, f"cannot undo: {exc}") from None
 
     async def delete_session(self, session_id: str) -> None:
-        self.get_session(session_id)
+        workspace = self.get_session(session_id).workspace_folder
         await self.cancel(session_id)
         self.storage(lambda: self.store.delete_session(session_id))
         self._allowed_tools.pop(session_id, None)
+        task = asyncio.create_task(asyncio.to_thread(self.changes.prune, workspace))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def is_busy(self, session_id: str) -> bool:
         task = self._running.get(session_id)
@@ -695,6 +698,10 @@ class Engine:
                 if texts:
                     self.store.add_percepts(session.workspace_folder, texts, agent)
         info = _turn_info(turn, stop, last_agent, escalated, changes)
+        if turn.part_of(Agent.LOCAL) is not None and self._local is not None:
+            model = self._local.client.model_in_use
+            if model:
+                info["model"] = model
         self.store.finish_turn(
             session, turn.turn_id, status, answers, self._rebuild_bricks, info=info
         )

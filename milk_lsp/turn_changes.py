@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -86,10 +87,28 @@ class ChangeTracker:
         with self._lock:
             book = self._books.get(workspace)
             if book is None:
-                digest = hashlib.sha256(workspace.encode("utf-8")).hexdigest()[:24]
-                book = Checkpoints(self._root / digest, Path(workspace))
+                book = Checkpoints(self._store_dir(workspace), Path(workspace))
                 self._books[workspace] = book
             return book
+
+    def _store_dir(self, workspace: str) -> Path:
+        return self._root / hashlib.sha256(workspace.encode("utf-8")).hexdigest()[:24]
+
+    def prune(self, workspace: str, infos: Iterable[dict[str, Any]]) -> int:
+        """Drop the kept copies that neither a stored turn (`infos`: all the workspace's) nor
+        the workspace as it is now needs. Nothing to do for a workspace never checkpointed."""
+        if not self._store_dir(workspace).exists():
+            return 0
+        book = self.book(workspace)
+        book.snapshot()  # what is there now stays kept
+        keep = {
+            version
+            for info in infos
+            for change in stored_changes(info)
+            for version in (change.before, change.after)
+            if version is not None
+        }
+        return book.prune(keep)
 
     def snapshot(self, workspace: str) -> Snapshot:
         """Raises `CheckpointUnavailable` with a message for the user."""

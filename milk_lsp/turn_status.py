@@ -48,6 +48,15 @@ def status_words(update: dict[str, Any]) -> str | None:
 
 
 def _tool_words(update: dict[str, Any]) -> str | None:
+    """A call with its input that is `pending` waits for the user's answer (both agents'
+    calls go back to pending while their permission question is open)."""
+    words = _call_words(update)
+    if words is not None and update.get("status") == "pending":
+        return f"waiting for your permission: {words}"
+    return words
+
+
+def _call_words(update: dict[str, Any]) -> str | None:
     name = str(update.get("name", "tool"))
     status = update.get("status")
     raw = update.get("input")

@@ -336,6 +336,8 @@ class TurnInfo(WireModel):
     usage: Usage | None = None
     changes: list[ChangeSummary] | None = None
     undone: bool | None = None
+    model: str | None = None
+    """The local model that answered (turns with a local part), as it was named then."""
 
 
 class SessionGetResult(WireModel):

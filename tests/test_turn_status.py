@@ -27,7 +27,10 @@ def call(name: str, tool_input: dict[str, Any], status: str = "running") -> dict
             call("Read", {"file_path": "/a/very/long/path/that/goes/on/and/on/to/main.py"}),
             "reading main.py",
         ),
-        (call("edit_file", {"path": "a.py"}, "pending"), "editing a.py"),
+        (
+            call("edit_file", {"path": "a.py"}, "pending"),
+            "waiting for your permission: editing a.py",
+        ),
         (call("Grep", {"pattern": "def  main"}), "searching for def main"),
         (call("run_command", {"command": "pytest -q"}), "running pytest -q"),
         (call("Bash", {"command": "x" * 80}), "running " + "x" * 39 + "…"),

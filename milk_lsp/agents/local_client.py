@@ -207,6 +207,11 @@ class LocalClient:
 
     # -- one turn ------------------------------------------------------------------------------
 
+    @property
+    def model_in_use(self) -> str | None:
+        """The model the last turn ran on (`local.model`, else the one listed), if known."""
+        return self.settings.model or self._listed_model
+
     def forget_model(self) -> None:
         """After a failed turn: look the model up again next time (the server may have
         changed models)."""

@@ -475,6 +475,19 @@ class SessionStore:
         )
         return [info for info in (_json_object(row["info"]) for row in rows) if info is not None]
 
+    def workspace_turn_infos(self, workspace: str) -> Iterator[dict[str, Any]]:
+        """The infos of every stored turn of the workspace's sessions (for pruning the kept
+        copies of files that no turn refers to any more)."""
+        rows = self._read(
+            "SELECT turn_info.info FROM turn_info JOIN sessions"
+            " ON sessions.id = turn_info.session_id WHERE sessions.workspace = ?",
+            (workspace,),
+        )
+        for row in rows:
+            info = _json_object(row["info"])
+            if info is not None:
+                yield info
+
     def set_turn_info(self, session_id: str, turn_id: str, info: dict[str, Any]) -> None:
         with self._transaction() as conn:
             _write_turn_info(conn, session_id, turn_id, info)

@@ -234,6 +234,7 @@ async def test_reloaded_history_keeps_denied_errors_usage_and_route(
     infos = {info["turnId"]: info for info in got["turnInfo"]}
     assert infos[first["turnId"]]["stopReason"] == "end_turn"
     assert infos[first["turnId"]]["usage"]["outputTokens"] > 0
+    assert infos[first["turnId"]]["model"] == "fake-model"  # the badge of a reload
     assert "changes" not in infos[first["turnId"]]
     assert infos[second["turnId"]]["stopReason"] == "error"
     assert infos[second["turnId"]]["error"] == second["error"]

@@ -80,7 +80,8 @@ log "server: $MILK_VENV/bin/milk-lsp ($("$MILK_VENV/bin/milk-lsp" --version 2>&1
 check_step npm-ci 900 npm ci --ignore-scripts --no-audit --no-fund || finish
 check_step typecheck 300 bash -c 'npx tsc --noEmit -p . && npx tsc --noEmit -p webview'
 check_step build 300 node scripts/build.js --production || finish
-check_step package 300 npx vsce package --no-dependencies --no-rewrite-relative-links --allow-missing-repository -o milk-lsp.vsix || finish
+# the packaged README has its images inlined (the extension page loads only https:/data: images)
+check_step package 300 bash -c 'node scripts/readme_for_vsix.js && npx vsce package --no-dependencies --no-rewrite-relative-links --allow-missing-repository --readme-path dist/README.md -o milk-lsp.vsix' || finish
 ls -l milk-lsp.vsix | tee -a "$ART/timings.txt"
 
 # ---- 4. node tests ----------------------------------------------------------------------------

@@ -86,6 +86,7 @@ cat > "$W/ud/User/settings.json" <<JSON
   "milk.server.path": "$MILK_VENV/bin/milk-lsp",
   "milk.local.baseUrl": "$OPENAI_URL",
   "milk.claude.path": "$CLAUDE",
+  "milk.local.handOff": "off",
   "milk.storageDir": "$W/storage"
 }
 JSON

@@ -4,14 +4,18 @@
 
 import type {
   AgentName,
+  ChangeSummary,
+  EscalationMode,
   SessionGetResult,
   SessionInfo,
   ToolStatus,
+  TurnInfo,
   TurnRecord,
   TurnResult,
   Update,
   Usage,
 } from './methods';
+import { displayPath } from './paths';
 
 export interface ToolView {
   toolCallId: string;
@@ -23,12 +27,20 @@ export interface ToolView {
   isError?: boolean;
 }
 
+export interface EscalationView {
+  by?: 'user' | 'agent' | 'fallback';
+  reason?: string;
+  mode?: EscalationMode | string | null;
+  contextChars?: number | null;
+}
+
 export type Block =
-  | { key: string; kind: 'agent'; agent: AgentName; reason?: string }
+  /** `model`: the local model that answered, frozen when the badge was made */
+  | { key: string; kind: 'agent'; agent: AgentName; reason?: string; model?: string }
   | { key: string; kind: 'text'; agent: AgentName; text: string }
   | { key: string; kind: 'thinking'; agent: AgentName; text: string }
   | { key: string; kind: 'tool'; tool: ToolView }
-  | { key: string; kind: 'escalation'; by?: 'user' | 'agent' | 'fallback'; reason?: string; mode?: string; contextChars?: number }
+  | ({ key: string; kind: 'escalation' } & EscalationView)
   | { key: string; kind: 'notice'; severity: 'info' | 'warning' | 'error'; message: string };
 
 export type TurnStatus = 'running' | 'ok' | 'cancelled' | 'error' | 'max_turns';
@@ -47,6 +59,12 @@ export interface TurnView {
   usage?: Usage;
   error?: { reason: string; message: string };
   escalated?: { by: 'user' | 'agent' | 'fallback'; reason: string };
+  /** the files the turn changed (the `changes` update, the result, or the stored turn info) */
+  changes?: ChangeSummary[];
+  /** the turn's changes were undone */
+  undone?: boolean;
+  /** a permission question is open for this tool call (the dialog or the diff review) */
+  asking?: string;
   lastSeq: number;
   /** an update was missed (seq jumped); the transcript should be reloaded after the turn */
   gap: boolean;
@@ -58,10 +76,12 @@ export interface ChatState {
   need?: string;
   turns: TurnView[];
   pendingCounter: number;
+  /** the local model now: new local badges keep the name they were made with */
+  localModel?: string;
 }
 
-export function emptyState(session?: SessionInfo): ChatState {
-  return { session, need: session?.currentNeed ?? undefined, turns: [], pendingCounter: 0 };
+export function emptyState(session?: SessionInfo, localModel?: string): ChatState {
+  return { session, need: session?.currentNeed ?? undefined, turns: [], pendingCounter: 0, localModel };
 }
 
 function newTurn(turnId: string, pending: boolean): TurnView {
@@ -76,10 +96,15 @@ function recordStatus(status: TurnRecord['status']): TurnStatus {
   return status === 'ok' ? 'ok' : status;
 }
 
-/** Build the transcript from `milk/session/get`. */
-export function fromHistory(result: SessionGetResult): ChatState {
-  const state = emptyState(result.session);
+function stopStatus(stop: TurnInfo['stopReason']): TurnStatus {
+  return stop === 'end_turn' ? 'ok' : stop;
+}
+
+/** Build the transcript from `milk/session/get` (with `turnInfo`: equal to the live view). */
+export function fromHistory(result: SessionGetResult, localModel?: string): ChatState {
+  const state = emptyState(result.session, localModel);
   state.need = result.bricks?.currentNeed || result.session.currentNeed || undefined;
+  const infos = new Map((result.turnInfo ?? []).map((i) => [i.turnId, i]));
   const byId = new Map<string, TurnView>();
   for (const rec of result.turns) {
     let turn = byId.get(rec.turnId);
@@ -93,13 +118,18 @@ export function fromHistory(result: SessionGetResult): ChatState {
       turn.userText = rec.text;
       continue;
     }
-    if (turn.agent && turn.agent !== rec.agent && rec.agent === 'claude') {
-      turn.blocks.push({ key: key(turn), kind: 'escalation' });
+    const info = infos.get(rec.turnId);
+    if (rec.agent === 'claude' && !turn.blocks.some((b) => b.kind === 'escalation')) {
+      // the banner above Claude's badge, as it was shown live
+      if (turn.agent === 'local' || info?.escalated) turn.blocks.push({ key: key(turn), kind: 'escalation', ...escalationOf(info) });
     }
     turn.agent = rec.agent;
-    turn.blocks.push({ key: key(turn), kind: 'agent', agent: rec.agent });
+    // the model that answered then (when the server stored it), never the current one
+    const model = rec.agent === 'local' ? (info?.model ?? undefined) : undefined;
+    turn.blocks.push({ key: key(turn), kind: 'agent', agent: rec.agent, model });
     for (const tc of rec.toolCalls ?? []) {
       const failed = tc.isError === true;
+      const status: ToolStatus = tc.status ?? (tc.output === undefined || tc.output === null ? 'completed' : failed ? 'failed' : 'completed');
       turn.blocks.push({
         key: key(turn),
         kind: 'tool',
@@ -108,7 +138,7 @@ export function fromHistory(result: SessionGetResult): ChatState {
           agent: rec.agent,
           name: tc.name,
           input: tc.input ?? {},
-          status: tc.output === undefined || tc.output === null ? 'completed' : failed ? 'failed' : 'completed',
+          status,
           output: tc.output ?? undefined,
           isError: tc.isError ?? undefined,
         },
@@ -116,7 +146,35 @@ export function fromHistory(result: SessionGetResult): ChatState {
     }
     if (rec.text) turn.blocks.push({ key: key(turn), kind: 'text', agent: rec.agent, text: rec.text });
   }
+  for (const turn of state.turns) {
+    const info = infos.get(turn.turnId);
+    if (!info) continue;
+    turn.status = stopStatus(info.stopReason);
+    if (info.usage) turn.usage = info.usage;
+    if (info.error) turn.error = { reason: info.error.reason, message: info.error.message };
+    if (info.escalated) {
+      turn.escalated = { by: info.escalated.by, reason: info.escalated.reason };
+      // an escalation that never got an answer (Claude failed at once) still shows its banner
+      if (!turn.blocks.some((b) => b.kind === 'escalation')) turn.blocks.push({ key: key(turn), kind: 'escalation', ...escalationOf(info) });
+    }
+    if (!turn.blocks.some((b) => b.kind === 'agent')) {
+      // the turn failed before its agent said anything: live, it still had its badge (under
+      // the banner when Claude ran it from the start)
+      const badge: Block = { key: key(turn), kind: 'agent', agent: info.agent };
+      const banner = turn.blocks.findIndex((b) => b.kind === 'escalation');
+      turn.blocks.splice(banner >= 0 && info.agent === 'claude' ? banner + 1 : 0, 0, badge);
+    }
+    if (info.changes?.length) turn.changes = info.changes;
+    if (info.undone) turn.undone = true;
+    turn.agent = info.agent;
+  }
   return state;
+}
+
+function escalationOf(info: TurnInfo | undefined): EscalationView {
+  const e = info?.escalated;
+  if (!e) return {};
+  return { by: e.by, reason: e.reason, mode: e.mode ?? undefined, contextChars: e.contextChars ?? undefined };
 }
 
 /** The user's message appears at once, before the server has named the turn. */
@@ -146,10 +204,11 @@ function adoptTurn(state: ChatState, turnId: string): TurnView {
   return turn;
 }
 
-function ensureAgentHeader(turn: TurnView, agent: AgentName, reason?: string): void {
+function ensureAgentHeader(state: ChatState, turn: TurnView, agent: AgentName, reason?: string): void {
   if (turn.agent === agent && turn.blocks.some((b) => b.kind === 'agent')) return;
   turn.agent = agent;
-  turn.blocks.push({ key: key(turn), kind: 'agent', agent, reason });
+  const model = agent === 'local' ? state.localModel : undefined;
+  turn.blocks.push({ key: key(turn), kind: 'agent', agent, reason, model });
 }
 
 function findTool(turn: TurnView, toolCallId: string): ToolView | undefined {
@@ -192,12 +251,12 @@ export function applyUpdate(state: ChatState, u: Update): TurnView | undefined {
     case 'turn_started':
       turn.status = 'running';
       turn.route = u.route;
-      ensureAgentHeader(turn, u.agent, u.reason);
+      ensureAgentHeader(state, turn, u.agent, u.reason);
       break;
     case 'text':
     case 'thinking': {
       if (!u.delta) break;
-      ensureAgentHeader(turn, u.agent);
+      ensureAgentHeader(state, turn, u.agent);
       const last = turn.blocks[turn.blocks.length - 1];
       if (last && last.kind === u.kind && last.agent === u.agent) last.text += u.delta;
       else turn.blocks.push({ key: key(turn), kind: u.kind, agent: u.agent, text: u.delta });
@@ -209,7 +268,7 @@ export function applyUpdate(state: ChatState, u: Update): TurnView | undefined {
         existing.status = u.status;
         if (u.input && Object.keys(u.input).length) existing.input = u.input;
       } else {
-        ensureAgentHeader(turn, u.agent);
+        ensureAgentHeader(state, turn, u.agent);
         turn.blocks.push({
           key: key(turn),
           kind: 'tool',
@@ -257,13 +316,19 @@ export function applyUpdate(state: ChatState, u: Update): TurnView | undefined {
       turn.usage = addUsage(turn.usage, u);
       break;
     case 'notice':
-      turn.blocks.push({ key: key(turn), kind: 'notice', severity: u.severity, message: u.message });
+      // the turn's failure: shown once, as the error card under the turn (the result names it)
+      if (u.severity === 'error' && !turn.error) turn.error = { reason: '', message: u.message };
+      else turn.blocks.push({ key: key(turn), kind: 'notice', severity: u.severity, message: u.message });
+      break;
+    case 'changes':
+      turn.changes = u.changes;
       break;
     case 'turn_ended':
       turn.status = u.stopReason === 'end_turn' ? 'ok' : u.stopReason;
+      turn.asking = undefined;
       for (const b of turn.blocks) {
         if (b.kind === 'tool' && (b.tool.status === 'pending' || b.tool.status === 'running') && u.stopReason !== 'end_turn') {
-          b.tool.status = u.stopReason === 'cancelled' ? 'denied' : 'failed';
+          b.tool.status = u.stopReason === 'cancelled' ? 'cancelled' : 'failed';
         }
       }
       break;
@@ -281,9 +346,30 @@ export function applyResult(state: ChatState, r: TurnResult): TurnView | undefin
   }
   turn.status = r.stopReason === 'end_turn' ? 'ok' : r.stopReason;
   if (r.usage) turn.usage = r.usage;
-  if (r.error) turn.error = r.error;
+  if (r.error) {
+    // an error notice of another failure stays a notice
+    if (turn.error && turn.error.message !== r.error.message) {
+      turn.blocks.push({ key: key(turn), kind: 'notice', severity: 'error', message: turn.error.message });
+    }
+    turn.error = { reason: r.error.reason, message: r.error.message };
+  }
   if (r.escalated) turn.escalated = r.escalated;
+  if (r.changes?.length) turn.changes = r.changes;
   turn.agent = r.agent;
+  return turn;
+}
+
+/** The turn's changes were undone (milk/turn/undo answered). */
+export function markUndone(state: ChatState, turnId: string): TurnView | undefined {
+  const turn = findTurn(state, turnId);
+  if (turn) turn.undone = true;
+  return turn;
+}
+
+/** A permission question for `toolCallId` opened (or closed: undefined). */
+export function markAsking(state: ChatState, turnId: string, toolCallId: string | undefined): TurnView | undefined {
+  const turn = findTurn(state, turnId);
+  if (turn) turn.asking = toolCallId;
   return turn;
 }
 
@@ -336,7 +422,22 @@ export function oneLine(s: string, max: number): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-export function escalationText(b: { by?: 'user' | 'agent' | 'fallback'; reason?: string; mode?: string; contextChars?: number }): string {
+/** `2,515` → `2.5k` */
+export function shortCount(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 10000) return `${(n / 1000).toFixed(1).replace(/\.0$/, '')}k`;
+  return `${Math.round(n / 1000)}k`;
+}
+
+const MODE_WORDS: Record<string, string> = {
+  first: 'a new Claude conversation',
+  resume: "Claude's conversation, resumed",
+  returning: "back in Claude's conversation, with what happened since",
+  fresh: 'a fresh Claude conversation',
+};
+
+/** The escalation banner in plain words: who, why, and what Claude was given. */
+export function escalationText(b: EscalationView): string {
   const who = b.by === 'user' ? 'you' : b.by === 'agent' ? 'the local agent' : undefined;
   let s = who
     ? `Escalated to Claude by ${who}`
@@ -345,8 +446,110 @@ export function escalationText(b: { by?: 'user' | 'agent' | 'fallback'; reason?:
       : 'Handed to Claude';
   if (b.reason) s += `: ${b.reason}`;
   const extra: string[] = [];
-  if (b.mode) extra.push(`${b.mode} conversation`);
-  if (b.contextChars != null) extra.push(`${b.contextChars.toLocaleString('en-US')} chars of context`);
+  if (b.contextChars != null) extra.push(`sent with a ${shortCount(b.contextChars)}-char summary`);
+  if (b.mode && MODE_WORDS[b.mode]) extra.push(MODE_WORDS[b.mode]);
   if (extra.length) s += ` (${extra.join(', ')})`;
   return s;
+}
+
+const ROUTE_REASON_WORDS: Record<string, string> = {
+  default: '',
+  'user chose the local agent': 'you chose the local model',
+  'user asked': 'you asked for Claude',
+  'session escalated by the user': 'you sent this session to Claude',
+  'session waiting on Claude': "answering Claude's question",
+};
+
+/** A `turn_started.reason` in plain words ('' when there is nothing worth saying). */
+export function routeReasonText(reason: string | undefined): string {
+  if (!reason) return '';
+  return reason in ROUTE_REASON_WORDS ? ROUTE_REASON_WORDS[reason] : reason;
+}
+
+/** `5 min ago`, `yesterday`, `3 days ago`, or the date. */
+export function relativeTime(iso: string | undefined, now: number = Date.now()): string {
+  if (!iso) return '';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return '';
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 45) return 'just now';
+  const min = Math.round(s / 60);
+  if (min < 60) return `${min} min ago`;
+  const h = Math.round(min / 60);
+  if (h < 24) return `${h} hour${h === 1 ? '' : 's'} ago`;
+  const d = Math.round(h / 24);
+  if (d === 1) return 'yesterday';
+  if (d < 30) return `${d} days ago`;
+  return new Date(t).toISOString().slice(0, 10);
+}
+
+/** How a session is named in lists: its title, never its id. */
+export function sessionTitle(s: Pick<SessionInfo, 'title' | 'currentNeed'>): string {
+  return s.title?.trim() || s.currentNeed?.trim() || 'New session';
+}
+
+/** `3 messages · Claude · 5 min ago` */
+export function sessionDescription(s: Pick<SessionInfo, 'turnCount' | 'activeAgent' | 'updatedAt'>, now?: number): string {
+  const parts = [s.turnCount ? `${s.turnCount} message${s.turnCount === 1 ? '' : 's'}` : 'empty'];
+  if (s.activeAgent === 'claude') parts.push('Claude');
+  const when = relativeTime(s.updatedAt, now);
+  if (when) parts.push(when);
+  return parts.join(' · ');
+}
+
+const CUT_LINE = /\n?… \(cut: (\d+) more characters?\)\n?$/;
+
+/** Tool output and the note that the server cut it (its last line `… (cut: N more characters)`). */
+export function splitToolOutput(output: string): { text: string; cut?: string } {
+  const m = CUT_LINE.exec(output);
+  if (m) return { text: output.slice(0, m.index), cut: `… cut, ${Number(m[1]).toLocaleString('en-US')} more characters` };
+  return { text: output };
+}
+
+/** `2 files changed` and `a.py +3 −1, b.py (new) +10` for the turn's changes line. */
+export function changesText(changes: ChangeSummary[], workspaceFolder?: string): { head: string; files: string } {
+  const n = changes.length;
+  const head = `${n} file${n === 1 ? '' : 's'} changed`;
+  const files = changes
+    .map((c) => {
+      const name = displayPath(c.uri, workspaceFolder);
+      const what = c.kind === 'created' ? ' (new)' : c.kind === 'deleted' ? ' (deleted)' : '';
+      const counts = [c.added ? `+${c.added}` : '', c.removed ? `−${c.removed}` : ''].filter(Boolean).join(' ');
+      return `${name}${what}${counts ? ` ${counts}` : ''}`;
+    })
+    .join(', ');
+  return { head, files };
+}
+
+export type ErrorAction = 'openSettings' | 'retry' | 'doctor' | 'showLog';
+
+/** The actions an error card offers, by the failure's reason. */
+export function errorActions(reason: string): ErrorAction[] {
+  switch (reason) {
+    case 'local_unreachable':
+    case 'local_failed':
+    case 'claude_not_found':
+      return ['openSettings', 'retry', 'doctor'];
+    case 'claude_not_logged_in':
+      return ['doctor', 'retry'];
+    case 'storage_failed':
+      return ['openSettings', 'doctor'];
+    case 'session_busy':
+      return [];
+    case 'claude_failed':
+    case 'internal':
+      return ['retry', 'showLog'];
+    default:
+      return ['retry'];
+  }
+}
+
+/** The setting an error card's Open Settings shows: the first `milk.*` name in the message, else by reason. */
+export function errorSetting(reason: string, message: string): string {
+  const named = /\bmilk\.[A-Za-z]+(?:\.[A-Za-z]+)?/.exec(message);
+  if (named) return named[0];
+  if (reason.startsWith('local')) return 'milk.local';
+  if (reason.startsWith('claude')) return 'milk.claude.path';
+  if (reason === 'storage_failed') return 'milk.storageDir';
+  return 'milk';
 }

@@ -12,6 +12,12 @@ export const SERVER_SETTING_KEYS = [
   'local.textToolCalls',
   'local.handOff',
   'local.memoryTags',
+  'local.provider',
+  'local.modelPath',
+  'local.contextSize',
+  'local.maxReplyTokens',
+  'local.threads',
+  'local.idleStopSeconds',
   'claude.path',
   'claude.allowedTools',
   'claude.addDirs',
@@ -25,6 +31,27 @@ export const SERVER_SETTING_KEYS = [
 
 /** Keys that only the extension reads (how to start the server): changing one restarts it. */
 export const CLIENT_SETTING_KEYS = ['server.path', 'server.python'] as const;
+
+/**
+ * Keys naming a file or folder of the machine the server runs on. They are read from the User
+ * settings in remote windows too (scope `window`), and never from an untrusted workspace
+ * (package.json `restrictedConfigurations`): a workspace must not pick the binaries milk runs.
+ */
+export const MACHINE_PATH_KEYS = ['server.path', 'server.python', 'claude.path', 'storageDir', 'local.modelPath'] as const;
+
+const DOTTED_SERVER_KEYS = SERVER_SETTING_KEYS.filter((k) => k.includes('.') || k === 'storageDir' || k === 'contextBudgetChars');
+const SERVER_KEY_IN_TEXT = new RegExp(
+  `(?<![\\w.\\-/])(${DOTTED_SERVER_KEYS.map((k) => k.replace('.', '\\.')).join('|')})(?![\\w])`,
+  'g',
+);
+
+/**
+ * The server's messages name its settings as `claude.path`, `local.baseUrl`; in VS Code they
+ * are `milk.claude.path`, `milk.local.baseUrl`. Names already prefixed are left alone.
+ */
+export function vscodeSettingNames(text: string): string {
+  return String(text ?? '').replace(SERVER_KEY_IN_TEXT, 'milk.$1');
+}
 
 export type SettingGetter = (key: string) => unknown;
 

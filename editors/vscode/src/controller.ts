@@ -3,9 +3,14 @@
 // import: it talks to anything with sendRequest/onNotification (a vscode-languageclient
 // LanguageClient, or a vscode-jsonrpc MessageConnection in the tests).
 
+import { vscodeSettingNames } from './config';
 import {
   Methods,
   type AgentName,
+  type NextRoute,
+  type TurnChangesResult,
+  type TurnInfo,
+  type TurnUndoResult,
   type ChatParams,
   type ContextItem,
   type ContextPreview,
@@ -38,6 +43,8 @@ export interface ControllerHost {
   workspaceFolder(): string | undefined;
   onBusyChanged?(busy: Busy): void;
   onTurnResult?(result: TurnResult): void;
+  /** where the next message of the active session goes changed */
+  onRouteChanged?(): void;
   log?(line: string): void;
 }
 
@@ -45,16 +52,35 @@ export interface RequestFailure {
   message: string;
   code?: number;
   reason?: string;
+  /** `undo_conflict`: the files that changed again after the turn */
+  files?: string[];
 }
 
 /** Normalize a JSON-RPC error (vscode-jsonrpc ResponseError or anything thrown). */
 export function describeError(err: unknown): RequestFailure {
-  const e = err as { message?: string; code?: number; data?: { reason?: string } };
+  const e = err as { message?: string; code?: number; reason?: string; files?: string[]; data?: { reason?: string; files?: unknown } };
+  const files = Array.isArray(e?.data?.files) ? (e.data.files as unknown[]).filter((f): f is string => typeof f === 'string') : e?.files;
   return {
-    message: e?.message ?? String(err),
+    message: vscodeSettingNames(e?.message ?? String(err)),
     code: typeof e?.code === 'number' ? e.code : undefined,
-    reason: e?.data?.reason,
+    reason: e?.data?.reason ?? e?.reason,
+    files,
   };
+}
+
+/** Server texts shown in VS Code name the VS Code settings (`milk.claude.path`). */
+function localizeUpdate(u: Update): Update {
+  return u.kind === 'notice' ? { ...u, message: vscodeSettingNames(u.message) } : u;
+}
+
+function localizeResult(r: TurnResult): TurnResult {
+  return r.error ? { ...r, error: { ...r.error, message: vscodeSettingNames(r.error.message) } } : r;
+}
+
+function localizeHistory(data: SessionGetResult): SessionGetResult {
+  if (!data.turnInfo) return data;
+  const turnInfo = data.turnInfo.map((i) => (i.error ? { ...i, error: { ...i.error, message: vscodeSettingNames(i.error.message) } } : i));
+  return { ...data, turnInfo };
 }
 
 export class ChatController {
@@ -71,6 +97,10 @@ export class ChatController {
   private gapTurns = new Set<string>();
   /** Cancel pressed before the server started the turn: cancel as soon as it starts. */
   private cancelWanted = new Set<string>();
+  /** where the next `auto` message of the active session goes (the server's SessionInfo/TurnResult) */
+  nextRoute: NextRoute | undefined;
+  /** "Back to local": the next message of the active session goes with this route */
+  routeOverride: 'local' | undefined;
 
   constructor(private readonly host: ControllerHost) {}
 
@@ -97,7 +127,13 @@ export class ChatController {
   }
 
   private postMeta(): void {
-    this.host.post({ type: 'meta', localModel: this.localModel, serverState: this.serverState, problem: this.problem });
+    this.host.post({
+      type: 'meta',
+      localModel: this.localModel,
+      serverState: this.serverState,
+      problem: this.problem,
+      workspaceFolder: this.host.workspaceFolder(),
+    });
   }
 
   busy(): Busy {
@@ -121,6 +157,7 @@ export class ChatController {
     if (this.activeSessionId === undefined && this.running.has('')) {
       this.activeSessionId = u.sessionId;
       this.running.delete('');
+      this.routeOverride = undefined;
       if (this.cancelWanted.delete('')) this.cancelWanted.add(u.sessionId);
       void this.refreshSessions();
     }
@@ -143,7 +180,35 @@ export class ChatController {
         this.busyChanged();
         break;
     }
-    if (u.sessionId === this.activeSessionId) this.host.post({ type: 'update', update: u });
+    if (u.sessionId === this.activeSessionId) this.host.post({ type: 'update', update: localizeUpdate(u) });
+  }
+
+  private postRoute(): void {
+    this.host.post({ type: 'route', nextRoute: this.nextRoute, override: this.routeOverride });
+    this.host.onRouteChanged?.();
+  }
+
+  private setNextRoute(route: NextRoute | null | undefined): void {
+    this.nextRoute = route ?? undefined;
+    this.postRoute();
+  }
+
+  /** The active session changed: its next route comes with its info; an override does not carry over. */
+  private activeChanged(): void {
+    this.routeOverride = undefined;
+    this.setNextRoute(this.sessions.find((s) => s.sessionId === this.activeSessionId)?.nextRoute);
+  }
+
+  /** "Back to local": the next message goes to the local model (route local clears a sticky escalation). */
+  backToLocal(): void {
+    this.routeOverride = 'local';
+    this.postRoute();
+  }
+
+  /** Undo "Back to local" before sending. */
+  keepRoute(): void {
+    this.routeOverride = undefined;
+    this.postRoute();
   }
 
   /** Snapshot for a (re)opened chat view: sessions, meta and the active session's history. */
@@ -157,6 +222,7 @@ export class ChatController {
     if (this.activeSessionId === undefined && this.sessions.length) {
       this.activeSessionId = this.sessions[0].sessionId;
       this.host.post({ type: 'sessions', sessions: this.sessions, activeId: this.activeSessionId });
+      this.activeChanged();
     }
     await this.loadHistory();
   }
@@ -168,7 +234,8 @@ export class ChatController {
     }
     try {
       const data = await this.request<SessionGetResult>(Methods.SESSION_GET, { sessionId: this.activeSessionId });
-      this.host.post({ type: 'history', data });
+      this.host.post({ type: 'history', data: localizeHistory(data) });
+      if (data.session.sessionId === this.activeSessionId && data.session.nextRoute !== undefined) this.setNextRoute(data.session.nextRoute);
     } catch (err) {
       const f = describeError(err);
       if (f.reason === 'session_not_found') {
@@ -186,6 +253,8 @@ export class ChatController {
     try {
       const r = await this.request<SessionListResult>(Methods.SESSION_LIST, ws ? { workspaceFolder: ws } : {});
       this.sessions = r?.sessions ?? [];
+      const active = this.sessions.find((s) => s.sessionId === this.activeSessionId);
+      if (active && active.nextRoute !== undefined && !this.isActiveRunning()) this.setNextRoute(active.nextRoute);
     } catch (err) {
       this.host.log?.(`session/list failed: ${describeError(err).message}`);
     }
@@ -205,8 +274,11 @@ export class ChatController {
     this.running.set(key, this.running.get(key) ?? 'pending');
     this.busyChanged();
     try {
-      const result = await this.request<TurnResult>(method, params);
-      if (result.sessionId === this.activeSessionId) this.host.post({ type: 'result', result });
+      const result = localizeResult(await this.request<TurnResult>(method, params));
+      if (result.sessionId === this.activeSessionId) {
+        this.host.post({ type: 'result', result });
+        if (result.nextRoute !== undefined) this.setNextRoute(result.nextRoute);
+      }
       this.host.onTurnResult?.(result);
       if (this.gapTurns.delete(result.turnId) && result.sessionId === this.activeSessionId) await this.loadHistory();
       void this.refreshSessions();
@@ -229,7 +301,12 @@ export class ChatController {
     const params: ChatParams = { text };
     if (this.activeSessionId) params.sessionId = this.activeSessionId;
     else if (ws) params.workspaceFolder = ws;
-    if (opts.route) params.route = opts.route;
+    const route = opts.route ?? this.routeOverride;
+    if (route) params.route = route;
+    if (this.routeOverride) {
+      this.routeOverride = undefined;
+      this.postRoute();
+    }
     if (opts.context?.length) params.context = opts.context;
     this.host.post({ type: 'user', text, attachments: opts.attachments });
     return this.runTurn(Methods.CHAT, params, this.activeSessionId ?? '');
@@ -263,14 +340,27 @@ export class ChatController {
     return !!r?.cancelled;
   }
 
+  /**
+   * A new session. Without a title, an empty session of this folder is reused: pressing "+"
+   * again does not pile up empty sessions.
+   */
   async newSession(title?: string): Promise<SessionInfo> {
     const ws = this.host.workspaceFolder();
+    if (!title) {
+      await this.refreshSessions();
+      const empty = this.sessions.find((s) => s.turnCount === 0 && !this.running.has(s.sessionId));
+      if (empty) {
+        await this.switchSession(empty.sessionId);
+        return empty;
+      }
+    }
     const params: Record<string, string> = {};
     if (ws) params.workspaceFolder = ws;
     if (title) params.title = title;
     const info = await this.request<SessionInfo>(Methods.SESSION_NEW, params);
     this.activeSessionId = info.sessionId;
     await this.refreshSessions();
+    this.activeChanged();
     await this.loadHistory();
     return info;
   }
@@ -278,7 +368,44 @@ export class ChatController {
   async switchSession(sessionId: string): Promise<void> {
     this.activeSessionId = sessionId;
     this.host.post({ type: 'sessions', sessions: this.sessions, activeId: sessionId });
+    this.activeChanged();
     await this.loadHistory();
+  }
+
+  /** The files a turn of the active session changed, whole (for the diff editor). */
+  async turnChanges(turnId: string, sessionId = this.activeSessionId): Promise<TurnChangesResult> {
+    if (!sessionId) throw new Error('milk: there is no session yet.');
+    return this.request<TurnChangesResult>(Methods.TURN_CHANGES, { sessionId, turnId });
+  }
+
+  /** Put back the files a turn changed; tells the view. Errors (undo_conflict, …) are thrown as RequestFailure. */
+  async undoTurn(turnId: string, opts: { force?: boolean; sessionId?: string } = {}): Promise<TurnUndoResult> {
+    const sessionId = opts.sessionId ?? this.activeSessionId;
+    if (!sessionId) throw new Error('milk: there is no session yet.');
+    const params: Record<string, unknown> = { sessionId, turnId };
+    if (opts.force) params.force = true;
+    try {
+      const r = await this.request<TurnUndoResult>(Methods.TURN_UNDO, params);
+      if (sessionId === this.activeSessionId) this.host.post({ type: 'undone', turnId });
+      return r;
+    } catch (err) {
+      throw Object.assign(new Error(describeError(err).message), describeError(err));
+    }
+  }
+
+  /** The newest turn of the active session with changes not undone yet (from the stored turn info). */
+  async lastUndoableTurn(): Promise<{ info: TurnInfo; userText?: string } | undefined> {
+    if (!this.activeSessionId) return undefined;
+    const data = await this.request<SessionGetResult>(Methods.SESSION_GET, { sessionId: this.activeSessionId });
+    const infos = data.turnInfo ?? [];
+    for (let i = infos.length - 1; i >= 0; i--) {
+      const info = infos[i];
+      if (info.changes?.length && !info.undone) {
+        const user = data.turns.find((t) => t.turnId === info.turnId && t.role === 'user');
+        return { info, userText: user?.text };
+      }
+    }
+    return undefined;
   }
 
   async deleteSession(sessionId: string): Promise<void> {
@@ -288,6 +415,7 @@ export class ChatController {
     if (wasActive) {
       this.activeSessionId = this.sessions[0]?.sessionId;
       this.host.post({ type: 'sessions', sessions: this.sessions, activeId: this.activeSessionId });
+      this.activeChanged();
       await this.loadHistory();
     }
   }

@@ -15,7 +15,8 @@ import {
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
-import { answerConfiguration, buildServerSettings, classifyChange } from './config';
+import { changesText, errorActions, errorSetting, relativeTime, sessionDescription, sessionTitle } from './chatModel';
+import { answerConfiguration, buildServerSettings, classifyChange, MACHINE_PATH_KEYS } from './config';
 import { ChatController, describeError } from './controller';
 import { discoverServer, notFoundMessage, type ServerCommand } from './discovery';
 import {
@@ -26,12 +27,52 @@ import {
   type RequestPermissionResult,
   type TurnResult,
 } from './methods';
-import { permissionAnswer, permissionPrompt } from './permission';
+import { displayPath } from './paths';
+import { permissionAnswer, permissionPrompt, REVIEW_LABEL } from './permission';
+import { DiffReview, DOC_SCHEME, ReadOnlyDocs } from './review';
 import { doctorReport, statusBarView } from './statusModel';
 import type { FromWebview, ToWebview } from './viewMessages';
 
 const VIEW_ID = 'milk.chat';
-const DOC_SCHEME = 'milk';
+/** Commands this extension registers itself (package.json `contributes.commands`). */
+const EXTENSION_COMMANDS = new Set([
+  'milk.openChat',
+  'milk.askAboutSelection',
+  'milk.escalate',
+  'milk.cancel',
+  'milk.newSession',
+  'milk.switchSession',
+  'milk.showContext',
+  'milk.doctor',
+  'milk.restartServer',
+  'milk.showLog',
+  'milk.undoLastTurn',
+  'milk.backToLocal',
+  'milk.acceptEdit',
+  'milk.rejectEdit',
+]);
+
+/**
+ * The language client, minus the server's `executeCommandProvider` commands that have the
+ * same name as this extension's own (milk.escalate, milk.cancel, …): VS Code refuses a second
+ * registration of a command id ("command already exists"), which would stop the client from
+ * starting. The extension's commands do the same through the chat view; the server's other
+ * commands (those its code actions use) stay registered.
+ */
+class MilkLanguageClient extends LanguageClient {
+  override registerFeature(feature: Parameters<LanguageClient['registerFeature']>[0]): void {
+    const f = feature as { registrationType?: { method?: string }; register?: (data: any) => void };
+    if (f.registrationType?.method === 'workspace/executeCommand' && typeof f.register === 'function') {
+      const register = f.register.bind(feature);
+      f.register = (data: { registerOptions?: { commands?: string[] } }) =>
+        register({
+          ...data,
+          registerOptions: { ...data.registerOptions, commands: (data.registerOptions?.commands ?? []).filter((c) => !EXTENSION_COMMANDS.has(c)) },
+        });
+    }
+    super.registerFeature(feature);
+  }
+}
 /** reasons in a turn's error after which the status (model / claude reachable) is re-read */
 const STATUS_REASONS = new Set(['local_unreachable', 'claude_not_found', 'claude_not_logged_in', 'local_failed']);
 
@@ -49,24 +90,6 @@ class MilkCapabilityFeature implements StaticFeature {
     return { kind: 'static' };
   }
   clear(): void {}
-}
-
-/** Read-only documents (Show Escalation Context, Doctor) under the `milk:` scheme. */
-class ReadOnlyDocs implements vscode.TextDocumentContentProvider {
-  private readonly docs = new Map<string, string>();
-  private readonly emitter = new vscode.EventEmitter<vscode.Uri>();
-  readonly onDidChange = this.emitter.event;
-  private counter = 0;
-
-  async open(name: string, content: string): Promise<vscode.TextEditor> {
-    const uri = vscode.Uri.parse(`${DOC_SCHEME}:/${++this.counter}/${name}`);
-    this.docs.set(uri.path, content);
-    const doc = await vscode.workspace.openTextDocument(uri);
-    return vscode.window.showTextDocument(doc, { preview: false });
-  }
-  provideTextDocumentContent(uri: vscode.Uri): string {
-    return this.docs.get(uri.path) ?? '';
-  }
 }
 
 class ChatViewProvider implements vscode.WebviewViewProvider {
@@ -148,6 +171,7 @@ class ChatViewProvider implements vscode.WebviewViewProvider {
   <button id="delete-session" class="icon secondary" title="Delete this session" aria-label="Delete session"><svg width="14" height="14" viewBox="0 0 16 16" aria-hidden="true"><path d="M6 1.5h4l.5 1H14V4H2V2.5h3.5zM3 5h10l-.8 9.2a1 1 0 0 1-1 .8H4.8a1 1 0 0 1-1-.8zm3 2v6h1.2V7zm2.8 0v6H10V7z" fill="currentColor"/></svg></button>
 </header>
 <div id="server-problem" class="banner error" hidden></div>
+<div id="route" class="route" hidden></div>
 <div id="need" class="need" hidden></div>
 <main id="log" aria-live="polite"></main>
 <footer id="composer">
@@ -173,6 +197,10 @@ function makeNonce(): string {
   return s;
 }
 
+function workspaceFolderUri(): string | undefined {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+}
+
 function settingGetter(): (key: string) => unknown {
   const cfg = vscode.workspace.getConfiguration('milk');
   return (key: string) => cfg.get(key);
@@ -184,6 +212,7 @@ export class MilkExtension implements vscode.Disposable {
   readonly chatView: ChatViewProvider;
   readonly statusItem: vscode.StatusBarItem;
   readonly docs = new ReadOnlyDocs();
+  readonly review: DiffReview;
   client: LanguageClient | undefined;
   serverCommand: ServerCommand | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -195,11 +224,13 @@ export class MilkExtension implements vscode.Disposable {
     this.chatView = new ChatViewProvider(context.extensionUri, (m) => void this.onWebviewMessage(m));
     this.controller = new ChatController({
       post: (m) => this.chatView.post(m),
-      workspaceFolder: () => vscode.workspace.workspaceFolders?.[0]?.uri.toString(),
+      workspaceFolder: () => workspaceFolderUri(),
       onBusyChanged: () => this.updateStatusBar(),
       onTurnResult: (r) => this.onTurnResult(r),
+      onRouteChanged: () => this.updateStatusBar(),
       log: (l) => this.output.info(l),
     });
+    this.review = new DiffReview(this.docs, () => workspaceFolderUri(), (l) => this.output.info(l));
     this.statusItem = vscode.window.createStatusBarItem('milk.status', vscode.StatusBarAlignment.Right, 100);
     this.statusItem.name = 'milk';
     this.statusItem.command = 'milk.openChat';
@@ -212,8 +243,35 @@ export class MilkExtension implements vscode.Disposable {
       vscode.window.registerWebviewViewProvider(VIEW_ID, this.chatView, { webviewOptions: { retainContextWhenHidden: true } }),
       vscode.workspace.registerTextDocumentContentProvider(DOC_SCHEME, this.docs),
       vscode.workspace.onDidChangeConfiguration((e) => void this.onConfigurationChanged(e)),
+      this.review,
       ...this.registerCommands(),
     );
+    if (vscode.env.remoteName) this.output.info(`remote window (${vscode.env.remoteName}): milk-lsp runs on the remote machine`);
+    this.warnIgnoredSettings();
+  }
+
+  /**
+   * VS Code ignores a workspace's values of the settings that name programs and folders until
+   * the workspace is trusted (package.json restrictedConfigurations): say so instead of
+   * silently running with the User values.
+   */
+  private warnIgnoredSettings(): void {
+    if (vscode.workspace.isTrusted !== false) return;
+    const cfg = vscode.workspace.getConfiguration('milk');
+    const ignored = MACHINE_PATH_KEYS.filter((k) => {
+      const i = cfg.inspect(k);
+      return i?.workspaceValue !== undefined || i?.workspaceFolderValue !== undefined;
+    }).map((k) => `milk.${k}`);
+    if (!ignored.length) return;
+    this.output.warn(`untrusted workspace: its values of ${ignored.join(', ')} are ignored`);
+    void vscode.window
+      .showWarningMessage(
+        `milk: this workspace sets ${ignored.join(', ')}; VS Code ignores it until you trust the workspace (your User settings apply).`,
+        'Manage Workspace Trust',
+      )
+      .then((pick) => {
+        if (pick) void vscode.commands.executeCommand('workbench.trust.manage');
+      });
   }
 
   // ---- server lifecycle -----------------------------------------------------------------
@@ -265,7 +323,7 @@ export class MilkExtension implements vscode.Disposable {
         },
       },
     };
-    const client = new LanguageClient('milk', 'milk', serverOptions, clientOptions);
+    const client = new MilkLanguageClient('milk', 'milk', serverOptions, clientOptions);
     client.registerFeature(new MilkCapabilityFeature());
     client.onRequest(Methods.REQUEST_PERMISSION, (p: RequestPermissionParams, token: vscode.CancellationToken) =>
       this.askPermission(p, token),
@@ -296,8 +354,12 @@ export class MilkExtension implements vscode.Disposable {
     this.controller.setServerState('failed', problem);
     this.updateStatusBar();
     if (!first) return;
-    void vscode.window.showErrorMessage(notFoundMessage(problem), 'Open Settings', 'Show Log').then((pick) => {
-      if (pick === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'milk.server');
+    const remote = vscode.env.remoteName
+      ? ` This is a remote window (${vscode.env.remoteName}): milk-lsp must be installed on the remote machine, and a path must exist there (set one that differs from your own computer's under Remote settings).`
+      : '';
+    const setting = /milk\.server\.python/.test(problem) ? 'milk.server.python' : 'milk.server.path';
+    void vscode.window.showErrorMessage(`${notFoundMessage(problem)}${remote}`, 'Open Settings', 'Show Log').then((pick) => {
+      if (pick === 'Open Settings') void this.openSettings(setting);
       if (pick === 'Show Log') this.output.show();
     });
   }
@@ -347,12 +409,19 @@ export class MilkExtension implements vscode.Disposable {
     this.updateStatusBar();
   }
 
+  /** The Settings editor filtered to one setting (its id) or a group (`milk.local`). */
+  async openSettings(query: string): Promise<void> {
+    await vscode.commands.executeCommand('workbench.action.openSettings', query);
+  }
+
   updateStatusBar(): void {
     const v = statusBarView({
       serverState: this.controller.serverState,
       busy: this.controller.busy(),
       status: this.controller.lastStatus,
       problem: this.controller.problem,
+      nextRoute: this.controller.nextRoute,
+      routeOverride: this.controller.routeOverride,
     });
     this.statusItem.text = v.text;
     this.statusItem.tooltip = v.tooltip;
@@ -361,24 +430,181 @@ export class MilkExtension implements vscode.Disposable {
 
   private onTurnResult(r: TurnResult): void {
     if (r.error && STATUS_REASONS.has(r.error.reason)) void this.refreshStatus();
+    // the chat shows the error card; only a hidden chat gets a notification (once, with its actions)
     if (r.stopReason === 'error' && r.error && !this.chatView.view?.visible) {
-      void vscode.window.showErrorMessage(`milk: ${r.error.message}`);
+      const e = r.error;
+      const labels: Record<string, string> = { openSettings: 'Open Settings', doctor: 'Doctor', showLog: 'Show Log' };
+      const actions = errorActions(e.reason).filter((a) => a in labels);
+      void vscode.window.showErrorMessage(`milk: ${e.message}`, 'Open Chat', ...actions.map((a) => labels[a])).then((pick) => {
+        if (pick === 'Open Chat') void this.chatView.reveal();
+        const action = actions.find((a) => labels[a] === pick);
+        if (action) void this.errorAction(action, e.reason, e.message);
+      });
+    }
+  }
+
+  private async errorAction(action: string, reason: string, message: string, retry?: { text?: string }): Promise<void> {
+    switch (action) {
+      case 'openSettings':
+        return this.openSettings(errorSetting(reason, message));
+      case 'doctor':
+        await vscode.commands.executeCommand('milk.doctor');
+        return;
+      case 'showLog':
+        this.output.show();
+        return;
+      case 'retry':
+        if (retry?.text) await this.controller.send(retry.text);
+        else await this.controller.escalate();
+        return;
     }
   }
 
   // ---- permission -----------------------------------------------------------------------
 
   async askPermission(p: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
-    const prompt = permissionPrompt(p);
-    this.output.info(`permission asked: ${p.tool} ${JSON.stringify(p.input)}`);
+    const prompt = permissionPrompt(p, { workspaceFolder: workspaceFolderUri() });
+    this.output.info(`permission asked: ${p.tool} ${JSON.stringify(p.input).slice(0, 2000)}${p.edits?.length ? ` (edits ${p.edits.map((e) => e.uri).join(', ')})` : ''}`);
     const cancelled = new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined)));
-    const clicked = await Promise.race([
-      vscode.window.showWarningMessage(prompt.message, { modal: true, detail: prompt.detail }, ...prompt.labels),
-      cancelled,
-    ]);
-    const answer = permissionAnswer(p, clicked);
+    if (p.sessionId === this.controller.activeSessionId) this.chatView.post({ type: 'asking', turnId: p.turnId, toolCallId: p.toolCallId });
+    let answer: RequestPermissionResult | undefined;
+    try {
+      while (!answer) {
+        const clicked = await Promise.race([
+          vscode.window.showWarningMessage(prompt.message, { modal: true, detail: prompt.detail }, ...prompt.labels),
+          cancelled,
+        ]);
+        if (clicked === REVIEW_LABEL && !token.isCancellationRequested) {
+          const choice = await this.review.reviewEdits(p, token);
+          // every diff closed without an answer: ask again
+          if (choice) answer = { optionId: choice };
+          continue;
+        }
+        answer = permissionAnswer(p, clicked);
+      }
+    } finally {
+      if (p.sessionId === this.controller.activeSessionId) this.chatView.post({ type: 'asking', turnId: p.turnId });
+    }
     this.output.info(`permission answer: ${answer.optionId}${token.isCancellationRequested ? ' (request cancelled)' : ''}`);
     return answer;
+  }
+
+  // ---- review and undo ---------------------------------------------------------------------
+
+  /** The chat's "Review": the files the turn changed, in the diff editor. */
+  async reviewTurn(turnId: string): Promise<void> {
+    const r = await this.controller.turnChanges(turnId);
+    if (!r.changes.length) {
+      void vscode.window.showInformationMessage('milk: this turn changed no files.');
+      return;
+    }
+    await this.review.openChanges(r.changes, { undone: !!r.undone });
+  }
+
+  /** Undo a turn's changes; a conflict (a file changed since) is offered "Undo anyway". */
+  async undoTurn(turnId: string): Promise<string[] | undefined> {
+    const ws = workspaceFolderUri();
+    const names = (uris: string[]) => uris.map((u) => displayPath(u, ws)).join(', ');
+    const done = (restored: string[]) => {
+      void vscode.window.showInformationMessage(
+        restored.length ? `milk: undone; restored ${names(restored)}.` : 'milk: nothing to undo (already undone).',
+      );
+      return restored;
+    };
+    try {
+      return done((await this.controller.undoTurn(turnId)).restored);
+    } catch (err) {
+      const f = describeError(err);
+      switch (f.reason) {
+        case 'undo_conflict': {
+          const files = f.files?.length ? names(f.files) : 'some files';
+          const pick = await vscode.window.showWarningMessage(
+            `milk: ${files} changed after this turn. Undo anyway puts back the files as they were before the turn; the later changes to them are lost.`,
+            'Undo anyway',
+          );
+          if (pick !== 'Undo anyway') return undefined;
+          return done((await this.controller.undoTurn(turnId, { force: true })).restored);
+        }
+        case 'session_busy':
+          void vscode.window.showWarningMessage('milk: a turn is running in this session; undo once it has ended (or Cancel it).');
+          return undefined;
+        case 'undo_unavailable':
+        case 'turn_not_found':
+          void vscode.window.showInformationMessage(`milk: ${f.message}`);
+          return undefined;
+        default:
+          throw err;
+      }
+    }
+  }
+
+  /** milk: Undo Last Turn: the newest turn of this session whose changes are not undone. */
+  private async undoLastTurn(): Promise<string[] | undefined> {
+    const last = await this.controller.lastUndoableTurn();
+    if (!last) {
+      void vscode.window.showInformationMessage('milk: no turn of this session has changes to undo.');
+      return undefined;
+    }
+    const { head, files } = changesText(last.info.changes ?? [], workspaceFolderUri());
+    const asked = last.userText ? `"${last.userText.length > 80 ? `${last.userText.slice(0, 79)}…` : last.userText}"\n` : '';
+    const pick = await vscode.window.showWarningMessage(
+      `Undo the last turn's changes (${head})?`,
+      { modal: true, detail: `${asked}${files}\n\nThe files go back to how they were before that turn.` },
+      'Undo',
+    );
+    if (pick !== 'Undo') return undefined;
+    return this.undoTurn(last.info.turnId);
+  }
+
+  // ---- answers in the chat: files and code --------------------------------------------------
+
+  /** A file name in an answer: the workspace file (by path, else by name), at its line. */
+  private async openFile(p: string, line?: number): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const candidates: vscode.Uri[] = [];
+    if (p.startsWith('/')) candidates.push(vscode.Uri.file(p));
+    else if (folder) candidates.push(vscode.Uri.joinPath(folder, p.replace(/^\.\//, '')));
+    let target: vscode.Uri | undefined;
+    for (const c of candidates) {
+      try {
+        await vscode.workspace.fs.stat(c);
+        target = c;
+        break;
+      } catch {
+        /* not there */
+      }
+    }
+    if (!target && folder && !p.startsWith('/')) {
+      const found = await vscode.workspace.findFiles(`**/${p.replace(/^\.\//, '')}`, '**/{node_modules,.git}/**', 20);
+      if (found.length === 1) target = found[0];
+      else if (found.length > 1) {
+        const pick = await vscode.window.showQuickPick(
+          found.map((u) => ({ label: displayPath(u.toString(), folder.toString()), uri: u })),
+          { title: `milk: open ${p}`, placeHolder: 'Several files have this name' },
+        );
+        target = pick?.uri;
+        if (!target) return;
+      }
+    }
+    if (!target) {
+      void vscode.window.showInformationMessage(`milk: there is no ${p} in this workspace.`);
+      return;
+    }
+    const pos = line && line > 0 ? new vscode.Position(line - 1, 0) : undefined;
+    await vscode.window.showTextDocument(target, { preview: true, selection: pos ? new vscode.Range(pos, pos) : undefined });
+  }
+
+  private async insertCode(text: string, language?: string): Promise<void> {
+    const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme !== DOC_SCHEME);
+    if (!editor) {
+      const doc = await vscode.workspace.openTextDocument({ content: text, language });
+      await vscode.window.showTextDocument(doc);
+      return;
+    }
+    await editor.edit((b) => {
+      for (const sel of editor.selections) b.replace(sel, text);
+    });
+    await vscode.window.showTextDocument(editor.document, editor.viewColumn);
   }
 
   // ---- webview --------------------------------------------------------------------------
@@ -413,17 +639,50 @@ export class MilkExtension implements vscode.Disposable {
         case 'openLink':
           if (/^(https?:|mailto:)/i.test(m.href)) await vscode.env.openExternal(vscode.Uri.parse(m.href));
           break;
+        case 'openFile':
+          if (m.path) await this.openFile(m.path, m.line);
+          break;
+        case 'copyCode':
+          await vscode.env.clipboard.writeText(m.text);
+          vscode.window.setStatusBarMessage('milk: code copied', 2000);
+          break;
+        case 'insertCode':
+          await this.insertCode(m.text, m.language);
+          break;
+        case 'backToLocal':
+          this.controller.backToLocal();
+          break;
+        case 'keepRoute':
+          this.controller.keepRoute();
+          break;
+        case 'reviewTurn':
+          await this.reviewTurn(m.turnId);
+          break;
+        case 'undoTurn':
+          await this.undoTurn(m.turnId);
+          break;
+        case 'errorAction':
+          await this.errorAction(m.action, m.reason, m.message, { text: m.text });
+          break;
       }
     } catch (err) {
-      this.output.warn(`${m?.type}: ${describeError(err).message}`);
+      const f = describeError(err);
+      this.output.warn(`${m?.type}: ${f.message}`);
+      // a chat message already shows its failure in the chat; other actions say it here
+      if (m?.type !== 'send' && m?.type !== 'escalate') void vscode.window.showErrorMessage(f.message.startsWith('milk') ? f.message : `milk: ${f.message}`);
     }
   }
 
   private async deleteSession(sessionId: string): Promise<void> {
     const info = this.controller.sessions.find((s) => s.sessionId === sessionId);
+    const name = info ? sessionTitle(info) : 'this session';
+    const when = info ? relativeTime(info.updatedAt) : '';
     const pick = await vscode.window.showWarningMessage(
-      `Delete the milk session "${info?.title || sessionId}"?`,
-      { modal: true, detail: 'Its history is removed from storage.' },
+      `Delete the milk session "${name}"?`,
+      {
+        modal: true,
+        detail: `${info ? `${info.turnCount} message${info.turnCount === 1 ? '' : 's'}${when ? `, last one ${when}` : ''}. ` : ''}Its history is removed from storage.`,
+      },
       'Delete',
     );
     if (pick === 'Delete') await this.controller.deleteSession(sessionId);
@@ -461,6 +720,22 @@ export class MilkExtension implements vscode.Disposable {
       reg('milk.doctor', () => this.doctor()),
       reg('milk.restartServer', () => this.restart()),
       reg('milk.showLog', () => this.output.show()),
+      reg('milk.undoLastTurn', () => this.undoLastTurn()),
+      reg('milk.backToLocal', async () => {
+        await this.chatView.reveal();
+        if (this.controller.nextRoute?.agent !== 'claude' && !this.controller.routeOverride) {
+          void vscode.window.showInformationMessage('milk: the next message already goes to the local model.');
+          return;
+        }
+        this.controller.backToLocal();
+        this.chatView.post({ type: 'focusInput' });
+      }),
+      reg('milk.acceptEdit', () => {
+        if (!this.review.accept()) void vscode.window.showInformationMessage('milk: no edit is waiting for review.');
+      }),
+      reg('milk.rejectEdit', () => {
+        if (!this.review.reject()) void vscode.window.showInformationMessage('milk: no edit is waiting for review.');
+      }),
     ];
   }
 
@@ -472,7 +747,7 @@ export class MilkExtension implements vscode.Disposable {
     const q =
       question ??
       (await vscode.window.showInputBox({
-        title: 'Milk: Ask About Selection',
+        title: 'milk: Ask About Selection',
         prompt: 'Your question about the selected code',
         placeHolder: 'e.g. what does this do?',
       }));
@@ -503,7 +778,7 @@ export class MilkExtension implements vscode.Disposable {
     let t = text;
     if (t === undefined) {
       t = await vscode.window.showInputBox({
-        title: 'Milk: Escalate to Claude',
+        title: 'milk: Escalate to Claude',
         prompt: 'Message for Claude (optional: leave empty to let Claude carry on with the current need)',
       });
       if (t === undefined) return undefined;
@@ -520,13 +795,13 @@ export class MilkExtension implements vscode.Disposable {
     const sessions = await this.controller.refreshSessions();
     type Item = vscode.QuickPickItem & { sessionId?: string };
     const items: Item[] = sessions.map((s) => ({
-      label: `${s.sessionId === this.controller.activeSessionId ? '$(check) ' : ''}${s.title || s.sessionId}`,
-      description: `${s.turnCount} message${s.turnCount === 1 ? '' : 's'} · ${s.activeAgent === 'claude' ? 'Claude' : 'local'}`,
-      detail: s.currentNeed ? `Need: ${s.currentNeed}` : `Updated ${s.updatedAt}`,
+      label: `${s.sessionId === this.controller.activeSessionId ? '$(check) ' : ''}${sessionTitle(s)}`,
+      description: sessionDescription(s),
+      detail: s.currentNeed && s.currentNeed !== sessionTitle(s) ? `Need: ${s.currentNeed}` : undefined,
       sessionId: s.sessionId,
     }));
     items.push({ label: '$(add) New session' });
-    const pick = await vscode.window.showQuickPick(items, { title: 'Milk: Switch Session', placeHolder: 'Pick a session' });
+    const pick = await vscode.window.showQuickPick(items, { title: 'milk: Switch Session', placeHolder: 'Pick a session' });
     if (!pick) return;
     await this.chatView.reveal();
     if (pick.sessionId) await this.controller.switchSession(pick.sessionId);

@@ -14,6 +14,10 @@ export const Methods = {
   CANCEL: 'milk/cancel',
   CONTEXT: 'milk/context',
   STATUS: 'milk/status',
+  /** the files a turn changed, whole (diff review) */
+  TURN_CHANGES: 'milk/turn/changes',
+  /** put back the files a turn changed */
+  TURN_UNDO: 'milk/turn/undo',
   /** notification, server to client */
   UPDATE: 'milk/update',
   /** request, server to client */
@@ -77,6 +81,14 @@ export interface ContextParams {
   sessionId: string;
   reason?: string;
 }
+export interface TurnParams {
+  sessionId: string;
+  turnId: string;
+}
+export interface TurnUndoParams extends TurnParams {
+  /** write the pre-images even when a file changed again after the turn */
+  force?: boolean;
+}
 
 // ---- results --------------------------------------------------------------------------
 
@@ -93,6 +105,12 @@ export interface SessionInfo {
   turnCount: number;
   currentNeed?: string | null;
   claudeSessionId?: string | null;
+  /** where the next `milk/chat` with route `auto` goes, and why (plain words) */
+  nextRoute?: NextRoute | null;
+}
+export interface NextRoute {
+  agent: AgentName;
+  reason: string;
 }
 export interface SessionListResult {
   sessions: SessionInfo[];
@@ -103,7 +121,10 @@ export interface ToolCallRecord {
   input: Record<string, unknown>;
   output?: string | null;
   isError?: boolean | null;
+  /** the final status as shown live (turns stored by older servers have none) */
+  status?: FinalToolStatus | null;
 }
+export type FinalToolStatus = 'completed' | 'failed' | 'denied' | 'cancelled';
 export interface TurnRecord {
   turnId: string;
   role: 'user' | 'assistant';
@@ -119,10 +140,55 @@ export interface Bricks {
   lastLocalSummary: string;
   lastClaudeSummary: string;
 }
+export type ChangeKind = 'created' | 'modified' | 'deleted';
+/** One file a turn changed, counted in lines. */
+export interface ChangeSummary {
+  uri: string;
+  kind: ChangeKind;
+  added: number;
+  removed: number;
+}
+/** One file a turn changed, whole (`before` absent when created, `after` when deleted). */
+export interface FileChange {
+  uri: string;
+  kind: ChangeKind;
+  before?: string | null;
+  after?: string | null;
+  binary?: boolean | null;
+  truncated?: boolean | null;
+}
+export interface TurnChangesResult {
+  changes: FileChange[];
+  undone?: boolean | null;
+}
+export interface TurnUndoResult {
+  restored: string[];
+}
+export interface EscalatedInfo {
+  by: 'user' | 'agent' | 'fallback';
+  reason: string;
+  mode?: EscalationMode | null;
+  contextChars?: number | null;
+}
+/** How a stored turn ended, so a reloaded chat shows what the live one did. */
+export interface TurnInfo {
+  turnId: string;
+  agent: AgentName;
+  /** the local model that answered, when the server records it */
+  model?: string | null;
+  stopReason: StopReason;
+  escalated?: EscalatedInfo | null;
+  error?: TurnError | null;
+  usage?: Usage | null;
+  changes?: ChangeSummary[] | null;
+  undone?: boolean | null;
+}
 export interface SessionGetResult {
   session: SessionInfo;
   turns: TurnRecord[];
   bricks: Bricks;
+  /** for the returned turns stored by a server that records it */
+  turnInfo?: TurnInfo[] | null;
 }
 export interface Usage {
   inputTokens: number;
@@ -144,6 +210,9 @@ export interface TurnResult {
   escalated?: { by: 'user' | 'agent' | 'fallback'; reason: string } | null;
   usage?: Usage | null;
   error?: TurnError | null;
+  /** the files the turn changed (left out when none) */
+  changes?: ChangeSummary[] | null;
+  nextRoute?: NextRoute | null;
 }
 export interface ContextPreview {
   mode: EscalationMode;
@@ -175,7 +244,7 @@ export interface Status {
 
 // ---- milk/update ----------------------------------------------------------------------
 
-export type ToolStatus = 'pending' | 'running' | 'completed' | 'failed' | 'denied';
+export type ToolStatus = 'pending' | 'running' | 'completed' | 'failed' | 'denied' | 'cancelled';
 
 interface UpdateBase {
   sessionId: string;
@@ -230,6 +299,11 @@ export interface NoticeUpdate extends UpdateBase {
   severity: 'info' | 'warning' | 'error';
   message: string;
 }
+/** sent just before turn_ended when the turn changed files */
+export interface ChangesUpdate extends UpdateBase {
+  kind: 'changes';
+  changes: ChangeSummary[];
+}
 export interface TurnEndedUpdate extends UpdateBase {
   kind: 'turn_ended';
   agent: AgentName;
@@ -244,6 +318,7 @@ export type Update =
   | NeedUpdate
   | UsageUpdate
   | NoticeUpdate
+  | ChangesUpdate
   | TurnEndedUpdate;
 
 // ---- milk/requestPermission -----------------------------------------------------------
@@ -262,6 +337,16 @@ export interface RequestPermissionParams {
   input: Record<string, unknown>;
   description?: string | null;
   options: PermissionOption[];
+  /** present when the tool changes files: the whole text before and after */
+  edits?: FileEdit[] | null;
+}
+/** A file a tool would change (no `before` for a new file, no `after` for a deleted one). */
+export interface FileEdit {
+  uri: string;
+  before?: string | null;
+  after?: string | null;
+  /** a side was cut; its text ends with a line `… (cut: N more characters)` */
+  truncated?: boolean | null;
 }
 export interface RequestPermissionResult {
   optionId: PermissionOptionId;
@@ -282,7 +367,10 @@ export type RequestFailedReason =
   | 'local_unreachable'
   | 'claude_not_found'
   | 'claude_failed'
-  | 'storage_failed';
+  | 'storage_failed'
+  | 'turn_not_found'
+  | 'undo_conflict'
+  | 'undo_unavailable';
 
 /** Client capability advertised in `initialize` (experimental.milk). */
 export const CLIENT_EXPERIMENTAL_CAPABILITY = { requestPermission: true } as const;

@@ -1,6 +1,6 @@
 // What the status bar item shows. No `vscode` import.
 
-import type { Status } from './methods';
+import type { NextRoute, Status } from './methods';
 import type { Busy } from './controller';
 import type { ServerState } from './viewMessages';
 
@@ -11,7 +11,16 @@ export interface StatusBarView {
   warning: boolean;
 }
 
-export function statusBarView(input: { serverState: ServerState; busy: Busy; status?: Status; problem?: string }): StatusBarView {
+export function statusBarView(input: {
+  serverState: ServerState;
+  busy: Busy;
+  status?: Status;
+  problem?: string;
+  /** where the next message of the active session goes */
+  nextRoute?: NextRoute;
+  /** the user chose "Back to local" for the next message */
+  routeOverride?: 'local';
+}): StatusBarView {
   const { serverState, busy, status } = input;
   const model = status?.local?.model || undefined;
   // the embedded engine (milk runs llama.cpp itself) says so: "embedded · model"
@@ -40,16 +49,27 @@ export function statusBarView(input: { serverState: ServerState; busy: Busy; sta
   }
   if (problems.length) {
     const what = status && !status.local.reachable ? 'model unreachable' : 'claude not found';
-    return { text: `$(warning) milk: ${what}`, tooltip: `${problems.join('\n')}\nRun "Milk: Doctor" for details.`, warning: true };
+    return { text: `$(warning) milk: ${what}`, tooltip: `${problems.join('\n')}\nRun "milk: Doctor" for details.`, warning: true };
+  }
+  if (input.nextRoute?.agent === 'claude' && input.routeOverride !== 'local') {
+    return {
+      text: `$(comment-discussion) milk${modelPart} · next: Claude`,
+      tooltip:
+        `Your next message goes to Claude (${input.nextRoute.reason}). ` +
+        'To go back to the local model, click "Back to local" in the chat or run "milk: Back to Local Model".',
+      warning: false,
+    };
   }
   return {
     text: `$(comment-discussion) milk${modelPart}`,
-    tooltip: `milk is idle${model ? ` (local model ${model}` : ''}${model ? ')' : ''}. Click to open the chat.`,
+    tooltip: `milk is idle${model ? ` (local model ${model}` : ''}${model ? ')' : ''}. ${
+      input.nextRoute ? `Your next message goes to the local model (${input.nextRoute.reason}). ` : ''
+    }Click to open the chat.`,
     warning: false,
   };
 }
 
-/** Milk: Doctor as Markdown. */
+/** milk: Doctor as Markdown. */
 export function doctorReport(s: Status, extra: { serverCommand?: string; extensionVersion?: string } = {}): string {
   const ok = (b: boolean) => (b ? '✅' : '❌');
   const lines = [

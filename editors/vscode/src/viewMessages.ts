@@ -1,6 +1,6 @@
 // Messages between the extension host and the chat webview. No `vscode` import.
 
-import type { SessionGetResult, SessionInfo, TurnResult, Update } from './methods';
+import type { NextRoute, SessionGetResult, SessionInfo, TurnResult, Update } from './methods';
 
 export type ServerState = 'starting' | 'running' | 'stopped' | 'failed';
 
@@ -11,8 +11,14 @@ export type ToWebview =
   | { type: 'update'; update: Update }
   | { type: 'result'; result: TurnResult }
   | { type: 'failed'; message: string; reason?: string }
-  | { type: 'meta'; localModel?: string; serverState: ServerState; problem?: string }
-  | { type: 'focusInput' };
+  | { type: 'meta'; localModel?: string; serverState: ServerState; problem?: string; workspaceFolder?: string }
+  | { type: 'focusInput' }
+  /** where the next message goes; `override`: the user chose "Back to local" for it */
+  | { type: 'route'; nextRoute?: NextRoute; override?: 'local' }
+  /** the turn's changes were undone */
+  | { type: 'undone'; turnId: string }
+  /** a permission question for this tool call opened (or closed: no toolCallId) */
+  | { type: 'asking'; turnId: string; toolCallId?: string };
 
 export type FromWebview =
   | { type: 'ready' }
@@ -23,4 +29,14 @@ export type FromWebview =
   | { type: 'switchSession'; sessionId: string }
   | { type: 'deleteSession'; sessionId: string }
   | { type: 'showContext' }
-  | { type: 'openLink'; href: string };
+  | { type: 'openLink'; href: string }
+  /** a file name in an answer: open it in the editor */
+  | { type: 'openFile'; path: string; line?: number }
+  | { type: 'copyCode'; text: string }
+  | { type: 'insertCode'; text: string; language?: string }
+  | { type: 'backToLocal' }
+  | { type: 'keepRoute' }
+  | { type: 'reviewTurn'; turnId: string }
+  | { type: 'undoTurn'; turnId: string }
+  /** an error card's action */
+  | { type: 'errorAction'; action: 'openSettings' | 'retry' | 'doctor' | 'showLog'; reason: string; message: string; turnId: string; text?: string };

@@ -56,7 +56,7 @@ test('escalation midway: banner, then a Claude badge', () => {
   m.applyUpdate(st, u('turn_ended', { agent: 'claude', stopReason: 'end_turn' }));
   const t = st.turns[0];
   assert.deepEqual(t.blocks.map((b) => (b.kind === 'agent' ? `agent:${b.agent}` : b.kind)), ['agent:local', 'text', 'escalation', 'agent:claude', 'text']);
-  assert.equal(m.escalationText(t.blocks[2]), 'Escalated to Claude by the local agent: needs a refactor (first conversation, 1,234 chars of context)');
+  assert.equal(m.escalationText(t.blocks[2]), 'Escalated to Claude by the local agent: needs a refactor (sent with a 1.2k-char summary, a new Claude conversation)');
   assert.match(m.formatUsage(t.usage), /100 in · 10 out · 50 cache read tokens · \$0.0123/);
 });
 
@@ -70,7 +70,7 @@ test('a turn Claude runs from its start: banner above the one Claude badge', () 
   assert.deepEqual(st.turns[0].blocks.map((b) => (b.kind === 'agent' ? `agent:${b.agent}` : b.kind)), ['escalation', 'agent:claude', 'text']);
 });
 
-test('cancel: running tools end as denied, status cancelled', () => {
+test('cancel: running tools end as cancelled (not failed, not denied), status cancelled', () => {
   seq = 0;
   const st = m.emptyState(session);
   m.applyUpdate(st, u('turn_started', { agent: 'claude', route: 'claude', reason: 'user asked' }));
@@ -79,7 +79,7 @@ test('cancel: running tools end as denied, status cancelled', () => {
   m.applyUpdate(st, u('turn_ended', { agent: 'claude', stopReason: 'cancelled' }));
   const t = st.turns[0];
   assert.equal(t.status, 'cancelled');
-  assert.equal(t.blocks.find((b) => b.kind === 'tool').tool.status, 'denied');
+  assert.equal(t.blocks.find((b) => b.kind === 'tool').tool.status, 'cancelled');
   assert.equal(m.toolSummary(t.blocks.find((b) => b.kind === 'tool').tool), 'sleep 9');
 });
 
@@ -136,4 +136,154 @@ test('labels', () => {
   assert.equal(m.agentLabel('local', 'qwen'), 'local · qwen');
   assert.equal(m.agentLabel('local'), 'local');
   assert.equal(m.oneLine('a\n  b', 10), 'a b');
+});
+
+test('two turns whose tool calls share an id keep separate blocks (ids are unique per turn only)', () => {
+  const st = m.emptyState(session);
+  const up = (turnId, n, kind, fields) => ({ sessionId: 'S1', turnId, seq: n, kind, ...fields });
+  m.addUserMessage(st, 'read it');
+  m.applyUpdate(st, up('T1', 1, 'turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  m.applyUpdate(st, up('T1', 2, 'tool_call', { agent: 'local', toolCallId: 'call_2_0', name: 'read_file', input: { path: 'a.py' }, status: 'running' }));
+  m.applyUpdate(st, up('T1', 3, 'tool_result', { agent: 'local', toolCallId: 'call_2_0', output: 'A', isError: false }));
+  m.applyUpdate(st, up('T1', 4, 'turn_ended', { agent: 'local', stopReason: 'end_turn' }));
+  // the model server restarted and reuses the id in the next turn
+  m.addUserMessage(st, 'list');
+  m.applyUpdate(st, up('T2', 1, 'turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  m.applyUpdate(st, up('T2', 2, 'tool_call', { agent: 'local', toolCallId: 'call_2_0', name: 'ls', input: {}, status: 'running' }));
+  m.applyUpdate(st, up('T2', 3, 'tool_result', { agent: 'local', toolCallId: 'call_2_0', output: 'B', isError: false }));
+  const tools = (t) => t.blocks.filter((b) => b.kind === 'tool').map((b) => [b.tool.name, b.tool.output]);
+  assert.deepEqual(tools(st.turns[0]), [['read_file', 'A']]);
+  assert.deepEqual(tools(st.turns[1]), [['ls', 'B']]);
+});
+
+test('badges keep the model that answered then, not the current one', () => {
+  seq = 0;
+  const st = m.emptyState(session, 'qwen-small');
+  m.addUserMessage(st, 'hi');
+  m.applyUpdate(st, u('turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  st.localModel = 'llama-big'; // the user switched models afterwards
+  const badge = st.turns[0].blocks.find((b) => b.kind === 'agent');
+  assert.equal(m.agentLabel(badge.agent, badge.model), 'local · qwen-small');
+  // a stored turn does not say which model answered: the badge does not pretend
+  const hist = m.fromHistory({
+    session, bricks: { currentNeed: '' },
+    turns: [
+      { turnId: 'A', role: 'user', agent: 'local', text: 'hi', status: 'ok', createdAt: 'x' },
+      { turnId: 'A', role: 'assistant', agent: 'local', text: 'hello', status: 'ok', createdAt: 'x' },
+    ],
+  }, 'llama-big');
+  const hb = hist.turns[0].blocks.find((b) => b.kind === 'agent');
+  assert.equal(m.agentLabel(hb.agent, hb.model), 'local');
+});
+
+test('an error is shown once: the error notice becomes the card the result names', () => {
+  seq = 0;
+  const st = m.emptyState(session);
+  m.addUserMessage(st, 'hi');
+  m.applyUpdate(st, u('turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  m.applyUpdate(st, u('notice', { severity: 'warning', message: 'slow model' }));
+  m.applyUpdate(st, u('notice', { severity: 'error', message: 'no model server at http://x/v1; set milk.local.baseUrl' }));
+  m.applyUpdate(st, u('turn_ended', { agent: 'local', stopReason: 'error' }));
+  m.applyResult(st, { sessionId: 'S1', turnId: 'T1', agent: 'local', stopReason: 'error', text: '',
+    error: { reason: 'local_unreachable', message: 'no model server at http://x/v1; set milk.local.baseUrl' } });
+  const t = st.turns[0];
+  assert.deepEqual(t.blocks.filter((b) => b.kind === 'notice').map((b) => b.message), ['slow model']);
+  assert.deepEqual(t.error, { reason: 'local_unreachable', message: 'no model server at http://x/v1; set milk.local.baseUrl' });
+  assert.deepEqual(m.errorActions(t.error.reason), ['openSettings', 'retry', 'doctor']);
+  assert.equal(m.errorSetting(t.error.reason, t.error.message), 'milk.local.baseUrl');
+  assert.equal(m.errorSetting('claude_not_found', 'claude was not found'), 'milk.claude.path');
+});
+
+test('changes: the update, then the result, and undo', () => {
+  seq = 0;
+  const st = m.emptyState(session);
+  m.addUserMessage(st, 'fix it');
+  m.applyUpdate(st, u('turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  const changes = [
+    { uri: 'file:///w/src/a.py', kind: 'modified', added: 3, removed: 1 },
+    { uri: 'file:///w/new.py', kind: 'created', added: 10, removed: 0 },
+  ];
+  m.applyUpdate(st, u('changes', { changes }));
+  m.applyUpdate(st, u('turn_ended', { agent: 'local', stopReason: 'end_turn' }));
+  assert.deepEqual(st.turns[0].changes, changes);
+  assert.deepEqual(m.changesText(changes, 'file:///w'), { head: '2 files changed', files: 'src/a.py +3 −1, new.py (new) +10' });
+  m.applyResult(st, { sessionId: 'S1', turnId: 'T1', agent: 'local', stopReason: 'end_turn', text: '', changes });
+  assert.equal(st.turns[0].undone, undefined);
+  m.markUndone(st, 'T1');
+  assert.equal(st.turns[0].undone, true);
+});
+
+test('history with turnInfo equals the live view: error, escalation, denied, usage, changes', () => {
+  const st = m.fromHistory({
+    session,
+    bricks: { currentNeed: '' },
+    turns: [
+      { turnId: 'A', role: 'user', agent: 'local', text: 'run it', status: 'ok', createdAt: 'x' },
+      { turnId: 'A', role: 'assistant', agent: 'local', text: 'ok', status: 'ok', createdAt: 'x',
+        toolCalls: [
+          { toolCallId: 'c1', name: 'run_command', input: { command: 'rm x' }, output: 'denied by the user', isError: true, status: 'denied' },
+          { toolCallId: 'c2', name: 'run_command', input: { command: 'false' }, output: 'exit 1', isError: true, status: 'failed' },
+        ] },
+      // a Claude turn that failed at once: no assistant record at all
+      { turnId: 'B', role: 'user', agent: 'claude', text: 'hard one', status: 'error', createdAt: 'x' },
+      { turnId: 'C', role: 'user', agent: 'local', text: 'edit', status: 'ok', createdAt: 'x' },
+      { turnId: 'C', role: 'assistant', agent: 'local', text: 'edited', status: 'ok', createdAt: 'x' },
+    ],
+    turnInfo: [
+      { turnId: 'A', agent: 'local', stopReason: 'end_turn', usage: { inputTokens: 5, outputTokens: 2 } },
+      { turnId: 'B', agent: 'claude', stopReason: 'error', escalated: { by: 'user', reason: 'user asked', mode: 'first', contextChars: 2515 },
+        error: { reason: 'claude_not_logged_in', message: 'Claude is not logged in: run /opt/claude login' } },
+      { turnId: 'C', agent: 'local', stopReason: 'end_turn', changes: [{ uri: 'file:///w/a.py', kind: 'modified', added: 1, removed: 1 }], undone: true },
+    ],
+  });
+  const [a, b, c] = st.turns;
+  assert.deepEqual(a.blocks.filter((x) => x.kind === 'tool').map((x) => x.tool.status), ['denied', 'failed']);
+  assert.match(m.formatUsage(a.usage), /5 in · 2 out/);
+  assert.equal(b.status, 'error');
+  assert.equal(b.error.reason, 'claude_not_logged_in');
+  const banner = b.blocks.find((x) => x.kind === 'escalation');
+  assert.equal(m.escalationText(banner), 'Escalated to Claude by you: user asked (sent with a 2.5k-char summary, a new Claude conversation)');
+  assert.equal(c.changes.length, 1);
+  assert.equal(c.undone, true);
+});
+
+test('a tool left open by a cancelled turn is "cancelled" live and after a reload', () => {
+  const st = m.fromHistory({
+    session, bricks: { currentNeed: '' },
+    turns: [
+      { turnId: 'A', role: 'user', agent: 'claude', text: 'go', status: 'cancelled', createdAt: 'x' },
+      { turnId: 'A', role: 'assistant', agent: 'claude', text: '', status: 'cancelled', createdAt: 'x',
+        toolCalls: [{ toolCallId: 't', name: 'Bash', input: { command: 'sleep 9' }, status: 'cancelled' }] },
+    ],
+    turnInfo: [{ turnId: 'A', agent: 'claude', stopReason: 'cancelled' }],
+  });
+  assert.equal(st.turns[0].blocks.find((x) => x.kind === 'tool').tool.status, 'cancelled');
+  assert.equal(st.turns[0].status, 'cancelled');
+});
+
+test('tool output cut on the wire is marked', () => {
+  assert.deepEqual(m.splitToolOutput('short'), { text: 'short' });
+  const marked = m.splitToolOutput('line 1\nline 2\n… (cut: 12345 more characters)\n');
+  assert.equal(marked.text, 'line 1\nline 2');
+  assert.equal(marked.cut, '… cut, 12,345 more characters');
+  // exactly at the wire limit but not cut: no note
+  assert.deepEqual(m.splitToolOutput('x'.repeat(2000)), { text: 'x'.repeat(2000) });
+});
+
+test('plain words: route reasons, times, session names', () => {
+  assert.equal(m.routeReasonText('default'), '');
+  assert.equal(m.routeReasonText('session escalated by the user'), 'you sent this session to Claude');
+  assert.equal(m.routeReasonText('something new'), 'something new');
+  const now = Date.parse('2026-01-10T12:00:00Z');
+  assert.equal(m.relativeTime('2026-01-10T11:59:50Z', now), 'just now');
+  assert.equal(m.relativeTime('2026-01-10T11:55:00Z', now), '5 min ago');
+  assert.equal(m.relativeTime('2026-01-10T09:00:00Z', now), '3 hours ago');
+  assert.equal(m.relativeTime('2026-01-09T10:00:00Z', now), 'yesterday');
+  assert.equal(m.relativeTime('2025-01-01T00:00:00Z', now), '2025-01-01');
+  assert.equal(m.sessionTitle({ title: '', currentNeed: null }), 'New session');
+  assert.equal(m.sessionTitle({ title: 'Fix the build', currentNeed: 'x' }), 'Fix the build');
+  assert.equal(m.sessionDescription({ turnCount: 3, activeAgent: 'claude', updatedAt: '2026-01-10T11:55:00Z' }, now), '3 messages · Claude · 5 min ago');
+  assert.equal(m.sessionDescription({ turnCount: 0, activeAgent: 'local', updatedAt: '2026-01-10T11:59:59Z' }, now), 'empty · just now');
+  assert.equal(m.shortCount(2515), '2.5k');
+  assert.equal(m.shortCount(999), '999');
 });

@@ -1,6 +1,8 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { buildServerSettings, classifyChange, answerConfiguration, SERVER_SETTING_KEYS } = require('../out/lib/config.js');
+const { buildServerSettings, classifyChange, answerConfiguration, SERVER_SETTING_KEYS, MACHINE_PATH_KEYS, vscodeSettingNames } = require('../out/lib/config.js');
+const fs = require('node:fs');
+const path = require('node:path');
 const pkg = require('../package.json');
 
 test('flat milk.* settings become the nested object of PROTOCOL.md', () => {
@@ -79,4 +81,35 @@ test('answerConfiguration answers section milk and sub-sections, null otherwise'
     null,
     null,
   ]);
+});
+
+test('settings that name programs and folders work in remote windows and never come from an untrusted workspace', () => {
+  const props = pkg.contributes.configuration.properties;
+  for (const k of MACHINE_PATH_KEYS) {
+    // machine / machine-overridable values in the User settings are ignored in a remote
+    // window (code-server included): window scope is read from User, Remote and workspace
+    assert.equal(props[`milk.${k}`].scope, 'window', k);
+    assert.ok(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations.includes(`milk.${k}`), `${k} restricted`);
+  }
+  assert.equal(pkg.capabilities.untrustedWorkspaces.supported, 'limited');
+});
+
+test('server messages name the VS Code settings', () => {
+  assert.equal(
+    vscodeSettingNames('claude.path = "/x" does not exist; set `claude.path`, local.baseUrl or storageDir (milk.local.model stays)'),
+    'milk.claude.path = "/x" does not exist; set `milk.claude.path`, milk.local.baseUrl or milk.storageDir (milk.local.model stays)',
+  );
+  assert.equal(vscodeSettingNames('see https://x/local.model and a.local.baseUrl'), 'see https://x/local.model and a.local.baseUrl');
+  // every name it produces is a declared setting
+  for (const k of SERVER_SETTING_KEYS) {
+    const out = vscodeSettingNames(`set ${k}`);
+    if (out !== `set ${k}`) assert.ok(pkg.contributes.configuration.properties[out.slice(4)], out);
+  }
+});
+
+test('the palette category is "milk" everywhere; the icon exists and is a PNG', () => {
+  for (const c of pkg.contributes.commands) assert.equal(c.category, 'milk', c.command);
+  const icon = fs.readFileSync(path.join(__dirname, '..', pkg.icon));
+  assert.equal(icon.subarray(1, 4).toString(), 'PNG');
+  assert.ok(icon.readUInt32BE(16) >= 128 && icon.readUInt32BE(20) >= 128, 'at least 128x128');
 });

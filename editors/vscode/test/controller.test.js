@@ -1,7 +1,7 @@
 // ChatController against a scripted in-memory RPC (no server): when milk/cancel is sent.
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { ChatController } = require('../out/lib/controller.js');
+const { ChatController, describeError } = require('../out/lib/controller.js');
 const { Methods } = require('../out/lib/methods.js');
 
 /** sendRequest records the call and answers from `answers` (a function per method). */
@@ -96,4 +96,73 @@ test('Cancel of a running turn is sent at once; an idle session has nothing to c
   f.notify(Methods.UPDATE, { ...turnEnded('s1'), turnId: 't2', stopReason: 'end_turn' });
   f.resolve(Methods.CHAT, { sessionId: 's1', turnId: 't2', stopReason: 'end_turn' });
   await again;
+});
+
+test('Back to local: the next message goes with route local, once; a session switch drops it', async () => {
+  const posts = [];
+  let next = { agent: 'claude', reason: 'you sent this session to Claude' };
+  const f = fakeRpc({
+    [Methods.SESSION_LIST]: () => ({ sessions: [{ sessionId: 's1', turnCount: 2, nextRoute: next }] }),
+    [Methods.SESSION_GET]: (p) => ({ session: { sessionId: p.sessionId, nextRoute: next }, turns: [], bricks: {} }),
+    [Methods.CHAT]: (p) => {
+      if (p.route === 'local') next = { agent: 'local', reason: 'local model first' };
+      return { sessionId: 's1', turnId: 't', agent: 'local', stopReason: 'end_turn', text: '', nextRoute: next };
+    },
+  });
+  const c = new ChatController({ post: (m) => posts.push(m), workspaceFolder: () => 'file:///ws' });
+  c.attach(f.rpc);
+  await c.switchSession('s1');
+  assert.equal(c.nextRoute.agent, 'claude');
+  c.backToLocal();
+  assert.deepEqual(posts.filter((p) => p.type === 'route').at(-1), { type: 'route', nextRoute: c.nextRoute, override: 'local' });
+  await c.send('hello');
+  assert.equal(f.sent.find((s) => s.method === Methods.CHAT).params.route, 'local');
+  assert.equal(c.routeOverride, undefined, 'only for one message');
+  assert.deepEqual(c.nextRoute, { agent: 'local', reason: 'local model first' }, 'the result says where the next one goes');
+  await c.send('again');
+  assert.equal(f.sent.filter((s) => s.method === Methods.CHAT)[1].params.route, undefined);
+  c.backToLocal();
+  await c.switchSession('s1');
+  assert.equal(c.routeOverride, undefined);
+});
+
+test('"+" reuses an empty session instead of making another', async () => {
+  let made = 0;
+  const list = [{ sessionId: 'full', turnCount: 3 }, { sessionId: 'empty', turnCount: 0 }];
+  const f = fakeRpc({
+    [Methods.SESSION_LIST]: () => ({ sessions: list }),
+    [Methods.SESSION_GET]: (p) => ({ session: { sessionId: p.sessionId }, turns: [], bricks: {} }),
+    [Methods.SESSION_NEW]: () => ({ sessionId: `new${++made}`, turnCount: 0 }),
+  });
+  const c = new ChatController({ post: () => undefined, workspaceFolder: () => 'file:///ws' });
+  c.attach(f.rpc);
+  c.activeSessionId = 'full';
+  assert.equal((await c.newSession()).sessionId, 'empty');
+  assert.equal(c.activeSessionId, 'empty');
+  assert.equal(made, 0);
+  list.pop();
+  assert.equal((await c.newSession()).sessionId, 'new1');
+  assert.equal((await c.newSession('titled')).sessionId, 'new2', 'a titled session is always new');
+});
+
+test('undo: the view hears of it; a conflict carries its files', async () => {
+  const posts = [];
+  let conflict = true;
+  const f = fakeRpc({
+    [Methods.TURN_UNDO]: (p) => {
+      if (conflict && !p.force) {
+        return Promise.reject(Object.assign(new Error('a.py changed after the turn'), { code: -32803, data: { reason: 'undo_conflict', files: ['file:///w/a.py'] } }));
+      }
+      return { restored: ['file:///w/a.py'] };
+    },
+  });
+  const c = new ChatController({ post: (m) => posts.push(m), workspaceFolder: () => 'file:///w' });
+  c.attach(f.rpc);
+  c.activeSessionId = 's1';
+  await assert.rejects(c.undoTurn('t1'), (e) => e.reason === 'undo_conflict' && e.files[0] === 'file:///w/a.py');
+  assert.equal(posts.filter((p) => p.type === 'undone').length, 0);
+  assert.deepEqual(await c.undoTurn('t1', { force: true }), { restored: ['file:///w/a.py'] });
+  assert.deepEqual(f.sent.at(-1).params, { sessionId: 's1', turnId: 't1', force: true });
+  assert.deepEqual(posts.filter((p) => p.type === 'undone'), [{ type: 'undone', turnId: 't1' }]);
+  assert.equal(describeError({ message: 'set claude.path', data: { reason: 'claude_not_found' } }).message, 'set milk.claude.path');
 });

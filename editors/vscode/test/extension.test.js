@@ -7,6 +7,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const S = require('./support/servers');
 const { createMock, installMock, Uri, Selection } = require('./support/mock-vscode');
+const chat = require('../out/lib/chatModel.js');
 
 describe('bundled extension + real language client + real milk-lsp (mocked vscode)', () => {
   let sandbox, openai, anthropic, mock, uninstall, ext, api;
@@ -87,9 +88,13 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     for (const id of ['milk.openChat', 'milk.askAboutSelection', 'milk.escalate', 'milk.cancel', 'milk.newSession', 'milk.switchSession', 'milk.showContext', 'milk.doctor']) {
       assert.ok(mock.commands.has(id), `${id} registered`);
     }
-    // every command is declared in package.json
+    // every command of the extension is declared in package.json; the server's own LSP
+    // commands (executeCommandProvider) that share a name with one of ours are left to ours
+    // (a second registration would throw and stop the client)
     const declared = require('../package.json').contributes.commands.map((c) => c.command);
-    for (const id of mock.commands.keys()) assert.ok(declared.includes(id), `${id} declared`);
+    const serverCommands = api.client.initializeResult.capabilities.executeCommandProvider?.commands ?? [];
+    for (const id of mock.commands.keys()) assert.ok(declared.includes(id) || serverCommands.includes(id), `${id} declared`);
+    for (const id of declared) assert.ok(mock.commands.has(id), `${id} registered`);
   });
 
   it('advertises experimental.milk.requestPermission', () => {
@@ -179,7 +184,8 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     assert.match(result.result.text, /Marker created by Claude\./);
     const modal = mock.modalCalls.find((c) => /Claude wants to use Bash/.test(c.message));
     assert.ok(modal, 'modal permission prompt');
-    assert.deepEqual(modal.items, ['Allow once', 'Allow for this session', 'Deny']);
+    // Deny first: the modal's default button (Enter), as Escape is
+    assert.deepEqual(modal.items, ['Deny', 'Allow once', 'Allow for this session']);
     assert.match(modal.options.detail, /touch ext-allowed.txt/);
     assert.ok(fs.existsSync(path.join(sandbox.workspace, 'ext-allowed.txt')));
     assert.ok(mock.statusItems[0].texts.some((t) => /Claude running/.test(t)), 'status bar showed Claude running');
@@ -249,10 +255,294 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     const err = await waitFor(() => mock.errors.find((e) => /pipx install milk-lsp/.test(e.message)), 'not-found notification');
     assert.match(err.message, /milk\.server\.path/);
     assert.deepEqual(err.items, ['Open Settings', 'Show Log']);
-    await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === 'milk.server'), 'the setting opened');
+    await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === 'milk.server.path'), 'the setting opened');
     await waitFor(() => /server not running/.test(statusText()), 'status bar: server not running');
     // fix the setting: the server comes back
     mock.setSettings({ 'milk.server.path': S.MILK_LSP });
     await waitFor(() => api.controller.serverState === 'running' && /live-model/.test(statusText()), 'server running again', 30000);
+  });
+
+  // ---- issue 9: diffs before, undo after, the way back to local, history equal to live ----
+
+  const hello = () => path.join(sandbox.workspace, 'hello.py');
+  const EDIT = { name: 'edit_file', arguments: { path: 'hello.py', old_text: 'f"hello {name}"', new_text: 'f"hi there {name}"' } };
+  const docText = async (uri) => (await mock.vscode.workspace.openTextDocument(uri)).getText();
+  const lastResult = async (before, what, ms = 60000) => waitFor(() => posted('result').length > before && posted('result').at(-1).result, what, ms);
+  let reviewSession;
+  let editedTurn;
+  let original;
+
+  it('an edit asks with its diff: Review… opens the diff editor, Accept applies it', { timeout: 90000 }, async () => {
+    await api.controller.newSession('review and undo');
+    reviewSession = api.controller.activeSessionId;
+    original = fs.readFileSync(hello(), 'utf8');
+    await openai.script([{ tool_calls: [EDIT] }, { text: 'Changed the greeting.' }]);
+    const diffsBefore = mock.executed.filter(([id]) => id === 'vscode.diff').length;
+    mock.answerWarning = (message, opts) => (opts.modal && /wants to edit hello\.py/.test(message) ? 'Review…' : undefined);
+    const before = posted('result').length;
+    const items = mock.statusItems.length;
+    mock.webview.send({ type: 'send', text: 'make the greeting friendlier' });
+    await waitFor(() => mock.context['milk.reviewingEdit'] === true, 'the diff review');
+    const contextWhileAsking = mock.context['milk.reviewingEdit'];
+    // Accept / Reject in the status bar while the diff is open
+    const buttons = mock.statusItems.slice(items);
+    assert.deepEqual(buttons.map((b) => [b.text, b.command, b.visible]), [
+      ['$(check) Accept edit', 'milk.acceptEdit', true],
+      ['$(close) Reject edit', 'milk.rejectEdit', true],
+    ]);
+    await mock.vscode.commands.executeCommand(buttons[0].command);
+    const result = await lastResult(before, 'the edit turn');
+    assert.equal(result.stopReason, 'end_turn', JSON.stringify(result));
+    const modal = mock.modalCalls.at(-1);
+    assert.equal(modal.message, 'The local agent wants to edit hello.py');
+    assert.deepEqual(modal.items, ['Deny', 'Review…', 'Allow once', 'Allow for this session']);
+    assert.match(modal.options.detail, /^hello\.py: 1 line added, 1 removed$/m);
+    assert.match(modal.options.detail, /^-\u00a0{4}return f"hello \{name\}"$/m);
+    assert.match(modal.options.detail, /^\+\u00a0{4}return f"hi there \{name\}"$/m);
+    // the diff editor showed the whole file, before and after, as milk: documents
+    const diff = mock.executed.filter(([id]) => id === 'vscode.diff')[diffsBefore];
+    assert.ok(diff, 'vscode.diff opened');
+    const [, left, right, title] = diff;
+    assert.equal(left.scheme, 'milk');
+    assert.match(left.path, /\/hello\.py$/, 'named after the file (highlighting)');
+    assert.equal(title, 'hello.py: current ↔ proposed by the local agent');
+    assert.equal(contextWhileAsking, true, 'Accept / Reject in the diff editor title while it is open');
+    assert.equal(mock.context['milk.reviewingEdit'], false);
+    assert.ok(buttons.every((b) => b.disposed), 'the status bar buttons go away once answered');
+    assert.equal(fs.readFileSync(hello(), 'utf8'), original.replace('f"hello {name}"', 'f"hi there {name}"'));
+    // the chat heard of the open question (the tool row says it waits for you)
+    const asking = posted('asking');
+    assert.equal(asking.at(-2).toolCallId !== undefined, true);
+    assert.equal(asking.at(-1).toolCallId, undefined);
+    // the turn lists its changes: update, result
+    const changesUpdate = posted('update').map((m) => m.update).find((u) => u.turnId === result.turnId && u.kind === 'changes');
+    const summary = [{ uri: Uri.file(hello()).toString(), kind: 'modified', added: 1, removed: 1 }];
+    assert.deepEqual(changesUpdate.changes, summary);
+    assert.deepEqual(result.changes, summary);
+    editedTurn = result.turnId;
+  });
+
+  it("the chat's Review opens the turn's changes in the diff editor", async () => {
+    const n = mock.executed.filter(([id]) => id === 'vscode.diff').length;
+    mock.webview.send({ type: 'reviewTurn', turnId: editedTurn });
+    const diff = await waitFor(() => mock.executed.filter(([id]) => id === 'vscode.diff')[n], 'the diff of the turn');
+    assert.equal(await docText(diff[1]), original);
+    assert.equal(await docText(diff[2]), original.replace('f"hello {name}"', 'f"hi there {name}"'));
+    assert.equal(diff[3], 'hello.py: changes of the turn');
+  });
+
+  it('Reject in the diff editor title denies the edit; the file stays as it was', { timeout: 90000 }, async () => {
+    const now = fs.readFileSync(hello(), 'utf8');
+    await openai.script([{ tool_calls: [{ name: 'edit_file', arguments: { path: 'hello.py', old_text: 'def greet', new_text: 'def salute' } }] }, { text: 'Fine.' }]);
+    mock.answerWarning = (message, opts) => (opts.modal && /wants to edit/.test(message) ? 'Review…' : undefined);
+    const before = posted('result').length;
+    mock.webview.send({ type: 'send', text: 'rename greet' });
+    await waitFor(() => mock.context['milk.reviewingEdit'] === true, 'the diff review');
+    await mock.vscode.commands.executeCommand('milk.rejectEdit');
+    const result = await lastResult(before, 'the rejected turn');
+    assert.equal(fs.readFileSync(hello(), 'utf8'), now);
+    const denied = posted('update').map((m) => m.update).filter((u) => u.turnId === result.turnId && u.kind === 'tool_call').at(-1);
+    assert.equal(denied.status, 'denied');
+    assert.equal(mock.context['milk.reviewingEdit'], false);
+    assert.equal(result.changes, undefined, 'nothing changed');
+  });
+
+  it('closing the diff without an answer asks the question again', { timeout: 90000 }, async () => {
+    const now = fs.readFileSync(hello(), 'utf8');
+    await openai.script([{ tool_calls: [{ name: 'edit_file', arguments: { path: 'hello.py', old_text: 'def greet', new_text: 'def hail' } }] }, { text: 'Left alone.' }]);
+    let asked = 0;
+    mock.answerWarning = (message, opts) => {
+      if (!opts.modal || !/wants to edit/.test(message)) return undefined;
+      asked++;
+      return asked === 1 ? 'Review…' : 'Deny';
+    };
+    const before = posted('result').length;
+    mock.webview.send({ type: 'send', text: 'rename greet to hail' });
+    await waitFor(() => mock.context['milk.reviewingEdit'] === true, 'the diff review');
+    const review = mock.tabs.filter((t) => t.label === 'hello.py: current ↔ proposed by the local agent');
+    assert.equal(review.length, 1);
+    mock.closeTabs((t) => review.includes(t)); // the user closes the diff
+    const result = await lastResult(before, 'the turn');
+    assert.equal(asked, 2, 'asked again once the diff was closed');
+    assert.equal(fs.readFileSync(hello(), 'utf8'), now);
+    assert.equal(mock.context['milk.reviewingEdit'], false);
+    assert.equal(result.changes, undefined);
+  });
+
+  it("the chat's Undo puts the file back, byte for byte", async () => {
+    mock.infos.length = 0;
+    mock.webview.send({ type: 'undoTurn', turnId: editedTurn });
+    await waitFor(() => posted('undone').some((m) => m.turnId === editedTurn), 'undone posted');
+    assert.equal(fs.readFileSync(hello(), 'utf8'), original);
+    assert.ok(mock.infos.some((m) => /undone; restored hello\.py/.test(m)), mock.infos.join(' | '));
+    const changes = await api.controller.turnChanges(editedTurn);
+    assert.equal(changes.undone, true);
+  });
+
+  it('undo after the file changed again: "Undo anyway" (force) after a warning naming the file', { timeout: 90000 }, async () => {
+    await openai.script([{ tool_calls: [EDIT] }, { text: 'Again.' }]);
+    mock.answerWarning = (message, opts) => (opts.modal && /wants to edit/.test(message) ? 'Allow once' : undefined);
+    const before = posted('result').length;
+    mock.webview.send({ type: 'send', text: 'friendlier again' });
+    const result = await lastResult(before, 'the second edit');
+    assert.ok(result.changes?.length, JSON.stringify(result));
+    fs.appendFileSync(hello(), '# my own change\n');
+    const warnings = mock.warnings.length;
+    mock.answerWarning = (message, opts, items) => (!opts.modal && items.includes('Undo anyway') ? 'Undo anyway' : undefined);
+    const restored = await api.undoTurn(result.turnId);
+    const warned = mock.warnings.slice(warnings).find((w) => w.items.includes('Undo anyway'));
+    assert.match(warned.message, /hello\.py changed after this turn/);
+    assert.deepEqual(restored, [Uri.file(hello()).toString()]);
+    assert.equal(fs.readFileSync(hello(), 'utf8'), original);
+  });
+
+  it('milk: Undo Last Turn asks, names the files and undoes the newest turn with changes', { timeout: 90000 }, async () => {
+    await openai.script([{ tool_calls: [EDIT] }, { text: 'Once more.' }]);
+    mock.answerWarning = (message, opts) => (opts.modal && /wants to edit/.test(message) ? 'Allow once' : undefined);
+    const before = posted('result').length;
+    mock.webview.send({ type: 'send', text: 'and once more' });
+    await lastResult(before, 'the third edit');
+    assert.notEqual(fs.readFileSync(hello(), 'utf8'), original);
+    mock.answerWarning = (message, opts) => (opts.modal && /Undo the last turn's changes/.test(message) ? 'Undo' : undefined);
+    await mock.vscode.commands.executeCommand('milk.undoLastTurn');
+    const asked = mock.modalCalls.at(-1);
+    assert.equal(asked.message, "Undo the last turn's changes (1 file changed)?");
+    assert.match(asked.options.detail, /"and once more"\nhello\.py \+1 −1/);
+    assert.equal(fs.readFileSync(hello(), 'utf8'), original);
+    mock.infos.length = 0;
+    await mock.vscode.commands.executeCommand('milk.undoLastTurn');
+    assert.ok(mock.infos.some((m) => /no turn of this session has changes to undo/.test(m)), mock.infos.join(' | '));
+  });
+
+  it('the next route is visible after an escalation, and "Back to local" sends the next message locally', { timeout: 120000 }, async () => {
+    await anthropic.script([{ text: 'Claude answering.' }]);
+    let before = posted('result').length;
+    mock.webview.send({ type: 'escalate', text: 'please take over' });
+    let result = await lastResult(before, 'the escalation', 110000);
+    assert.equal(result.agent, 'claude', JSON.stringify(result));
+    assert.equal(result.nextRoute.agent, 'claude');
+    await waitFor(() => /next: Claude/.test(statusText()), `status bar with the next route (now "${statusText()}")`);
+    assert.equal(posted('route').at(-1).nextRoute.agent, 'claude');
+    mock.webview.send({ type: 'backToLocal' });
+    await waitFor(() => posted('route').at(-1).override === 'local', 'the override');
+    assert.doesNotMatch(statusText(), /next: Claude/);
+    await openai.script([{ text: 'Local again.' }]);
+    before = posted('result').length;
+    mock.webview.send({ type: 'send', text: 'back to you, local model' });
+    result = await lastResult(before, 'the local turn');
+    assert.equal(result.agent, 'local', JSON.stringify(result));
+    assert.equal(result.nextRoute.agent, 'local');
+    assert.equal(posted('route').at(-1).override, undefined);
+    await waitFor(() => !/next: Claude/.test(statusText()), 'status bar without the next route');
+  });
+
+  it('an error is shown once, names the VS Code setting, and its card opens that setting', { timeout: 60000 }, async () => {
+    mock.setSettings({ 'milk.local.baseUrl': 'http://127.0.0.1:9/v1' });
+    try {
+      await new Promise((r) => setTimeout(r, 500)); // the server pulls the settings
+      const before = posted('result').length;
+      mock.webview.send({ type: 'send', text: 'anyone there?' });
+      const result = await lastResult(before, 'the failed turn');
+      assert.equal(result.stopReason, 'error');
+      assert.equal(result.error.reason, 'local_unreachable', JSON.stringify(result.error));
+      assert.match(result.error.message, /milk\.local\.baseUrl/);
+      assert.doesNotMatch(result.error.message, /(^|[^.])\blocal\.baseUrl/);
+      const notices = posted('update').map((m) => m.update).filter((u) => u.turnId === result.turnId && u.kind === 'notice' && u.severity === 'error');
+      // the live view turns the error notice into the one card (chatModel), not a second line
+      const st = chat.emptyState({ sessionId: result.sessionId });
+      for (const u of posted('update').map((m) => m.update).filter((u) => u.turnId === result.turnId)) chat.applyUpdate(st, u);
+      chat.applyResult(st, result);
+      const turn = st.turns.at(-1);
+      assert.equal(notices.length, 1);
+      assert.equal(turn.blocks.filter((b) => b.kind === 'notice' && b.severity === 'error').length, 0);
+      assert.equal(turn.error.message, result.error.message);
+      mock.webview.send({ type: 'errorAction', action: 'openSettings', reason: result.error.reason, message: result.error.message, turnId: result.turnId, text: 'anyone there?' });
+      await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === 'milk.local.baseUrl'), 'Open Settings on milk.local.baseUrl');
+    } finally {
+      mock.setSettings({ 'milk.local.baseUrl': openai.url });
+    }
+  });
+
+  it('a reloaded session shows what was seen live (turnInfo): statuses, denied calls, banner, usage, changes, undone', async () => {
+    // the live view, rebuilt from everything the extension posted for this session
+    const live = chat.emptyState({ sessionId: reviewSession });
+    for (const m of mock.webview.posted) {
+      if (m.type === 'update' && m.update.sessionId === reviewSession) chat.applyUpdate(live, m.update);
+      if (m.type === 'result' && m.result.sessionId === reviewSession) chat.applyResult(live, m.result);
+      if (m.type === 'undone') chat.markUndone(live, m.turnId);
+    }
+    await api.controller.loadHistory();
+    const data = posted('history').at(-1).data;
+    assert.equal(data.session.sessionId, reviewSession);
+    const hist = chat.fromHistory(data);
+    const view = (st) =>
+      st.turns.filter((t) => !t.pending).map((t) => ({
+        status: t.status,
+        tools: t.blocks.filter((b) => b.kind === 'tool').map((b) => `${b.tool.name}:${b.tool.status}`),
+        banner: t.blocks.filter((b) => b.kind === 'escalation').map((b) => chat.escalationText(b)),
+        agents: t.blocks.filter((b) => b.kind === 'agent').map((b) => b.agent),
+        usage: chat.formatUsage(t.usage),
+        error: t.error?.message,
+        changes: t.changes,
+        undone: !!t.undone,
+      }));
+    const want = view(live);
+    const got = view(hist).slice(-want.length);
+    assert.deepEqual(got, want);
+    assert.ok(want.some((t) => t.tools.includes('edit_file:denied')), 'a denied call');
+    assert.ok(want.some((t) => t.banner.length), 'an escalation banner');
+    assert.ok(want.some((t) => t.undone), 'an undone turn');
+  });
+
+  it('"+" reuses an empty session instead of piling up new ones', async () => {
+    const a = await mock.vscode.commands.executeCommand('milk.newSession');
+    const count = api.controller.sessions.length;
+    const b = await mock.vscode.commands.executeCommand('milk.newSession');
+    assert.equal(b.sessionId, a.sessionId);
+    assert.equal(api.controller.sessions.length, count);
+    assert.equal(api.controller.activeSessionId, a.sessionId);
+  });
+
+  it('an untrusted workspace that sets milk.server.path is told that VS Code ignores it', () => {
+    mock.vscode.workspace.isTrusted = false;
+    mock.workspaceSettings['milk.server.path'] = '/workspace/evil-milk-lsp';
+    try {
+      const n = mock.warnings.length;
+      api.warnIgnoredSettings();
+      const w = mock.warnings.slice(n).find((x) => /milk\.server\.path/.test(x.message));
+      assert.ok(w, 'warned');
+      assert.match(w.message, /ignores it until you trust the workspace/);
+      assert.deepEqual(w.items, ['Manage Workspace Trust']);
+      // package.json makes VS Code ignore it (restrictedConfigurations), the warning says so
+      assert.ok(require('../package.json').capabilities.untrustedWorkspaces.restrictedConfigurations.includes('milk.server.path'));
+    } finally {
+      mock.vscode.workspace.isTrusted = true;
+      delete mock.workspaceSettings['milk.server.path'];
+    }
+  });
+
+  it('answers: a file name opens the file at its line; code blocks copy and insert', async () => {
+    const shown = mock.shownDocuments.length;
+    mock.webview.send({ type: 'openFile', path: 'hello.py', line: 2 });
+    await waitFor(() => mock.shownDocuments.length > shown, 'the file opened');
+    assert.equal(mock.shownDocuments.at(-1).fsPath, hello());
+    mock.infos.length = 0;
+    mock.webview.send({ type: 'openFile', path: 'nope/missing.py' });
+    await waitFor(() => mock.infos.some((m) => /there is no nope\/missing\.py in this workspace/.test(m)), 'no such file');
+    mock.webview.send({ type: 'copyCode', text: 'print("hi")\n' });
+    await waitFor(() => mock.clipboard === 'print("hi")\n', 'copied');
+    const edits = [];
+    mock.activeTextEditor = {
+      document: { uri: Uri.file(hello()) },
+      selections: [new Selection(0, 0, 0, 0)],
+      viewColumn: 1,
+      edit: async (fn) => {
+        fn({ replace: (sel, text) => edits.push(text) });
+        return true;
+      },
+    };
+    mock.webview.send({ type: 'insertCode', text: 'x = 1\n', language: 'python' });
+    await waitFor(() => edits.length === 1, 'inserted');
+    assert.deepEqual(edits, ['x = 1\n']);
   });
 });

@@ -1,10 +1,10 @@
 // Safe Markdown: model output must never produce script, event handlers or unsafe links.
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { renderMarkdown, escapeHtml } = require('../out/lib/markdown.js');
+const { renderMarkdown, escapeHtml, findFileRefs } = require('../out/lib/markdown.js');
 
 const TAGS = new Set(['p', 'a', 'code', 'pre', 'em', 'strong', 's', 'ul', 'ol', 'li', 'blockquote', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'br', 'table', 'thead', 'tbody', 'tr', 'th', 'td']);
-const ATTRS = new Set(['href', 'rel', 'title', 'class', 'start', 'style']);
+const ATTRS = new Set(['href', 'rel', 'title', 'class', 'start', 'style', 'data-path', 'data-line']);
 /** Every tag in `html` is an allowed Markdown tag with allowed attributes and safe links. */
 function assertSafe(html, what) {
   const tag = /<\/?([a-zA-Z][\w-]*)((?:\s+[\w-]+="[^"<>]*")*)\s*\/?>/g;
@@ -14,6 +14,7 @@ function assertSafe(html, what) {
       assert.ok(ATTRS.has(k), `${what}: attribute ${k} in ${html}`);
       if (k === 'href') assert.match(v, /^(https?:|mailto:)/, `${what}: href ${v}`);
       if (k === 'style') assert.match(v, /^text-align:(left|right|center)$/, `${what}: style ${v}`);
+      if (k === 'class') assert.match(v, /^(file-link|language-.*)$/, `${what}: class ${v}`);
     }
     return '';
   });
@@ -81,4 +82,30 @@ test('fuzz: odd mixes stay within the allowed tags', () => {
 
 test('escapeHtml', () => {
   assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+});
+
+test('a bare file name is a file link, never http://main.py', () => {
+  const html = renderMarkdown('Run main.py, then edit src/app.py:12 and `tests/test_app.py`.');
+  assert.doesNotMatch(html, /href="http/);
+  assert.match(html, /<a class="file-link" data-path="main.py" title="Open main.py">main.py<\/a>/);
+  assert.match(html, /data-path="src\/app.py" data-line="12"/);
+  assert.match(html, /<a class="file-link" data-path="tests\/test_app.py"[^>]*><code>tests\/test_app.py<\/code><\/a>/);
+  assertSafe(html, 'file links');
+  // not file names: dotted identifiers, versions, host names without a scheme, inside links
+  for (const t of ['os.path.join', 'v1.2.3', 'example.com', 'e.g. this']) assert.doesNotMatch(renderMarkdown(t), /<a /, t);
+  assert.doesNotMatch(renderMarkdown('[the docs](https://example.com/app.py)'), /file-link/);
+  assert.match(renderMarkdown('see https://example.com/x'), /<a href="https:\/\/example.com\/x"/);
+});
+
+test('identifiers stay literal: no emphasis from underscores', () => {
+  const html = renderMarkdown('if __name__ == "__main__": call __init__, end_turn and read_file; _private_ too. **bold** and *it* still work.');
+  assert.doesNotMatch(html, /<strong>name<\/strong>|<strong>init<\/strong>|<em>private<\/em>/);
+  assert.match(html, /__name__ == &quot;__main__&quot;: call __init__, end_turn and read_file; _private_ too/);
+  assert.match(html, /<strong>bold<\/strong> and <em>it<\/em>/);
+});
+
+test('file names with odd characters are escaped in the attribute', () => {
+  const refs = findFileRefs('a"b.py x.py');
+  assert.deepEqual(refs.map((r) => r.path), ['b.py', 'x.py']);
+  assertSafe(renderMarkdown('<x.py> "y.py" \'z.py\''), 'quotes around names');
 });

@@ -19,7 +19,8 @@ test('prompt names the agent, the tool and its input', () => {
   assert.match(p.detail, /clean the build directory/);
   assert.match(p.detail, /\$ rm -rf build/);
   assert.match(permissionPrompt({ ...params, input: { command: 'ls', description: 'Claude wants to clean the build directory' } }).detail, /^Claude wants to clean the build directory\n\n\$ ls$/);
-  assert.deepEqual(p.labels, ['Allow once', 'Allow for this session', 'Deny']);
+  // Deny first: VS Code's modal focuses the first button, so Enter denies (Escape too)
+  assert.deepEqual(p.labels, ['Deny', 'Allow once', 'Allow for this session']);
   assert.equal(permissionPrompt({ ...params, agent: 'local', tool: 'run_command' }).message, 'The local agent wants to use run_command');
 });
 
@@ -35,4 +36,41 @@ test('huge inputs are cut in the dialog', () => {
   const p = permissionPrompt({ ...params, description: undefined, input: { content: 'x'.repeat(10000) } });
   assert.ok(p.detail.length < 1700);
   assert.match(p.detail, /more characters/);
+});
+
+const { REVIEW_LABEL, reviewChoices, editSummary } = require('../out/lib/permission.js');
+
+const editParams = (edits, tool = 'Edit') => ({ ...params, tool, description: undefined, input: { file_path: '/w/src/app.py' }, edits });
+
+test('an edit: full path, counts, a short diff and Review…; Deny stays the default', () => {
+  const before = 'import os\n\ndef main():\n    print("hi")\n';
+  const after = 'import os\n\ndef main():\n    print("hello")\n    return 0\n';
+  const p = permissionPrompt(editParams([{ uri: 'file:///w/src/deeply/nested/dir/app.py', before, after }]), { workspaceFolder: 'file:///w' });
+  assert.equal(p.message, 'Claude wants to edit src/deeply/nested/dir/app.py');
+  assert.match(p.detail, /^src\/deeply\/nested\/dir\/app\.py: 2 lines added, 1 removed$/m);
+  // indentation kept as no-break spaces (the dialog collapses spaces)
+  assert.match(p.detail, /^-\u00a0{4}print\("hi"\)$/m);
+  assert.match(p.detail, /^\+\u00a0{4}print\("hello"\)$/m);
+  assert.match(p.detail, /^\u00a0def main\(\):$/m);
+  assert.doesNotMatch(p.detail, /\\n|"file_path"/, 'no JSON with escapes');
+  assert.deepEqual(p.labels, ['Deny', REVIEW_LABEL, 'Allow once', 'Allow for this session']);
+  assert.deepEqual(permissionAnswer(editParams([]), REVIEW_LABEL), { optionId: 'deny' }, 'Review is not an answer by itself');
+});
+
+test('a new file and a deleted file', () => {
+  const created = permissionPrompt(editParams([{ uri: 'file:///w/new.py', after: 'a\nb\n' }], 'Write'), { workspaceFolder: 'file:///w' });
+  assert.equal(created.message, 'Claude wants to create new.py');
+  assert.match(created.detail, /new\.py: new file, 2 lines/);
+  const deleted = editSummary({ uri: 'file:///w/old.py', before: 'x\n' }, 'file:///w');
+  assert.equal(deleted, 'old.py: deleted (1 line)');
+  const two = permissionPrompt(editParams([{ uri: 'file:///w/a.py', before: '', after: 'x' }, { uri: 'file:///w/b.py', before: 'y', after: 'z' }], 'MultiEdit'));
+  assert.equal(two.message, 'Claude wants to change 2 files');
+});
+
+test('the diff review answers: Accept (this once) or Reject', () => {
+  assert.deepEqual(reviewChoices(editParams([])).map((c) => [c.label, c.optionId]), [
+    ['Accept', 'allow_once'],
+    ['Reject', 'deny'],
+  ]);
+  assert.deepEqual(reviewChoices({ ...editParams([]), options: [{ optionId: 'deny', label: 'No' }] }).map((c) => c.optionId), ['deny']);
 });

@@ -48,3 +48,14 @@ test('the embedded engine shows as "embedded · model"', () => {
   const v = statusBarView({ serverState: 'running', busy: undefined, status });
   assert.match(v.text, /milk · embedded · qwen2\.5-coder/);
 });
+
+test('the next route shows when it is Claude, with the way back', () => {
+  const next = { agent: 'claude', reason: 'you sent this session to Claude' };
+  const v = statusBarView({ serverState: 'running', busy: undefined, status: ok, nextRoute: next });
+  assert.equal(v.text, '$(comment-discussion) milk · qwen3 · next: Claude');
+  assert.match(v.tooltip, /you sent this session to Claude/);
+  assert.match(v.tooltip, /Back to local/);
+  // "Back to local" chosen: the next message goes local
+  assert.equal(statusBarView({ serverState: 'running', busy: undefined, status: ok, nextRoute: next, routeOverride: 'local' }).text, '$(comment-discussion) milk · qwen3');
+  assert.equal(statusBarView({ serverState: 'running', busy: undefined, status: ok, nextRoute: { agent: 'local', reason: 'x' } }).text, '$(comment-discussion) milk · qwen3');
+});

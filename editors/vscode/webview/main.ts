@@ -8,20 +8,29 @@ import {
   agentLabel,
   applyResult,
   applyUpdate,
+  changesText,
   emptyState,
+  errorActions,
   escalationText,
   failPending,
   formatUsage,
   fromHistory,
   isRunning,
+  markAsking,
+  markUndone,
+  routeReasonText,
+  sessionDescription,
+  sessionTitle,
+  splitToolOutput,
   toolSummary,
   type Block,
   type ChatState,
+  type ErrorAction,
   type ToolView,
   type TurnView,
 } from '../src/chatModel';
 import { renderMarkdown } from '../src/markdown';
-import type { SessionInfo } from '../src/methods';
+import type { NextRoute, SessionInfo } from '../src/methods';
 import type { FromWebview, ServerState, ToWebview } from '../src/viewMessages';
 
 declare function acquireVsCodeApi(): { postMessage(msg: unknown): void };
@@ -40,12 +49,16 @@ const deleteBtn = $<HTMLButtonElement>('delete-session');
 const needEl = $<HTMLElement>('need');
 const stateEl = $<HTMLElement>('state');
 const problemEl = $<HTMLElement>('server-problem');
+const routeEl = $<HTMLElement>('route');
 
 let state: ChatState = emptyState();
 let localModel: string | undefined;
 let serverState: ServerState = 'starting';
 let sessions: SessionInfo[] = [];
 let activeId: string | undefined;
+let workspaceFolder: string | undefined;
+let nextRoute: NextRoute | undefined;
+let routeOverride: 'local' | undefined;
 const turnEls = new WeakMap<TurnView, HTMLElement>();
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
@@ -69,7 +82,9 @@ function renderAll(): void {
     empty.textContent =
       serverState === 'failed'
         ? 'The milk-lsp server is not running.'
-        : 'No messages yet. Ask something below: the local model answers, and you can escalate to Claude.';
+        : serverState === 'starting'
+          ? 'Starting milk-lsp…'
+          : 'No messages yet. Ask something below: the local model answers (it can read and edit files in this folder, asking you first), and Escalate hands the session to Claude. Select code and press Ctrl+Alt+M to ask about it.';
     log.appendChild(empty);
   }
   for (const t of state.turns) renderTurn(t);
@@ -86,13 +101,15 @@ function renderTurn(turn: TurnView): void {
     const user = el('div', 'user');
     const blocks = el('div', 'blocks');
     const foot = el('div', 'turn-foot');
-    sec.append(user, blocks, foot);
+    const changes = el('div', 'changes');
+    const card = el('div', 'error-card');
+    sec.append(user, blocks, card, changes, foot);
     turnEls.set(turn, sec);
     log.appendChild(sec);
   }
   sec.dataset.turnId = turn.turnId;
   sec.dataset.status = turn.status;
-  const [user, blocks, foot] = Array.from(sec.children) as HTMLElement[];
+  const [user, blocks, card, changes, foot] = Array.from(sec.children) as HTMLElement[];
 
   // the user's message
   if (turn.userText) {
@@ -119,22 +136,86 @@ function renderTurn(turn: TurnView): void {
     }
     const want = prev ? prev.nextSibling : blocks.firstChild;
     if (want !== node) blocks.insertBefore(node, want);
-    updateBlock(node, b);
+    updateBlock(node, b, turn);
     prev = node;
   }
 
-  // footer: status, usage, error
+  renderErrorCard(card, turn);
+  renderChanges(changes, turn);
+
+  // footer: status, usage
   foot.textContent = '';
   const status = el('span', `turn-status st-${turn.status}`, statusText(turn));
   foot.appendChild(status);
   const usage = formatUsage(turn.usage);
   if (usage) foot.appendChild(el('span', 'usage', usage));
-  if (turn.error) {
-    const err = el('div', 'turn-error', `${turn.error.message}${turn.error.reason ? ` (${turn.error.reason})` : ''}`);
-    foot.appendChild(err);
-  }
   if (turn.gap) foot.appendChild(el('span', 'gap', 'some updates were missed; the transcript reloads when the turn ends'));
   if (stick) log.scrollTop = log.scrollHeight;
+}
+
+const ACTION_LABELS: Record<ErrorAction, string> = {
+  openSettings: 'Open Settings',
+  retry: 'Retry',
+  doctor: 'Doctor',
+  showLog: 'Show Log',
+};
+
+/** The turn's failure, once, with what to do about it. */
+function renderErrorCard(card: HTMLElement, turn: TurnView): void {
+  const e = turn.error;
+  card.hidden = !e;
+  const sig = e ? `${e.reason}|${e.message}|${turn.status}` : '';
+  if (card.dataset.sig === sig) return;
+  card.dataset.sig = sig;
+  card.textContent = '';
+  if (!e) return;
+  card.append(el('div', 'error-message', e.message));
+  // actions once the turn has ended (the result names the reason)
+  if (turn.status === 'running') return;
+  const row = el('div', 'error-actions');
+  for (const action of errorActions(e.reason)) {
+    if (action === 'retry' && turn.userText === undefined) continue;
+    const b = el('button', 'secondary', ACTION_LABELS[action]);
+    b.dataset.action = action;
+    b.addEventListener('click', () =>
+      send({ type: 'errorAction', action, reason: e.reason, message: e.message, turnId: turn.turnId, text: turn.userText }),
+    );
+    row.appendChild(b);
+  }
+  if (row.children.length) card.appendChild(row);
+}
+
+/** "N files changed · Review · Undo" under a turn that changed files. */
+function renderChanges(box: HTMLElement, turn: TurnView): void {
+  const list = turn.changes ?? [];
+  box.hidden = !list.length;
+  const sig = `${list.length}|${turn.undone}|${turn.status}|${JSON.stringify(list)}`;
+  if (box.dataset.sig === sig) return;
+  box.dataset.sig = sig;
+  box.textContent = '';
+  if (!list.length) return;
+  const { head, files } = changesText(list, workspaceFolder);
+  const headEl = el('span', 'changes-head', turn.undone ? `${head} · undone` : head);
+  const review = el('a', 'changes-review action-link', 'Review');
+  review.setAttribute('role', 'button');
+  review.tabIndex = 0;
+  review.addEventListener('click', (e) => {
+    e.preventDefault();
+    send({ type: 'reviewTurn', turnId: turn.turnId });
+  });
+  box.append(headEl, el('span', 'sep', ' · '), review);
+  if (!turn.undone) {
+    const undo = el('a', 'changes-undo action-link', 'Undo');
+    undo.setAttribute('role', 'button');
+    undo.tabIndex = 0;
+    undo.title = 'Put back the files as they were before this turn';
+    undo.addEventListener('click', (e) => {
+      e.preventDefault();
+      if (turn.status !== 'running') send({ type: 'undoTurn', turnId: turn.turnId });
+    });
+    box.append(el('span', 'sep', ' · '), undo);
+  }
+  box.appendChild(el('div', 'changes-files', files));
 }
 
 function statusText(turn: TurnView): string {
@@ -146,7 +227,7 @@ function statusText(turn: TurnView): string {
     case 'cancelled':
       return 'cancelled';
     case 'error':
-      return 'error';
+      return 'failed';
     case 'max_turns':
       return 'stopped: too many turns';
   }
@@ -168,7 +249,13 @@ function createBlock(b: Block): HTMLElement {
       const s = el('summary');
       s.append(el('span', 'tool-icon'), el('span', 'tool-name'), el('code', 'tool-arg'), el('span', 'tool-status'));
       const body = el('div', 'tool-body');
-      body.append(el('div', 'label', 'input'), el('pre', 'tool-input'), el('div', 'label tool-output-label', 'output'), el('pre', 'tool-output'));
+      body.append(
+        el('div', 'label', 'input'),
+        el('pre', 'tool-input'),
+        el('div', 'label tool-output-label', 'output'),
+        el('pre', 'tool-output'),
+        el('div', 'tool-cut'),
+      );
       d.append(s, body);
       return d;
     }
@@ -179,20 +266,24 @@ function createBlock(b: Block): HTMLElement {
   }
 }
 
-const TOOL_ICONS: Record<string, string> = { pending: '○', running: '◐', completed: '✓', failed: '✗', denied: '⊘' };
+const TOOL_ICONS: Record<string, string> = { pending: '○', running: '◐', completed: '✓', failed: '✗', denied: '⊘', cancelled: '–' };
 
-function updateBlock(node: HTMLElement, b: Block): void {
+function updateBlock(node: HTMLElement, b: Block, turn: TurnView): void {
   switch (b.kind) {
     case 'agent': {
-      const label = agentLabel(b.agent, localModel);
+      const label = agentLabel(b.agent, b.model);
+      const reason = routeReasonText(b.reason);
+      if (node.dataset.sig === `${label}|${reason}`) break;
+      node.dataset.sig = `${label}|${reason}`;
       node.textContent = '';
       node.append(el('span', 'badge-name', label));
-      if (b.reason) node.append(el('span', 'badge-reason', b.reason));
+      if (reason) node.append(el('span', 'badge-reason', reason));
       break;
     }
     case 'text':
       if (node.dataset.len !== String(b.text.length)) {
         node.innerHTML = renderMarkdown(b.text);
+        decorateCode(node);
         node.dataset.len = String(b.text.length);
       }
       break;
@@ -205,7 +296,7 @@ function updateBlock(node: HTMLElement, b: Block): void {
       break;
     }
     case 'tool':
-      updateTool(node as HTMLDetailsElement, b.tool);
+      updateTool(node as HTMLDetailsElement, b.tool, turn.asking === b.tool.toolCallId && turn.status === 'running');
       break;
     case 'escalation':
       node.textContent = `⤴ ${escalationText(b)}`;
@@ -216,21 +307,51 @@ function updateBlock(node: HTMLElement, b: Block): void {
   }
 }
 
-function updateTool(d: HTMLDetailsElement, t: ToolView): void {
+const TOOL_STATUS_WORDS: Record<string, string> = { completed: 'done' };
+
+function updateTool(d: HTMLDetailsElement, t: ToolView, asking: boolean): void {
   d.dataset.status = t.status;
   d.dataset.toolCallId = t.toolCallId;
+  d.classList.toggle('asking', asking);
   (d.querySelector('.tool-icon') as HTMLElement).textContent = TOOL_ICONS[t.status] ?? '•';
   (d.querySelector('.tool-name') as HTMLElement).textContent = t.name;
   (d.querySelector('.tool-arg') as HTMLElement).textContent = toolSummary(t);
-  (d.querySelector('.tool-status') as HTMLElement).textContent = t.status;
+  (d.querySelector('.tool-status') as HTMLElement).textContent = asking ? 'waiting for your answer' : (TOOL_STATUS_WORDS[t.status] ?? t.status);
   (d.querySelector('.tool-input') as HTMLElement).textContent = JSON.stringify(t.input ?? {}, null, 2);
   const out = d.querySelector('.tool-output') as HTMLElement;
   const outLabel = d.querySelector('.tool-output-label') as HTMLElement;
+  const cutEl = d.querySelector('.tool-cut') as HTMLElement;
   const hasOut = t.output !== undefined;
   out.hidden = !hasOut;
   outLabel.hidden = !hasOut;
-  out.textContent = t.output ?? '';
-  out.classList.toggle('error', !!t.isError);
+  const { text, cut } = splitToolOutput(t.output ?? '');
+  out.textContent = text;
+  cutEl.hidden = !cut;
+  cutEl.textContent = cut ?? '';
+  out.classList.toggle('error', !!t.isError && t.status !== 'denied');
+}
+
+/** Copy and Insert buttons on every code block of a rendered answer. */
+function decorateCode(container: HTMLElement): void {
+  for (const pre of Array.from(container.querySelectorAll('pre'))) {
+    const code = pre.querySelector('code');
+    const lang = /language-([\w+-]+)/.exec(code?.className ?? '')?.[1];
+    const bar = el('div', 'code-actions');
+    const copy = el('button', 'code-copy secondary', 'Copy');
+    copy.title = 'Copy the code';
+    const insert = el('button', 'code-insert secondary', 'Insert');
+    insert.title = 'Insert the code at the cursor of the editor';
+    bar.append(copy, insert);
+    copy.addEventListener('click', () => {
+      send({ type: 'copyCode', text: code?.textContent ?? '' });
+      copy.textContent = 'Copied';
+      setTimeout(() => (copy.textContent = 'Copy'), 1500);
+    });
+    insert.addEventListener('click', () => send({ type: 'insertCode', text: code?.textContent ?? '', language: lang }));
+    const wrap = el('div', 'code-block');
+    pre.replaceWith(wrap);
+    wrap.append(bar, pre);
+  }
 }
 
 function renderChrome(): void {
@@ -242,6 +363,7 @@ function renderChrome(): void {
   const need = state.need;
   needEl.hidden = !need;
   needEl.textContent = need ? `Need: ${need}` : '';
+  renderRoute();
   const current = state.turns.filter((t) => t.status === 'running').pop();
   stateEl.textContent =
     serverState === 'starting'
@@ -259,17 +381,44 @@ function renderChrome(): void {
   deleteBtn.disabled = !activeId;
 }
 
+/** Where the next message goes, with the way back to the local model. */
+function renderRoute(): void {
+  routeEl.textContent = '';
+  const toClaude = nextRoute?.agent === 'claude' && routeOverride !== 'local';
+  routeEl.hidden = !nextRoute && !routeOverride;
+  routeEl.dataset.agent = routeOverride === 'local' ? 'local' : (nextRoute?.agent ?? 'local');
+  if (routeEl.hidden) return;
+  if (routeOverride === 'local') {
+    routeEl.append(el('span', 'route-text', 'Next message → local model (you chose it)'));
+    if (nextRoute?.agent === 'claude') {
+      const keep = el('button', 'secondary route-action', 'Keep Claude');
+      keep.addEventListener('click', () => send({ type: 'keepRoute' }));
+      routeEl.append(keep);
+    }
+    return;
+  }
+  const who = toClaude ? 'Claude' : 'local model';
+  routeEl.append(el('span', 'route-text', `Next message → ${who}${nextRoute?.reason ? ` (${nextRoute.reason})` : ''}`));
+  if (toClaude) {
+    const back = el('button', 'secondary route-action', 'Back to local');
+    back.id = 'back-to-local';
+    back.title = 'Send the next message to the local model (it stops going to Claude)';
+    back.addEventListener('click', () => send({ type: 'backToLocal' }));
+    routeEl.append(back);
+  }
+}
+
 function renderSessions(): void {
   sessionsSel.textContent = '';
   if (!activeId) {
-    const o = el('option', undefined, sessions.length ? '(new conversation)' : 'No sessions yet');
+    const o = el('option', undefined, sessions.length ? 'New session' : 'No sessions yet');
     o.value = '';
     sessionsSel.appendChild(o);
   }
   for (const s of sessions) {
-    const o = el('option', undefined, `${s.title || 'Untitled'} · ${s.turnCount} msg${s.activeAgent === 'claude' ? ' · Claude' : ''}`);
+    const o = el('option', undefined, `${sessionTitle(s)} · ${sessionDescription(s)}`);
     o.value = s.sessionId;
-    o.title = s.currentNeed ? `Need: ${s.currentNeed}` : s.updatedAt;
+    o.title = s.currentNeed ? `Need: ${s.currentNeed}` : sessionTitle(s);
     if (s.sessionId === activeId) o.selected = true;
     sessionsSel.appendChild(o);
   }
@@ -283,7 +432,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
   if (!m || typeof m !== 'object') return;
   switch (m.type) {
     case 'history':
-      state = m.data ? fromHistory(m.data) : emptyState();
+      state = m.data ? fromHistory(m.data, localModel) : emptyState(undefined, localModel);
       if (m.data && activeId !== m.data.session.sessionId) {
         activeId = m.data.session.sessionId;
         renderSessions();
@@ -299,6 +448,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
     case 'user':
       renderTurn(addUserMessage(state, m.text, m.attachments));
       renderChrome();
+      // the user sent something: show it, even when scrolled up
+      log.scrollTop = log.scrollHeight;
       break;
     case 'update': {
       if (!state.session && m.update.sessionId) {
@@ -323,15 +474,33 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       renderChrome();
       break;
     }
-    case 'meta':
+    case 'meta': {
+      const wasStarting = serverState !== 'running' && !state.turns.length;
       localModel = m.localModel;
+      state.localModel = m.localModel;
+      workspaceFolder = m.workspaceFolder;
       serverState = m.serverState;
       problemEl.hidden = !(m.serverState === 'failed' && m.problem);
       problemEl.textContent = m.problem ?? '';
-      // badges show the model name
-      for (const t of state.turns) if (turnEls.has(t)) renderTurn(t);
+      if (wasStarting && !state.turns.length) renderAll();
       renderChrome();
       break;
+    }
+    case 'route':
+      nextRoute = m.nextRoute;
+      routeOverride = m.override;
+      renderChrome();
+      break;
+    case 'undone': {
+      const t = markUndone(state, m.turnId);
+      if (t) renderTurn(t);
+      break;
+    }
+    case 'asking': {
+      const t = markAsking(state, m.turnId, m.toolCallId);
+      if (t) renderTurn(t);
+      break;
+    }
     case 'focusInput':
       input.focus();
       break;
@@ -374,11 +543,17 @@ deleteBtn.addEventListener('click', () => {
 sessionsSel.addEventListener('change', () => {
   if (sessionsSel.value) send({ type: 'switchSession', sessionId: sessionsSel.value });
 });
-// links in model output open outside, through the extension (http(s)/mailto only)
+// file names open in the editor; links in model output open outside, through the extension
+// (http(s)/mailto only)
 log.addEventListener('click', (e) => {
   const a = (e.target as HTMLElement).closest('a');
   if (!a) return;
   e.preventDefault();
+  if (a.classList.contains('file-link')) {
+    const line = a.dataset.line ? Number(a.dataset.line) : undefined;
+    send({ type: 'openFile', path: a.dataset.path ?? '', line });
+    return;
+  }
   const href = a.getAttribute('href');
   if (href) send({ type: 'openLink', href });
 });

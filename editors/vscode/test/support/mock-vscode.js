@@ -142,6 +142,8 @@ function createMock() {
   const mock = {
     autoStubbed,
     settings: {},
+    /** values a workspace's .vscode/settings.json sets (inspect().workspaceValue) */
+    workspaceSettings: {},
     commands: new Map(),
     executed: [],
     errors: [],
@@ -150,6 +152,15 @@ function createMock() {
     modalCalls: [],
     /** answers for modal/non-modal warnings: (message, options, items) => item | undefined */
     answerWarning: () => undefined,
+    /** non-modal information messages with buttons (the diff review's Accept / Reject) */
+    answerInfo: () => undefined,
+    statusMessages: [],
+    clipboard: '',
+    /** setContext calls: key -> value */
+    context: {},
+    /** open editor tabs (diffs opened with vscode.diff) */
+    tabs: [],
+    tabsEmitter: new EventEmitter(),
     answerError: () => undefined,
     answerInputBox: () => undefined,
     answerQuickPick: () => undefined,
@@ -191,7 +202,10 @@ function createMock() {
         return full in mock.settings ? mock.settings[full] : dflt;
       },
       has: (key) => `${section}.${key}` in mock.settings,
-      inspect: () => undefined,
+      inspect: (key) => {
+        const full = section ? `${section}.${key}` : key;
+        return { key: full, globalValue: mock.settings[full], workspaceValue: mock.workspaceSettings[full] };
+      },
       update: async () => undefined,
     });
 
@@ -215,6 +229,13 @@ function createMock() {
       language: 'en',
       appName: 'mock-vscode',
       machineId: 'mock',
+      remoteName: undefined,
+      clipboard: {
+        readText: async () => mock.clipboard,
+        writeText: async (t) => {
+          mock.clipboard = t;
+        },
+      },
       openExternal: async (uri) => {
         mock.executed.push(['openExternal', uri.toString()]);
         return true;
@@ -223,12 +244,23 @@ function createMock() {
     extensions: withAuto('extensions', { all: [], getExtension: () => undefined, onDidChange: noEvent }),
     commands: withAuto('commands', {
       registerCommand: (id, fn) => {
+        // as VS Code's extension host does
+        if (mock.commands.has(id)) throw new Error(`command '${id}' already exists`);
         mock.commands.set(id, fn);
         return new Disposable(() => mock.commands.delete(id));
       },
       executeCommand: async (id, ...args) => {
         mock.executed.push([id, ...args]);
         if (id === 'milk.chat.focus') return mock.openChatView();
+        if (id === 'vscode.diff') {
+          mock.tabs.push({ label: args[2], input: { original: args[0], modified: args[1] } });
+          mock.tabsEmitter.fire({ opened: [mock.tabs.at(-1)], closed: [], changed: [] });
+          return undefined;
+        }
+        if (id === 'setContext') {
+          mock.context[args[0]] = args[1];
+          return undefined;
+        }
         const fn = mock.commands.get(id);
         return fn ? fn(...args) : undefined;
       },
@@ -253,7 +285,10 @@ function createMock() {
           hide() {
             this.visible = false;
           },
-          dispose() {},
+          dispose() {
+            this.visible = false;
+            this.disposed = true;
+          },
         });
         let text = '';
         Object.defineProperty(item, 'text', {
@@ -272,7 +307,11 @@ function createMock() {
       },
       showInformationMessage: async (m, ...rest) => {
         mock.infos.push(m);
-        return undefined;
+        return mock.answerInfo(m, rest);
+      },
+      setStatusBarMessage: (m) => {
+        mock.statusMessages.push(m);
+        return new Disposable(() => {});
       },
       showErrorMessage: async (m, ...items) => {
         mock.errors.push({ message: m, items });
@@ -301,7 +340,17 @@ function createMock() {
       },
       visibleTextEditors: [],
       visibleNotebookEditors: [],
-      tabGroups: withAuto('tabGroups', { all: [], onDidChangeTabs: noEvent, onDidChangeTabGroups: noEvent }),
+      tabGroups: withAuto('tabGroups', {
+        get all() {
+          return [{ tabs: mock.tabs }];
+        },
+        onDidChangeTabs: mock.tabsEmitter.event,
+        onDidChangeTabGroups: noEvent,
+        close: async (tabs) => {
+          mock.closeTabs((t) => [].concat(tabs).includes(t));
+          return true;
+        },
+      }),
       onDidChangeActiveTextEditor: noEvent,
       onDidChangeVisibleTextEditors: noEvent,
       onDidChangeWindowState: noEvent,
@@ -310,6 +359,7 @@ function createMock() {
     workspace: withAuto('workspace', {
       getConfiguration: (section) => configuration(section),
       workspaceFolders: undefined,
+      isTrusted: true,
       textDocuments,
       notebookDocuments: [],
       onDidChangeConfiguration: mock.configEmitter.event,
@@ -317,7 +367,32 @@ function createMock() {
         mock.contentProviders.set(scheme, provider);
         return new Disposable(() => mock.contentProviders.delete(scheme));
       },
+      fs: withAuto('workspace.fs', {
+        stat: async (uri) => {
+          const st = require('node:fs').statSync(uri.fsPath);
+          return { type: st.isDirectory() ? 2 : 1, size: st.size, ctime: st.ctimeMs, mtime: st.mtimeMs };
+        },
+      }),
+      /** `**\/<name>` only: what the chat's file links look up */
+      findFiles: async (include) => {
+        const name = include.replace(/^\*\*\//, '');
+        const root = mock.vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+        const out = [];
+        const walk = (dir) => {
+          for (const e of require('node:fs').readdirSync(dir, { withFileTypes: true })) {
+            const full = path.join(dir, e.name);
+            if (e.isDirectory() && e.name !== 'node_modules' && e.name !== '.git') walk(full);
+            else if (full.endsWith(`/${name}`)) out.push(Uri.file(full));
+          }
+        };
+        if (root) walk(root);
+        return out;
+      },
       openTextDocument: async (uri) => {
+        if (!(uri instanceof Uri)) {
+          // an untitled document with content
+          return { uri: new Uri('untitled', '/Untitled-1'), getText: () => uri.content, isDirty: true, isUntitled: true, languageId: uri.language };
+        }
         const provider = mock.contentProviders.get(uri.scheme);
         const text = provider ? await provider.provideTextDocumentContent(uri) : '';
         return { uri, getText: () => text, isDirty: false, isUntitled: false, languageId: 'markdown' };
@@ -346,6 +421,14 @@ function createMock() {
       createDiagnosticCollection: () => auto('DiagnosticCollection'),
     }),
   });
+
+  /** Close the tabs matching `pred` (as the user would), firing onDidChangeTabs. */
+  mock.closeTabs = (pred) => {
+    const closed = mock.tabs.filter(pred);
+    if (!closed.length) return;
+    mock.tabs = mock.tabs.filter((t) => !closed.includes(t));
+    mock.tabsEmitter.fire({ opened: [], closed, changed: [] });
+  };
 
   /** Change settings and fire onDidChangeConfiguration for the changed keys. */
   mock.setSettings = (changes) => {
