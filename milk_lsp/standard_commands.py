@@ -292,8 +292,14 @@ def code_actions(
         actions.append(Action(explain, KIND_QUICKFIX, EXPLAIN_DIAGNOSTIC, about))
         fix = f"milk: Fix this diagnostic{suffix}"
         actions.append(Action(fix, KIND_QUICKFIX, FIX_DIAGNOSTIC, about))
-    hand = selection if not _empty(range_) else {"uri": uri}
-    actions.append(Action("milk: Hand this to Claude", KIND_REFACTOR, HAND_TO_CLAUDE, [hand]))
+    if _empty(range_):  # the whole file: a source action (no light bulb at every cursor)
+        actions.append(
+            Action("milk: Hand this file to Claude", KIND_SOURCE, HAND_TO_CLAUDE, [{"uri": uri}])
+        )
+    else:
+        actions.append(
+            Action("milk: Hand this to Claude", KIND_REFACTOR, HAND_TO_CLAUDE, [selection])
+        )
     return [action for action in actions if _wanted(action.kind, only)]
 
 

@@ -204,13 +204,14 @@ def test_code_actions_on_a_selection_at_the_cursor_and_on_diagnostics() -> None:
     assert selected[0].arguments == [{"uri": URI, "range": RANGE, "text": "x = 1"}]
     assert selected[1].arguments == [{"uri": URI, "range": RANGE}]
     cursor = cmds.code_actions(URI, rng(EMPTY), [], None, None)
-    assert titles(cursor) == ["milk: Hand this to Claude"]
+    assert titles(cursor) == ["milk: Hand this file to Claude"]
+    assert cursor[0].kind == cmds.KIND_SOURCE  # no light bulb at every cursor
     assert cursor[0].arguments == [{"uri": URI}]  # the whole file
     one = cmds.code_actions(URI, rng(EMPTY), [DIAG], None, None)
     assert titles(one) == [
         "milk: Explain this diagnostic",
         "milk: Fix this diagnostic",
-        "milk: Hand this to Claude",
+        "milk: Hand this file to Claude",
     ]
     assert one[0].arguments == [{"uri": URI, "diagnostic": DIAG}]
     two = cmds.code_actions(

@@ -83,14 +83,15 @@ async def test_actions_are_offered_only_where_they_fit(
         "milk: Ask about this selection",
         "milk: Hand this to Claude",
     ]
-    assert titles(await actions(editor, uri, CURSOR)) == ["milk: Hand this to Claude"]
+    # at the cursor, the whole file, as a source action (VS Code shows no light bulb for it)
+    assert titles(await actions(editor, uri, CURSOR)) == ["milk: Hand this file to Claude"]
     found = await actions(editor, uri, CURSOR, [DIAGNOSTIC])
     assert titles(found) == [
         "milk: Explain this diagnostic",
         "milk: Fix this diagnostic",
-        "milk: Hand this to Claude",
+        "milk: Hand this file to Claude",
     ]
-    assert [a.kind for a in found] == ["quickfix.milk", "quickfix.milk", "refactor.milk"]
+    assert [a.kind for a in found] == ["quickfix.milk", "quickfix.milk", "source.milk"]
     other = types.Diagnostic(range=DIAGNOSTIC.range, message="unused variable")
     assert titles(await actions(editor, uri, CURSOR, [DIAGNOSTIC, other]))[2:4] == [
         "milk: Explain this diagnostic: unused variable",
@@ -187,7 +188,10 @@ async def test_a_client_without_code_action_literals_gets_commands(
     editor = await editors.start(capabilities(code_action_literals=False))
     found = await actions(editor, (env.workspace / "hello.py").as_uri(), CURSOR)
     assert [type(item) for item in found] == [types.Command]
-    assert (found[0].title, found[0].command) == ("milk: Hand this to Claude", "milk.handToClaude")
+    assert (found[0].title, found[0].command) == (
+        "milk: Hand this file to Claude",
+        "milk.handToClaude",
+    )
 
 
 # ---- Claude ---------------------------------------------------------------------------------
