@@ -697,11 +697,15 @@ class Engine:
                 texts = [text for who, text in turn.percepts if who is agent]
                 if texts:
                     self.store.add_percepts(session.workspace_folder, texts, agent)
-        info = _turn_info(turn, stop, last_agent, escalated, changes)
-        if turn.part_of(Agent.LOCAL) is not None and self._local is not None:
-            model = self._local.client.model_in_use
-            if model:
-                info["model"] = model
+        info: dict[str, Any] | None = None
+        try:  # how the turn ended is for the reloaded view: a bug there must not lose the turn
+            info = _turn_info(turn, stop, last_agent, escalated, changes)
+            if turn.part_of(Agent.LOCAL) is not None and self._local is not None:
+                model = self._local.model_in_use
+                if model:
+                    info["model"] = model
+        except Exception:
+            logger.exception("turn %s: its info is not stored", turn.turn_id)
         self.store.finish_turn(
             session, turn.turn_id, status, answers, self._rebuild_bricks, info=info
         )

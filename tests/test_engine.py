@@ -37,6 +37,8 @@ from tests.test_turn import FakeBridge
 class ScriptedLocal:
     """Stands in for `LocalAgent`: each turn yields the next scripted events."""
 
+    model_in_use = "scripted-model"
+
     def __init__(self, *turns: list[AgentEvent]) -> None:
         self.turns = list(turns)
         self.calls: list[dict[str, Any]] = []

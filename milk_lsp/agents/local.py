@@ -240,6 +240,11 @@ class LocalAgent:
     def settings(self) -> LocalSettings:
         return self.client.settings
 
+    @property
+    def model_in_use(self) -> str | None:
+        """The model the last turn ran on, if known (a reloaded chat's badge names it)."""
+        return self.client.model_in_use
+
     async def aclose(self) -> None:
         await self.client.aclose()
 
