@@ -82,8 +82,11 @@ class ChatPrinter:
             ]
             self._line(f"✎ {len(changed)} file(s) changed: {', '.join(changed)}")
         elif kind == "turn_ended":
-            self._line(f"── {update.get('stopReason')}")
+            stop = str(update.get("stopReason"))
+            self._line(f"── {_STOP_WORDS.get(stop, stop)}")
 
+
+_STOP_WORDS = {"end_turn": "done", "cancelled": "cancelled", "error": "failed"}
 
 _STANDARD_KEYS = {"allow_once": "o", "allow_session": "s", "deny": "d"}
 

@@ -303,7 +303,7 @@ def test_chat_streams_the_answer_with_agent_and_tool_marks(runs: Runs) -> None:
     assert "def greet():" in lines[result_line]
     answer_line = next(i for i, line in enumerate(lines) if SCRIPTED_ANSWER in line)
     assert tool_line < result_line < answer_line
-    assert lines[-1] == "── end_turn"
+    assert lines[-1] == "── done"
     assert "milk: session " in run.stderr
     # The model was asked twice: the tool round, then with the tool's result.
     requests = runs.servers["ok"].requests
@@ -327,7 +327,7 @@ def test_chat_failed_turn_exits_nonzero_with_the_reason(runs: Runs) -> None:
     assert run.returncode not in (0, None), run.describe()
     assert "turn failed (local_failed)" in run.stderr, run.describe()
     assert "500" in run.stderr
-    assert run.stdout.splitlines()[-1] == "── error"
+    assert run.stdout.splitlines()[-1] == "── failed"
 
 
 def test_chat_unknown_session_exits_nonzero(runs: Runs) -> None:
