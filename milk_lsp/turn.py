@@ -97,6 +97,8 @@ class AgentPart:
     agent: Agent
     text_parts: list[str] = field(default_factory=list)
     tool_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
+    text_chars: int = 0
+    """Characters of text shown so far (where a call starting now sits in the text)."""
 
     @property
     def text(self) -> str:
@@ -236,6 +238,7 @@ class Turn:
                 call = self.part.tool_calls.get(event.tool_call_id)
                 if call is None:
                     call = ToolCallRecord(event.tool_call_id, event.name, dict(event.input))
+                    call.text_offset = self.part.text_chars
                     self.part.tool_calls[event.tool_call_id] = call
                 else:
                     call.input = dict(event.input) or call.input
@@ -298,6 +301,7 @@ class Turn:
         interceptor = self._interceptor
         if visible:
             self.part.text_parts.append(visible)
+            self.part.text_chars += len(visible)
             self.update("text", agent=self.part.agent.value, delta=visible)
         if interceptor is None:
             return

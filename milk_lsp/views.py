@@ -86,8 +86,28 @@ def turn_record(record: TurnRecord) -> wire.TurnRecordWire:
         tool_calls=calls or None,
         status=record.status.value,
         created_at=iso(record.created_at),
+        segments=segments(record),
         damaged=list(record.damaged) or None,
     )
+
+
+def segments(record: TurnRecord) -> list[wire.Segment] | None:
+    """The record's text cut where its tool calls started, calls in between, as shown live;
+    None when a call has no stored place (older rows) or there are no calls."""
+    calls = record.tool_calls
+    if not calls or any(call.text_offset is None for call in calls):
+        return None
+    found: list[wire.Segment] = []
+    shown = 0
+    for call in calls:  # in the order they started; offsets never go down
+        cut = min(max(call.text_offset or 0, shown), len(record.text))
+        if cut > shown:
+            found.append(wire.Segment(text=record.text[shown:cut]))
+        found.append(wire.Segment(tool_call_id=call.tool_call_id))
+        shown = cut
+    if shown < len(record.text):
+        found.append(wire.Segment(text=record.text[shown:]))
+    return found
 
 
 def _turn_info(turn_id: str, stored: dict[str, Any] | None) -> wire.TurnInfo | None:

@@ -243,6 +243,13 @@ class ToolCallWire(WireModel):
     """The call's last status as shown live (stored by this version; older rows lack it)."""
 
 
+class Segment(WireModel):
+    """One piece of an assistant record in the order it was shown: text, or a tool call."""
+
+    text: str | None = None
+    tool_call_id: str | None = None
+
+
 class TurnRecordWire(WireModel):
     turn_id: str
     role: Literal["user", "assistant"]
@@ -251,6 +258,9 @@ class TurnRecordWire(WireModel):
     tool_calls: list[ToolCallWire] | None = None
     status: Literal["ok", "cancelled", "error"]
     created_at: str
+    segments: list[Segment] | None = None
+    """The record's text and tool calls in the order they were shown (records with tool
+    calls stored by this version)."""
     damaged: list[str] | None = None
     """Stored fields that could not be read (replaced by defaults); left out when none."""
 

@@ -55,6 +55,9 @@ class ToolCallRecord:
     is_error: bool = False
     status: str | None = None
     """The last status shown live, one of `FINAL_TOOL_STATUSES` (None in older rows)."""
+    text_offset: int | None = None
+    """How much of its record's text (in characters) had been shown when the call started:
+    a reloaded chat puts the call there, as the live one did (None in older rows)."""
 
 
 FINAL_TOOL_STATUSES = ("completed", "failed", "denied", "cancelled")

@@ -153,6 +153,7 @@ def tool_call_dict(call: ToolCallRecord) -> dict[str, Any]:
         "output": call.output,
         "isError": call.is_error,
         **({"status": call.status} if call.status else {}),
+        **({"textOffset": call.text_offset} if call.text_offset is not None else {}),
     }
 
 
@@ -173,9 +174,14 @@ def _tool_calls(fields: _Fields) -> list[ToolCallRecord]:
                 output=output if output is None or isinstance(output, str) else json.dumps(output),
                 is_error=bool(item.get("isError", False)),
                 status=_final_status(item.get("status")),
+                text_offset=_offset(item.get("textOffset")),
             )
         )
     return calls
+
+
+def _offset(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _final_status(value: Any) -> str | None:

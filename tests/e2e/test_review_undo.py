@@ -307,3 +307,25 @@ async def test_an_unsaved_buffer_edit_is_undone_through_the_editor(
     [change] = client.applied_edits[-1].edit.changes[uri]
     assert change.new_text == unsaved
     assert (env.workspace / "hello.py").read_text() == "def greet():\n    return 'hello'\n"
+
+
+async def test_reloaded_text_and_tool_calls_keep_their_live_order(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    read = {"name": "read_file", "arguments": {"path": "hello.py"}}
+    openai.enqueue({"text": "Let me look.", "tool_calls": [read]}, {"text": "It greets."})
+    result = await chat(client, "what does hello.py do?")
+    live = [
+        ("text", u["delta"]) if u["kind"] == "text" else ("call", u["toolCallId"])
+        for u in client.turn_updates(result["turnId"])
+        if u["kind"] == "text" or (u["kind"] == "tool_call" and u["status"] == "running")
+    ]
+    got = await request(client, "milk/session/get", {"sessionId": result["sessionId"]})
+    answer = got["turns"][-1]
+    segments = answer["segments"]
+    assert [next(iter(s)) for s in segments] == ["text", "toolCallId", "text"]
+    assert segments[1]["toolCallId"] == answer["toolCalls"][0]["toolCallId"]
+    assert "".join(s.get("text", "") for s in segments) == answer["text"]
+    # the same order as the live stream: the text before the call, the call, the rest
+    call_at = live.index(("call", segments[1]["toolCallId"]))
+    assert "".join(d for kind, d in live[:call_at] if kind == "text") == segments[0]["text"]
