@@ -12,7 +12,7 @@ from milk_lsp import wire
 from milk_lsp.change_book import ChangeTexts
 from milk_lsp.engine import Engine, EngineError
 from milk_lsp.routing import RoutingState, next_route
-from milk_lsp.sessions.model import Session, TurnRecord
+from milk_lsp.sessions.model import Session, TurnRecord, in_shown_order
 from milk_lsp.turn_changes import stored_changes
 
 logger = logging.getLogger(__name__)
@@ -92,22 +92,16 @@ def turn_record(record: TurnRecord) -> wire.TurnRecordWire:
 
 
 def segments(record: TurnRecord) -> list[wire.Segment] | None:
-    """The record's text cut where its tool calls started, calls in between, as shown live;
-    None when a call has no stored place (older rows) or there are no calls."""
-    calls = record.tool_calls
-    if not calls or any(call.text_offset is None for call in calls):
+    """`TurnRecord.segments`: the record's text and calls in the order they were shown."""
+    pieces = in_shown_order(record)
+    if pieces is None:
         return None
-    found: list[wire.Segment] = []
-    shown = 0
-    for call in calls:  # in the order they started; offsets never go down
-        cut = min(max(call.text_offset or 0, shown), len(record.text))
-        if cut > shown:
-            found.append(wire.Segment(text=record.text[shown:cut]))
-        found.append(wire.Segment(tool_call_id=call.tool_call_id))
-        shown = cut
-    if shown < len(record.text):
-        found.append(wire.Segment(text=record.text[shown:]))
-    return found
+    return [
+        wire.Segment(text=piece)
+        if isinstance(piece, str)
+        else wire.Segment(tool_call_id=piece.tool_call_id)
+        for piece in pieces
+    ]
 
 
 def _turn_info(turn_id: str, stored: dict[str, Any] | None) -> wire.TurnInfo | None:

@@ -234,3 +234,18 @@ def test_replay_of_stored_turns() -> None:
         "replay": True,
     }
     assert out[4]["_meta"]["milk"]["status"] == "cancelled"
+
+
+def test_replay_keeps_text_and_calls_in_the_order_they_were_shown() -> None:
+    first = ToolCallRecord("c1", "read_file", {"path": "a.py"}, output="x", text_offset=12)
+    second = ToolCallRecord("c2", "read_file", {"path": "b.py"}, output="y", text_offset=12)
+    record = TurnRecord("t1", Role.ASSISTANT, Agent.LOCAL, "Let me look.\n\nDone.", [first, second])
+    out = [valid(u) for u in replay([record], WS)]
+    assert [u["sessionUpdate"] for u in out] == [
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call",
+        "agent_message_chunk",
+    ]
+    assert out[0]["content"]["text"] == "Let me look."
+    assert out[3]["content"]["text"] == "\n\nDone."

@@ -41,7 +41,7 @@ from acp.schema import (
 from milk_lsp.agents import tools as local_tools
 from milk_lsp.agents.local import ESCALATE_TOOL_NAME
 from milk_lsp.handoff import HAND_OFF_TOOL
-from milk_lsp.sessions.model import Role, ToolCallRecord, TurnRecord
+from milk_lsp.sessions.model import Role, ToolCallRecord, TurnRecord, in_shown_order
 
 SessionUpdate = (
     AgentMessageChunk
@@ -399,9 +399,14 @@ def replay(records: Iterable[TurnRecord], workspace: Path) -> list[SessionUpdate
                 )
             )
             continue
-        out.extend(_stored_call(call, workspace, meta) for call in record.tool_calls)
-        if record.text:
-            out.append(message(record.text, meta))
+        pieces = in_shown_order(record)
+        if pieces is None:  # stored before calls kept their place: the calls, then the text
+            pieces = [*record.tool_calls, *([record.text] if record.text else [])]
+        for piece in pieces:
+            if isinstance(piece, str):
+                out.append(message(piece, meta))
+            else:
+                out.append(_stored_call(piece, workspace, meta))
     return out
 
 

@@ -83,6 +83,26 @@ class TurnRecord:
     """Stored fields that could not be read and were replaced by defaults (see `rows.py`)."""
 
 
+def in_shown_order(record: TurnRecord) -> list[str | ToolCallRecord] | None:
+    """An assistant record's text cut where its tool calls started, with the calls in
+    between, as the live stream showed them; None when a call has no stored place (older
+    rows) or there are no calls."""
+    calls = record.tool_calls
+    if not calls or any(call.text_offset is None for call in calls):
+        return None
+    pieces: list[str | ToolCallRecord] = []
+    shown = 0
+    for call in calls:  # in the order they started; offsets never go down
+        cut = min(max(call.text_offset or 0, shown), len(record.text))
+        if cut > shown:
+            pieces.append(record.text[shown:cut])
+        pieces.append(call)
+        shown = cut
+    if shown < len(record.text):
+        pieces.append(record.text[shown:])
+    return pieces
+
+
 @dataclass
 class Session:
     """A chat session of one workspace folder, with its ADR 0029 bricks and ADR 0004 state."""

@@ -41,6 +41,13 @@ H.run(function()
   H.script_openai({ { tool_calls = { { name = 'read_file', arguments = { path = 'notes.py' } } } }, { text = 'It has a main guard.' } })
   vim.cmd('Milk what is in notes.py?')
   turn()
+  -- 1b. A reply with text before its tool call: the text, the block, the rest (as live).
+  H.script_openai({
+    { text = 'Let me look.', tool_calls = { { name = 'read_file', arguments = { path = 'notes.py' } } } },
+    { text = 'It has two lines.' },
+  })
+  vim.cmd('Milk how long is notes.py?')
+  turn()
   -- 2. A denied command.
   H.stub_select({ H.pick('optionId', 'deny') })
   H.script_openai({ { tool_calls = { { name = 'run_command', arguments = { command = 'rm -rf build' } } } }, { text = 'I did not run it.' } })
@@ -115,6 +122,22 @@ H.run(function()
     end
   end
   H.check('the reloaded chat reads as the live one', #diffs == 0, diffs)
+  --- Whether lines matching the patterns follow each other, in this order, after row `from`.
+  local function in_order(lines, from, patterns)
+    local at = from
+    for _, pattern in ipairs(patterns) do
+      at = H.find_line(lines, pattern, false, at + 1)
+      if not at then
+        return false
+      end
+    end
+    return true
+  end
+  local interleaved = { '^Let me look%.$', '^⚙ `read_file` · done$', '^It has two lines%.$' }
+  local asked = H.find_line(live, '^how long is notes%.py%?$') or 0
+  H.check('live: the text before the tool call comes before its block', in_order(live, asked, interleaved), live)
+  local asked_again = H.find_line(reloaded, '^how long is notes%.py%?$') or 0
+  H.check('reloaded: the text before the tool call comes before its block', in_order(reloaded, asked_again, interleaved), reloaded)
   H.check('reloaded: the denied call stays denied', H.find_line(reloaded, '^⚙ `run_command` · denied$') ~= nil, reloaded)
   H.check('reloaded: the escalation as the user typed it', H.find_line(reloaded, '^%(escalate to Claude: needs a stronger model%)$') ~= nil, reloaded)
   H.check('reloaded: the failed Claude turn with its error', H.find_line(reloaded, '^— Claude · failed: Claude Code is not logged in') ~= nil, reloaded)

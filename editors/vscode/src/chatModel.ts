@@ -8,6 +8,7 @@ import type {
   EscalationMode,
   SessionGetResult,
   SessionInfo,
+  ToolCallRecord,
   ToolStatus,
   TurnInfo,
   TurnRecord,
@@ -127,24 +128,17 @@ export function fromHistory(result: SessionGetResult, localModel?: string): Chat
     // the model that answered then (when the server stored it), never the current one
     const model = rec.agent === 'local' ? (info?.model ?? undefined) : undefined;
     turn.blocks.push({ key: key(turn), kind: 'agent', agent: rec.agent, model });
-    for (const tc of rec.toolCalls ?? []) {
-      const failed = tc.isError === true;
-      const status: ToolStatus = tc.status ?? (tc.output === undefined || tc.output === null ? 'completed' : failed ? 'failed' : 'completed');
-      turn.blocks.push({
-        key: key(turn),
-        kind: 'tool',
-        tool: {
-          toolCallId: tc.toolCallId,
-          agent: rec.agent,
-          name: tc.name,
-          input: tc.input ?? {},
-          status,
-          output: tc.output ?? undefined,
-          isError: tc.isError ?? undefined,
-        },
-      });
+    const pieces = inShownOrder(rec);
+    if (pieces) {
+      for (const p of pieces) {
+        if (typeof p === 'string') turn.blocks.push({ key: key(turn), kind: 'text', agent: rec.agent, text: p });
+        else turn.blocks.push({ key: key(turn), kind: 'tool', tool: toolOf(p, rec.agent) });
+      }
+    } else {
+      // stored by an older server: where the calls stood in the text is unknown
+      for (const tc of rec.toolCalls ?? []) turn.blocks.push({ key: key(turn), kind: 'tool', tool: toolOf(tc, rec.agent) });
+      if (rec.text) turn.blocks.push({ key: key(turn), kind: 'text', agent: rec.agent, text: rec.text });
     }
-    if (rec.text) turn.blocks.push({ key: key(turn), kind: 'text', agent: rec.agent, text: rec.text });
   }
   for (const turn of state.turns) {
     const info = infos.get(turn.turnId);
@@ -169,6 +163,50 @@ export function fromHistory(result: SessionGetResult, localModel?: string): Chat
     turn.agent = info.agent;
   }
   return state;
+}
+
+function toolOf(tc: ToolCallRecord, agent: AgentName): ToolView {
+  const failed = tc.isError === true;
+  const status: ToolStatus = tc.status ?? (tc.output === undefined || tc.output === null ? 'completed' : failed ? 'failed' : 'completed');
+  return {
+    toolCallId: tc.toolCallId,
+    agent,
+    name: tc.name,
+    input: tc.input ?? {},
+    status,
+    output: tc.output ?? undefined,
+    isError: tc.isError ?? undefined,
+  };
+}
+
+/**
+ * A record's text and tool calls in the order the live view showed them (`segments`): text
+ * pieces (adjacent ones joined) and calls. Undefined when the record has no segments (an
+ * older server) or they do not account for the record exactly (every call once, the texts
+ * joined equal to `text`): then nothing may be lost, and the caller keeps the old layout.
+ */
+export function inShownOrder(rec: TurnRecord): (string | ToolCallRecord)[] | undefined {
+  if (!Array.isArray(rec.segments) || !rec.segments.length) return undefined;
+  const unplaced = [...(rec.toolCalls ?? [])];
+  const pieces: (string | ToolCallRecord)[] = [];
+  let text = '';
+  for (const seg of rec.segments) {
+    if (typeof seg?.toolCallId === 'string') {
+      const at = unplaced.findIndex((tc) => tc.toolCallId === seg.toolCallId);
+      if (at < 0) return undefined;
+      pieces.push(unplaced.splice(at, 1)[0]);
+    } else if (typeof seg?.text === 'string') {
+      text += seg.text;
+      if (!seg.text) continue;
+      const last = pieces.length - 1;
+      if (typeof pieces[last] === 'string') pieces[last] += seg.text;
+      else pieces.push(seg.text);
+    } else {
+      return undefined;
+    }
+  }
+  if (unplaced.length || text !== rec.text) return undefined;
+  return pieces;
 }
 
 function escalationOf(info: TurnInfo | undefined): EscalationView {

@@ -133,6 +133,16 @@ export interface TurnRecord {
   toolCalls?: ToolCallRecord[] | null;
   status: 'ok' | 'cancelled' | 'error';
   createdAt: string;
+  /**
+   * an assistant record with tool calls: its text cut where each call started, with the
+   * calls in between, in the live order (records stored by older servers have none)
+   */
+  segments?: Segment[] | null;
+}
+/** One piece of an assistant record in the order it was shown: text, or a tool call. */
+export interface Segment {
+  text?: string | null;
+  toolCallId?: string | null;
 }
 export interface Bricks {
   currentNeed: string;
