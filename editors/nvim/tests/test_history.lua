@@ -1,7 +1,8 @@
 -- A session reloaded from the server (`milk/session/get` with `turnInfo`) reads as the live
--- chat did: tool calls with their statuses (a denied call stays denied), the user's
--- escalation as typed, the escalation lines, a failed Claude turn with its error, a
--- cancelled turn, usage and end lines, and the changes line (undone stays undone).
+-- chat did: tool calls with their statuses (a denied call stays denied) and in their place
+-- in the text (text before a call stays before its block), the user's escalation as typed,
+-- the escalation lines, a failed Claude turn with its error, a cancelled turn, usage and
+-- end lines, and the changes line (undone stays undone).
 -- Only what the server does not store is live-only: the need line, the permission
 -- question lines, info/warning notices, thinking.
 local H = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
@@ -147,4 +148,29 @@ H.run(function()
     H.log('live:\n  ' .. table.concat(a, '\n  '))
     H.log('reloaded:\n  ' .. table.concat(b, '\n  '))
   end
+
+  -- Stored records as the server can send them (no server needed): a record from before
+  -- `segments` shows its calls, then its text; segments that name an unknown call, or
+  -- leave one out, lose nothing.
+  local S = chat.get('sess-stored', { title = 'stored' })
+  local function call(id, path)
+    return { toolCallId = id, name = 'read_file', input = { path = path }, output = path .. ' read', isError = false, status = 'completed' }
+  end
+  local function stored(rec)
+    local user = { turnId = 't1', role = 'user', agent = 'local', text = 'look', status = 'ok', createdAt = '2025-01-01T00:00:00Z' }
+    rec = vim.tbl_extend('force', { turnId = 't1', role = 'assistant', agent = 'local', status = 'ok', createdAt = '2025-01-01T00:00:01Z' }, rec)
+    chat.render_history(S, { user, rec }, nil)
+    return vim.api.nvim_buf_get_lines(S.buf, 0, -1, false)
+  end
+  local old = stored({ text = 'Let me look.\n\nDone.', toolCalls = { call('c1', 'a.py') } })
+  H.check('a record without segments: its calls, then its text (as before)',
+    in_order(old, 0, { '^⚙ `read_file` · done$', '│ a%.py read$', '^Let me look%.$', '^Done%.$' }), old)
+  local odd = stored({
+    text = 'Before.\n\nAfter.',
+    toolCalls = { call('c1', 'a.py'), call('c2', 'b.py') },
+    segments = { { text = 'Before.' }, { toolCallId = 'gone' }, { toolCallId = 'c1' }, { text = '\n\nAfter.' } },
+  })
+  H.check('segments: an unknown call is skipped, a call they leave out comes after them',
+    in_order(odd, 0, { '^Before%.$', '│ a%.py read$', '^After%.$', '│ b%.py read$' })
+      and #vim.tbl_filter(function(l) return l:find('^⚙ ') ~= nil end, odd) == 2, odd)
 end)

@@ -17,30 +17,57 @@ local function stored_status(call)
   return call.isError == true and 'failed' or 'completed'
 end
 
-local function render_calls(S, turn_id, rec)
-  for _, call in ipairs(rec.toolCalls or {}) do
-    render.tool_call(S, {
+local function render_call(S, turn_id, call)
+  render.tool_call(S, {
+    turnId = turn_id,
+    toolCallId = call.toolCallId,
+    name = call.name,
+    input = call.input,
+    status = stored_status(call),
+  })
+  if call.output ~= nil and call.output ~= vim.NIL then
+    render.tool_result(S, {
       turnId = turn_id,
       toolCallId = call.toolCallId,
-      name = call.name,
-      input = call.input,
+      output = call.output,
+      isError = call.isError == true,
       status = stored_status(call),
     })
-    if call.output ~= nil and call.output ~= vim.NIL then
-      render.tool_result(S, {
-        turnId = turn_id,
-        toolCallId = call.toolCallId,
-        output = call.output,
-        isError = call.isError == true,
-        status = stored_status(call),
-      })
+  end
+end
+
+--- A record with `segments`: its text and tool calls in the order the live chat showed
+--- them. A call the segments do not name still goes after them, so nothing stored is lost.
+local function render_segments(S, turn_id, rec)
+  local calls, shown = {}, {}
+  for _, call in ipairs(rec.toolCalls or {}) do
+    calls[call.toolCallId] = call
+  end
+  for _, seg in ipairs(rec.segments) do
+    if type(seg.text) == 'string' then
+      render.stream(S, 'text', seg.text)
+    elseif calls[seg.toolCallId] and not shown[seg.toolCallId] then
+      shown[seg.toolCallId] = true
+      render_call(S, turn_id, calls[seg.toolCallId])
+    end
+  end
+  for _, call in ipairs(rec.toolCalls or {}) do
+    if not shown[call.toolCallId] then
+      render_call(S, turn_id, call)
     end
   end
 end
 
 local function render_part(S, turn, rec)
   render.ensure_header(S, turn, rec.agent)
-  render_calls(S, turn.id, rec)
+  if type(rec.segments) == 'table' and #rec.segments > 0 then
+    render_segments(S, turn.id, rec)
+    return
+  end
+  -- Stored before segments: where the calls came in the text is unknown; calls first.
+  for _, call in ipairs(rec.toolCalls or {}) do
+    render_call(S, turn.id, call)
+  end
   render.stream(S, 'text', rec.text)
 end
 
