@@ -75,6 +75,10 @@ async function turnDigests(chat) {
       usage: t.querySelector('.usage')?.textContent ?? '',
       error: t.querySelector('.error-card:not([hidden]) .error-message')?.textContent ?? '',
       changes: t.querySelector('.changes:not([hidden]) .changes-head')?.textContent ?? '',
+      // what the user reads, in order: badges, banners, text and tool calls (thinking and
+      // passing notices are not stored)
+      order: [...t.querySelectorAll('.blocks > .badge, .blocks > .banner, .blocks > .text, .blocks > .tool')].map((e) =>
+        e.classList.contains('text') ? `text:${e.textContent.trim().slice(0, 40)}` : e.classList.contains('tool') ? 'tool' : e.classList[0]),
     })),
   );
 }
@@ -367,8 +371,9 @@ async function shot(page, name) {
     });
     await chat.click('#back-to-local');
     await until(async () => /local model \(you chose it\)/.test(await chat.innerText('#route')), 'Back to local chosen', 5000).catch(() => undefined);
+    // text before the tool call: the reloaded history keeps it before the call (segments)
     await script(OPENAI_URL, [
-      { tool_calls: [{ name: 'run_command', arguments: { command: "python3 -c \"print('x' * 5000)\"" } }] },
+      { text: 'Let me run it.', tool_calls: [{ name: 'run_command', arguments: { command: "python3 -c \"print('x' * 5000)\"" } }] },
       { text: 'Back from the local model: the command printed 5,000 characters.' },
     ]);
     await chat.fill('#input', 'Back to you, local model: print a long line.');
@@ -439,7 +444,9 @@ async function shot(page, name) {
     check('reopening the chat shows the session history', turns === liveDigest.length && /Say hello, please\./.test(histText) && /Claude here: I created/.test(histText) && /Bash/.test(histText), `${turns} turns`);
     const histDigest = await turnDigests(chat2);
     const diffs = liveDigest.map((t, i) => [i, t, histDigest[i]]).filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b));
-    check('the reloaded history equals the live chat (statuses, badges, banner, tools, usage, errors, changes)', diffs.length === 0,
+    check('the live chat shows the text said before a tool call before the call', liveDigest.some((t) => t.order.join('|').includes('text:Let me run it.|tool')),
+      JSON.stringify(liveDigest.map((t) => t.order)));
+    check('the reloaded history equals the live chat (statuses, badges, banner, tools, text and tools in order, usage, errors, changes)', diffs.length === 0,
       diffs.length ? JSON.stringify(diffs[0]) : `${liveDigest.length} turns`);
     const options = await chat2.$$eval('#sessions option', (os) => os.map((o) => o.textContent));
     check('the session list shows titles and relative times, no ids', options.every((o) => !/[0-9a-f]{8}-[0-9a-f]{4}-/.test(o) && /ago|just now/.test(o)), options.join(' | '));

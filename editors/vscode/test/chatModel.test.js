@@ -287,3 +287,96 @@ test('plain words: route reasons, times, session names', () => {
   assert.equal(m.shortCount(2515), '2.5k');
   assert.equal(m.shortCount(999), '999');
 });
+
+// the blocks as the user sees them, without the render keys
+const shown = (turn) =>
+  turn.blocks.map((b) => {
+    if (b.kind === 'agent') return `agent:${b.agent}`;
+    if (b.kind === 'text') return `text:${b.text}`;
+    if (b.kind === 'tool') return `tool:${b.tool.toolCallId}:${b.tool.name}:${b.tool.status}:${b.tool.output ?? ''}`;
+    return b.kind;
+  });
+
+test('a reloaded reply with text before, between and after its tool calls keeps the live order (segments)', () => {
+  seq = 0;
+  const live = m.emptyState(session);
+  m.addUserMessage(live, 'what is here?');
+  m.applyUpdate(live, u('turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  m.applyUpdate(live, u('text', { agent: 'local', delta: 'Let me ' }));
+  m.applyUpdate(live, u('text', { agent: 'local', delta: 'look.' }));
+  m.applyUpdate(live, u('tool_call', { agent: 'local', toolCallId: 'c1', name: 'list_files', input: { path: '.' }, status: 'running' }));
+  m.applyUpdate(live, u('tool_result', { agent: 'local', toolCallId: 'c1', output: 'a.py', isError: false }));
+  m.applyUpdate(live, u('tool_call', { agent: 'local', toolCallId: 'c2', name: 'read_file', input: { path: 'a.py' }, status: 'running' }));
+  m.applyUpdate(live, u('tool_result', { agent: 'local', toolCallId: 'c2', output: 'x = 1', isError: false }));
+  m.applyUpdate(live, u('text', { agent: 'local', delta: 'One file; ' }));
+  m.applyUpdate(live, u('tool_call', { agent: 'local', toolCallId: 'c3', name: 'read_file', input: { path: 'b.py' }, status: 'running' }));
+  m.applyUpdate(live, u('tool_result', { agent: 'local', toolCallId: 'c3', output: 'no such file', isError: true }));
+  m.applyUpdate(live, u('text', { agent: 'local', delta: 'it sets x.' }));
+  m.applyUpdate(live, u('turn_ended', { agent: 'local', stopReason: 'end_turn' }));
+
+  const hist = m.fromHistory({
+    session, bricks: { currentNeed: '' },
+    turns: [
+      { turnId: 'T1', role: 'user', agent: 'local', text: 'what is here?', status: 'ok', createdAt: 'x' },
+      { turnId: 'T1', role: 'assistant', agent: 'local', text: 'Let me look.One file; it sets x.', status: 'ok', createdAt: 'x',
+        toolCalls: [
+          { toolCallId: 'c1', name: 'list_files', input: { path: '.' }, output: 'a.py', isError: false, status: 'completed' },
+          { toolCallId: 'c2', name: 'read_file', input: { path: 'a.py' }, output: 'x = 1', isError: false, status: 'completed' },
+          { toolCallId: 'c3', name: 'read_file', input: { path: 'b.py' }, output: 'no such file', isError: true, status: 'failed' },
+        ],
+        segments: [{ text: 'Let me look.' }, { toolCallId: 'c1' }, { toolCallId: 'c2' }, { text: 'One file; ' }, { toolCallId: 'c3' }, { text: 'it sets x.' }] },
+    ],
+    turnInfo: [{ turnId: 'T1', agent: 'local', stopReason: 'end_turn' }],
+  });
+  const want = [
+    'agent:local',
+    'text:Let me look.',
+    'tool:c1:list_files:completed:a.py',
+    'tool:c2:read_file:completed:x = 1',
+    'text:One file; ',
+    'tool:c3:read_file:failed:no such file',
+    'text:it sets x.',
+  ];
+  assert.deepEqual(shown(live.turns[0]), want);
+  assert.deepEqual(shown(hist.turns[0]), want);
+  // unique render keys, as the webview needs
+  assert.equal(new Set(hist.turns[0].blocks.map((b) => b.key)).size, want.length);
+});
+
+test('a record without segments (an older server) keeps its calls first, then its text', () => {
+  const rec = { turnId: 'A', role: 'assistant', agent: 'claude', text: 'Looked. Done.', status: 'ok', createdAt: 'x',
+    toolCalls: [{ toolCallId: 't1', name: 'Bash', input: { command: 'ls' }, output: 'a.py', isError: false }] };
+  const user = { turnId: 'A', role: 'user', agent: 'claude', text: 'go', status: 'ok', createdAt: 'x' };
+  const old = m.fromHistory({ session, bricks: { currentNeed: '' }, turns: [user, rec] });
+  assert.deepEqual(shown(old.turns[0]), ['agent:claude', 'tool:t1:Bash:completed:a.py', 'text:Looked. Done.']);
+  assert.equal(m.inShownOrder(rec), undefined);
+  assert.equal(m.inShownOrder({ ...rec, segments: null }), undefined);
+  assert.equal(m.inShownOrder({ ...rec, segments: [] }), undefined);
+  // the same record with segments: the text before the call stays before it
+  const withOrder = m.fromHistory({ session, bricks: { currentNeed: '' },
+    turns: [user, { ...rec, segments: [{ text: 'Looked. ' }, { toolCallId: 't1' }, { text: 'Done.' }] }] });
+  assert.deepEqual(shown(withOrder.turns[0]), ['agent:claude', 'text:Looked. ', 'tool:t1:Bash:completed:a.py', 'text:Done.']);
+});
+
+test('segments that do not account for the record exactly fall back to the old layout: nothing is lost', () => {
+  const calls = [
+    { toolCallId: 't1', name: 'Bash', input: { command: 'ls' }, output: 'a.py', isError: false },
+    { toolCallId: 't2', name: 'Read', input: { file_path: 'a.py' }, output: 'x', isError: false },
+  ];
+  const rec = (segments) => ({ turnId: 'A', role: 'assistant', agent: 'claude', text: 'Hm. Ok.', status: 'ok', createdAt: 'x', toolCalls: calls, segments });
+  const old = ['agent:claude', 'tool:t1:Bash:completed:a.py', 'tool:t2:Read:completed:x', 'text:Hm. Ok.'];
+  for (const segments of [
+    [{ text: 'Hm. ' }, { toolCallId: 't1' }, { text: 'Ok.' }], // a call left out
+    [{ text: 'Hm. ' }, { toolCallId: 't1' }, { toolCallId: 't9' }, { toolCallId: 't2' }, { text: 'Ok.' }], // an unknown call
+    [{ text: 'Hm. ' }, { toolCallId: 't1' }, { toolCallId: 't1' }, { toolCallId: 't2' }, { text: 'Ok.' }], // a call twice
+    [{ text: 'Hm. ' }, { toolCallId: 't1' }, { toolCallId: 't2' }], // text missing
+    [{ text: 'Hm. ' }, {}, { toolCallId: 't1' }, { toolCallId: 't2' }, { text: 'Ok.' }], // neither text nor call
+  ]) {
+    const st = m.fromHistory({ session, bricks: { currentNeed: '' }, turns: [rec(segments)] });
+    assert.deepEqual(shown(st.turns[0]), old, JSON.stringify(segments));
+  }
+  // empty text pieces are skipped, adjacent ones joined (as the live view joins deltas)
+  const st = m.fromHistory({ session, bricks: { currentNeed: '' },
+    turns: [rec([{ text: '' }, { toolCallId: 't1' }, { text: 'Hm. ' }, { text: 'Ok.' }, { toolCallId: 't2' }, { text: '' }])] });
+  assert.deepEqual(shown(st.turns[0]), ['agent:claude', 'tool:t1:Bash:completed:a.py', 'text:Hm. Ok.', 'tool:t2:Read:completed:x']);
+});

@@ -463,7 +463,26 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     }
   });
 
-  it('a reloaded session shows what was seen live (turnInfo): statuses, denied calls, banner, usage, changes, undone', async () => {
+  it('a reply with text before its tool call shows the text first, then the call, then the rest', { timeout: 60000 }, async () => {
+    await openai.script([
+      { text: 'Let me look.', tool_calls: [{ name: 'read_file', arguments: { path: 'hello.py' } }] },
+      { text: 'It greets.' },
+    ]);
+    const before = posted('result').length;
+    mock.webview.send({ type: 'send', text: 'what does hello.py do?' });
+    const result = await lastResult(before, 'the turn with text before its call');
+    assert.equal(result.stopReason, 'end_turn', JSON.stringify(result));
+    const live = chat.emptyState({ sessionId: result.sessionId });
+    for (const m of posted('update').map((m) => m.update).filter((u) => u.turnId === result.turnId)) chat.applyUpdate(live, m);
+    chat.applyResult(live, result);
+    // (the server puts a blank line between the text of two model rounds)
+    const kinds = live.turns.at(-1).blocks.map((b) => (b.kind === 'text' ? `text:${b.text.trim()}` : b.kind === 'tool' ? `tool:${b.tool.name}` : b.kind));
+    assert.deepEqual(kinds, ['agent', 'text:Let me look.', 'tool:read_file', 'text:It greets.']);
+    // the reload test below checks that the history shows the same order
+    assert.equal(api.controller.activeSessionId, reviewSession);
+  });
+
+  it('a reloaded session shows what was seen live (turnInfo): statuses, denied calls, banner, usage, changes, undone, text and calls in order', async () => {
     // the live view, rebuilt from everything the extension posted for this session
     const live = chat.emptyState({ sessionId: reviewSession });
     for (const m of mock.webview.posted) {
@@ -485,6 +504,10 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
         error: t.error?.message,
         changes: t.changes,
         undone: !!t.undone,
+        // what the user reads, in order (thinking and passing notices are not stored)
+        blocks: t.blocks
+          .filter((b) => b.kind !== 'thinking' && b.kind !== 'notice')
+          .map((b) => (b.kind === 'text' ? `text:${b.text}` : b.kind === 'tool' ? `tool:${b.tool.toolCallId}` : b.kind === 'agent' ? `agent:${b.agent}` : b.kind)),
       }));
     const want = view(live);
     const got = view(hist).slice(-want.length);
@@ -492,6 +515,7 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     assert.ok(want.some((t) => t.tools.includes('edit_file:denied')), 'a denied call');
     assert.ok(want.some((t) => t.banner.length), 'an escalation banner');
     assert.ok(want.some((t) => t.undone), 'an undone turn');
+    assert.ok(want.some((t) => t.blocks.join('|').includes('text:Let me look.|tool:')), 'text before a tool call');
   });
 
   it('"+" reuses an empty session instead of piling up new ones', async () => {
