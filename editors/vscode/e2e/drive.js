@@ -55,9 +55,17 @@ async function chatFrame(page) {
 }
 
 async function runCommand(page, title) {
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 15000 });
+  // F1 goes to whatever has the focus: a webview that just took it (the chat, after a click)
+  // keeps the key, so a palette that did not open is asked for again from the workbench
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('F1');
+    const opened = await input.waitFor({ timeout: 5000 }).then(() => true, () => false);
+    if (opened) break;
+    if (attempt === 3) throw new Error('the command palette did not open (F1, three times)');
+    await page.evaluate(() => document.activeElement && document.activeElement.blur());
+    await page.locator('.part.editor').first().click({ position: { x: 5, y: 5 } }).catch(() => {});
+  }
   await input.fill(`>${title}`);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 15000 });
   await page.keyboard.press('Enter');
