@@ -94,6 +94,8 @@ CANCEL_POLL_SECONDS = 0.5
 FOREIGN_CANCEL_WAIT_SECONDS = 10.0
 """How long `milk/cancel` waits for another process to end the turn it was asked to cancel."""
 FOREIGN_CANCEL_POLL_SECONDS = 0.2
+UNDO_LOOKBACK_TURNS = 50
+"""How far back "undo the last turn" looks for a turn with changes."""
 
 
 class EngineError(Exception):
@@ -330,6 +332,17 @@ class Engine:
 
     def turn_infos(self, session_id: str, turn_ids: list[str]) -> dict[str, dict[str, Any]]:
         return self.storage(lambda: self.store.turn_infos(session_id, turn_ids))
+
+    def last_undoable_turn(self, session_id: str) -> str | None:
+        """The newest of the session's recent turns that changed files and is not undone."""
+        records = self.session_records(session_id, UNDO_LOOKBACK_TURNS)
+        turn_ids = list(dict.fromkeys(record.turn_id for record in records))
+        infos = self.turn_infos(session_id, turn_ids)
+        for turn_id in reversed(turn_ids):
+            info = infos.get(turn_id) or {}
+            if info.get("changes") and info.get("undone") is not True:
+                return turn_id
+        return None
 
     async def turn_changes(self, session_id: str, turn_id: str) -> tuple[list[ChangeTexts], bool]:
         """`milk/turn/changes`: the files the turn changed with their texts, and whether

@@ -36,8 +36,6 @@ from milk_lsp.workspace import path_to_uri, uri_to_path
 
 logger = logging.getLogger(__name__)
 
-UNDO_LOOKBACK_TURNS = 50
-"""How far back `milk.undo` without a turn id looks for a turn with changes."""
 SWITCH_CHOICES = 20
 """Sessions offered by `milk.switchSession` without an id (the newest)."""
 
@@ -380,19 +378,7 @@ class FrontDoor:
         return {"restored": uris, "turnId": turn_id}
 
     async def _last_changed_turn(self, session_id: str) -> str | None:
-        engine = self.engine
-
-        def newest() -> str | None:
-            records = engine.session_records(session_id, UNDO_LOOKBACK_TURNS)
-            turn_ids = list(dict.fromkeys(record.turn_id for record in records))
-            infos = engine.storage(lambda: engine.store.turn_infos(session_id, turn_ids))
-            for turn_id in reversed(turn_ids):
-                info = infos.get(turn_id) or {}
-                if info.get("changes") and info.get("undone") is not True:
-                    return turn_id
-            return None
-
-        return await asyncio.to_thread(newest)
+        return await asyncio.to_thread(self.engine.last_undoable_turn, session_id)
 
 
 def _same_file(one: Path, other: Path) -> bool:

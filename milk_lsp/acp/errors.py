@@ -48,7 +48,9 @@ def engine_errors(field: str) -> Iterator[None]:
     except EngineError as exc:
         if exc.reason in (wire.ERROR_SESSION_NOT_FOUND, wire.ERROR_WORKSPACE_UNKNOWN):
             raise invalid_params(field, exc.message, reason=exc.reason) from None
-        raise RequestError(INTERNAL_ERROR, exc.message, {"reason": exc.reason}) from None
+        raise RequestError(
+            INTERNAL_ERROR, exc.message, {"reason": exc.reason, **exc.data}
+        ) from None
 
 
 def validation_error(exc: ValueError, raw: Any) -> RequestError | None:

@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Start a new milk session in this folder and go on in it",
         "title (optional)",
     ),
+    "undo": (
+        "Take back the files the last turn with changes changed (edits and commands alike)",
+        "force, to undo even files changed since (optional)",
+    ),
 }
 """Slash commands: name → (description, input hint)."""
 

@@ -73,7 +73,7 @@ from milk_lsp.engine import Engine, EngineError
 from milk_lsp.routing import RoutingState, route_turn
 from milk_lsp.sessions.model import Agent, Session
 from milk_lsp.status import collect_status
-from milk_lsp.views import context_preview, iso
+from milk_lsp.views import context_preview, iso, turn_changes_result
 from milk_lsp.workspace import path_to_uri
 
 logger = logging.getLogger(__name__)
@@ -274,6 +274,8 @@ class MilkAgent:
             return self._show_context(session, argument or None)
         if command == "new":
             return self._new_milk_session(session, argument or None)
+        if command == "undo":
+            return await self._undo(session, argument)
         route = {"escalate": "claude", "local": "local"}.get(command or "", session.mode)
         chat = _chat_params(session.milk_id, argument if command else parsed.text, route, items)
         with engine_errors("sessionId"):
@@ -343,6 +345,29 @@ class MilkAgent:
         self.bridge.notify(session, message("\n".join(lines) + "\n", {"milk": {"kind": "context"}}))
         return PromptResponse(stop_reason="end_turn")
 
+    async def _undo(self, session: OpenSession, argument: str) -> PromptResponse:
+        """`/undo [force]`: the session's last turn with changes, put back; a conflict is
+        told with the files and how to force it."""
+        if argument.strip() not in ("", "force"):
+            raise invalid_params("prompt", "/undo takes nothing, or `force`", reason="bad_command")
+        force = argument.strip() == "force"
+        turn_id = await asyncio.to_thread(self.engine.last_undoable_turn, session.milk_id)
+        if turn_id is None:
+            text = "Nothing to undo: no recent turn of this session changed files."
+        else:
+            try:
+                restored = await self.engine.turn_undo(session.milk_id, turn_id, force)
+            except EngineError as exc:
+                if exc.reason is not wire.RequestErrorReason.UNDO_CONFLICT:
+                    with engine_errors("sessionId"):
+                        raise
+                text = f"Not undone: {exc.message} Type `/undo force` to do it anyway."
+            else:
+                names = ", ".join(f"`{_shown(session, path)}`" for path in restored)
+                text = f"Undone: {names or 'nothing was left to restore'}."
+        self.bridge.notify(session, message(text + "\n", {"milk": {"kind": "undo"}}))
+        return PromptResponse(stop_reason="end_turn")
+
     def _new_milk_session(self, session: OpenSession, title: str | None) -> PromptResponse:
         old = session.milk_id
         with engine_errors("sessionId"):
@@ -370,6 +395,16 @@ class MilkAgent:
             milk_id = open_session.milk_id if open_session is not None else parsed.session_id
             with engine_errors("sessionId"):
                 return context_preview(self.engine, milk_id, parsed.reason).to_wire()
+        if method == "milk/turn/changes":
+            turn = self._turn_params(wire.TurnParams, params)
+            with engine_errors("sessionId"):
+                changes, undone = await self.engine.turn_changes(turn.session_id, turn.turn_id)
+            return turn_changes_result(changes, undone).to_wire()
+        if method == "milk/turn/undo":
+            undo = self._turn_params(wire.TurnUndoParams, params)
+            with engine_errors("sessionId"):
+                restored = await self.engine.turn_undo(undo.session_id, undo.turn_id, undo.force)
+            return wire.TurnUndoResult(restored=[path_to_uri(path) for path in restored]).to_wire()
         if method == "milk/status":
             status = (await collect_status(self.engine)).to_wire()
             status["settingsProblems"] = self.settings_problems
@@ -380,6 +415,17 @@ class MilkAgent:
         logger.debug("ignored extension notification _%s", method)
 
     # ---- helpers ------------------------------------------------------------------------
+
+    def _turn_params(self, model: type[wire.M], params: dict[str, Any]) -> wire.M:
+        """Params of `_milk/turn/*`, their ACP session id mapped to milk's."""
+        try:
+            parsed = wire.parse(model, params)
+        except wire.ParamsError as exc:
+            raise RequestError(INVALID_PARAMS, str(exc), {"reason": "invalid_params"}) from None
+        open_session = self.bridge.sessions.get(str(params.get("sessionId")))
+        if open_session is not None:
+            parsed = parsed.model_copy(update={"session_id": open_session.milk_id})
+        return parsed
 
     def _session(self, session_id: str) -> OpenSession:
         session = self.bridge.sessions.get(session_id)
@@ -453,6 +499,14 @@ class MilkAgent:
         """Run `action` once the current request's answer is written (it is written in the
         same step as the handler returns; this runs on the loop's next turn)."""
         asyncio.get_running_loop().call_soon(action)
+
+
+def _shown(session: OpenSession, path: str) -> str:
+    """A path as the user knows it: relative to the session's folder when inside it."""
+    try:
+        return Path(path).relative_to(session.workspace).as_posix()
+    except ValueError:
+        return path
 
 
 def with_claude(session: Session) -> bool:

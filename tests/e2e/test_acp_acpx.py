@@ -96,6 +96,7 @@ async def test_acpx_exec_streams_a_local_turn(env: Env, openai: FakeOpenAIServer
         "local",
         "context",
         "new",
+        "undo",
     ]
 
 

@@ -41,6 +41,7 @@ async def test_initialize_new_session_and_a_streamed_local_turn(
             "local",
             "context",
             "new",
+            "undo",
         ]
 
         reply = "The greeting function returns hello. " * 3
@@ -383,3 +384,49 @@ async def test_the_end_of_the_input_ends_the_running_turn_and_the_agent(
     async with start_agent(env) as again:
         replayed = await _replayed(again, env, sid)
         assert {u.field_meta["milk"]["status"] for u in replayed} == {"cancelled"}
+
+
+def _shown_text(agent, since: int) -> str:
+    return "".join(
+        u.content.text
+        for _, u in agent.client.updates[since:]
+        if u.session_update == "agent_message_chunk"
+    )
+
+
+async def test_undo_command_and_turn_extensions(env: Env, openai: FakeOpenAIServer) -> None:
+    client = RecordingClient(permission_answers=["allow_once"])
+    async with start_agent(env, client, fs=False) as agent:
+        sid = await agent.new_session(env.workspace)
+        before = len(agent.client.updates)
+        assert (await agent.say(sid, "/undo")).stop_reason == "end_turn"
+        assert "Nothing to undo" in _shown_text(agent, before)
+        openai.enqueue({"tool_calls": [EDIT]}, {"text": "done"})
+        result = await agent.say(sid, "say hi")
+        turn_id = result.field_meta["milk"]["turnId"]
+        hello = env.workspace / "hello.py"
+        assert hello.read_text() == DISK.replace("'hello'", "'hi'")
+        listed = await agent.conn.ext_method(
+            "milk/turn/changes", {"sessionId": sid, "turnId": turn_id}
+        )
+        assert listed["changes"][0]["uri"] == hello.as_uri()
+        assert listed["changes"][0]["before"] == DISK
+        # changed since: /undo says so and how to force it; /undo force puts it back
+        hello.write_text("mine\n")
+        before = len(agent.client.updates)
+        await agent.say(sid, "/undo")
+        assert "Not undone" in _shown_text(agent, before) and "/undo force" in _shown_text(
+            agent, before
+        )
+        assert hello.read_text() == "mine\n"
+        before = len(agent.client.updates)
+        await agent.say(sid, "/undo force")
+        assert "Undone: `hello.py`" in _shown_text(agent, before)
+        assert hello.read_text() == DISK
+        undone = await agent.conn.ext_method(
+            "milk/turn/undo", {"sessionId": sid, "turnId": turn_id}
+        )
+        assert undone == {"restored": []}
+        with pytest.raises(RequestError) as bad:
+            await agent.conn.ext_method("milk/turn/undo", {"sessionId": sid})
+        assert "turnId" in str(bad.value)
