@@ -9,9 +9,11 @@ with the server's reason when the turn fails.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from pygls.lsp.client import LanguageClient
 
 from milk_lsp import __version__, wire
 from milk_lsp.edit_preview import wire_edit_diff
+from milk_lsp.workspace import uri_to_path
 
 _MARK = {"local": "local", "claude": "Claude"}
 
@@ -119,15 +122,12 @@ def _ask_on_terminal(params: dict[str, Any]) -> str:
     return keys.get(answer[:1], "deny")
 
 
-async def run_chat(
-    text: str,
-    workspace: Path,
-    route: str,
-    session_id: str | None,
-    settings: dict[str, Any],
-    *,
-    verbose: bool = False,
-) -> int:
+@contextlib.asynccontextmanager
+async def connected(
+    workspace: Path, settings: dict[str, Any], *, verbose: bool = False
+) -> AsyncIterator[tuple[LanguageClient, ChatPrinter]]:
+    """The real server as a subprocess, initialized on `workspace`, as an editor would have
+    it: updates printed, permission questions asked on the terminal; shut down on exit."""
     client = LanguageClient("milk-chat", __version__, converter_factory=get_converter)
     printer = ChatPrinter()
 
@@ -170,6 +170,34 @@ async def run_chat(
             )
         )
         client.initialized(types.InitializedParams())
+        yield client, printer
+    finally:
+        try:
+            await asyncio.wait_for(client.shutdown_async(None), 10)
+            client.exit(None)
+        except Exception:
+            pass
+        await client.stop()
+
+
+def _refused(exc: Exception) -> int:
+    """A RequestFailed / InvalidParams answer, told on stderr."""
+    data = getattr(exc, "data", None)
+    reason = data.get("reason") if isinstance(data, dict) else None
+    sys.stderr.write(f"milk: {reason + ': ' if reason else ''}{exc}\n")
+    return 2
+
+
+async def run_chat(
+    text: str,
+    workspace: Path,
+    route: str,
+    session_id: str | None,
+    settings: dict[str, Any],
+    *,
+    verbose: bool = False,
+) -> int:
+    async with connected(workspace, settings, verbose=verbose) as (client, _):
         request: dict[str, Any] = {
             "text": text,
             "route": route,
@@ -179,11 +207,8 @@ async def run_chat(
             request["sessionId"] = session_id
         try:
             result = await client.protocol.send_request_async(wire.CHAT, request)
-        except Exception as exc:  # a RequestFailed/InvalidParams answer
-            data = getattr(exc, "data", None)
-            reason = data.get("reason") if isinstance(data, dict) else None
-            sys.stderr.write(f"milk: {reason + ': ' if reason else ''}{exc}\n")
-            return 2
+        except Exception as exc:
+            return _refused(exc)
         outcome = result if isinstance(result, dict) else {}
         if outcome.get("stopReason") == "error":
             error = outcome.get("error") or {}
@@ -193,10 +218,32 @@ async def run_chat(
             return 130
         sys.stderr.write(f"milk: session {outcome.get('sessionId')}\n")
         return 0
-    finally:
+
+
+async def run_undo(
+    workspace: Path,
+    session_id: str | None,
+    force: bool,
+    settings: dict[str, Any],
+    *,
+    verbose: bool = False,
+) -> int:
+    """`milk-lsp undo`: take back the last turn with changes of the folder's latest session
+    (or `session_id`), through the server's `milk.undo` command."""
+    async with connected(workspace, settings, verbose=verbose) as (client, _):
+        execute = client.workspace_execute_command_async
         try:
-            await asyncio.wait_for(client.shutdown_async(None), 10)
-            client.exit(None)
-        except Exception:
-            pass
-        await client.stop()
+            if session_id:
+                await execute(types.ExecuteCommandParams("milk.switchSession", [session_id]))
+            result = await execute(types.ExecuteCommandParams("milk.undo", [{"force": force}]))
+        except Exception as exc:
+            data = getattr(exc, "data", None)
+            if isinstance(data, dict) and data.get("reason") == "undo_conflict":
+                sys.stderr.write(f"milk: {exc}\n  (run `milk-lsp undo --force` to do it anyway)\n")
+                return 1
+            return _refused(exc)
+        restored = result.get("restored", []) if isinstance(result, dict) else []
+        names = [str(uri_to_path(str(uri)) or uri) for uri in restored]
+        turn = result.get("turnId") if isinstance(result, dict) else None
+        print(f"milk: undid turn {turn}: " + (", ".join(names) or "nothing left to restore"))
+        return 0

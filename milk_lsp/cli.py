@@ -112,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--route", choices=["auto", "local", "claude"], default="auto")
     chat.add_argument("--session", help="session id (default: the folder's latest)")
     _add_setting_flags(chat)
+    undo = commands.add_parser(
+        "undo", help="take back the files the last turn with changes changed"
+    )
+    undo.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder")
+    undo.add_argument("--session", help="session id (default: the folder's latest)")
+    undo.add_argument(
+        "--force", action="store_true", help="also put back files changed since the turn"
+    )
+    _add_setting_flags(undo)
     doctor = commands.add_parser("doctor", help="check the local model, claude and storage")
     _add_setting_flags(doctor)
     acp = commands.add_parser("acp", help="serve the Agent Client Protocol (ACP) on stdio")
@@ -136,6 +145,18 @@ def main(argv: list[str] | None = None) -> int:
                 args.session,
                 _settings_from_args(args),
                 verbose=args.verbose,
+            )
+        )
+    if args.command == "undo":
+        from milk_lsp.chat_client import run_undo
+
+        workspace = args.workspace.resolve()
+        if not workspace.is_dir():
+            print(f"milk: workspace folder not found: {workspace}", file=sys.stderr)
+            return 2
+        return asyncio.run(
+            run_undo(
+                workspace, args.session, args.force, _settings_from_args(args), verbose=args.verbose
             )
         )
     if args.command == "doctor":

@@ -6,6 +6,8 @@ checked byte for byte."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -329,3 +331,37 @@ async def test_reloaded_text_and_tool_calls_keep_their_live_order(
     # the same order as the live stream: the text before the call, the call, the rest
     call_at = live.index(("call", segments[1]["toolCallId"]))
     assert "".join(d for kind, d in live[:call_at] if kind == "text") == segments[0]["text"]
+
+
+def undo_from_terminal(env: Env, *flags: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "milk_lsp", "undo", "--workspace", str(env.workspace)]
+    argv += ["--storage-dir", str(env.storage), *flags]
+    return subprocess.run(
+        argv, env=env.server_env(), capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+async def test_milk_lsp_undo_from_the_terminal(
+    harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    client = await harness.start()
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    openai.enqueue({"tool_calls": [command("printf 'one\\n' > one.txt")]}, {"text": "One."})
+    first = await chat(client, "make one")
+    openai.enqueue({"tool_calls": [EDIT]}, {"text": "Two."})
+    await chat(client, "and edit", first["sessionId"])
+    await harness.stop(client)
+    hello = env.workspace / "hello.py"
+    hello.write_text("the user's own\n")
+    refused = await asyncio.to_thread(undo_from_terminal, env)
+    assert refused.returncode == 1, refused.stderr
+    assert "undo_conflict" not in refused.stdout and "hello.py" in refused.stderr
+    assert "milk-lsp undo --force" in refused.stderr
+    forced = await asyncio.to_thread(undo_from_terminal, env, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert f"{hello}" in forced.stdout and "milk: undid turn" in forced.stdout
+    assert hello.read_text() == "def greet():\n    return 'hello'\n"
+    # the next undo takes the turn before it (the last one not undone)
+    earlier = await asyncio.to_thread(undo_from_terminal, env, "--session", first["sessionId"])
+    assert earlier.returncode == 0, earlier.stderr
+    assert not (env.workspace / "one.txt").exists()
