@@ -62,6 +62,29 @@ def paired_ratio(
     )
 
 
+async def stream_chat(
+    http: Any, url: str, body: dict[str, Any]
+) -> tuple[float, str, dict[str, Any]]:
+    """One streamed chat completion sent straight to a model server (the naive path the
+    turn benches compare with): seconds to `[DONE]`, the reply's text, the last usage."""
+    started = time.perf_counter()
+    usage: dict[str, Any] = {}
+    text: list[str] = []
+    async with http.stream("POST", f"{url}/chat/completions", json=body) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            chunk = json.loads(data)
+            usage = chunk.get("usage") or usage
+            for choice in chunk.get("choices") or []:
+                text.append((choice.get("delta") or {}).get("content") or "")
+    return time.perf_counter() - started, "".join(text), usage
+
+
 def expect(ok: bool, what: object) -> None:
     """Stop the benchmark when a run did not do what it should (then its time means nothing)."""
     if not ok:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -49,6 +48,7 @@ from bench._harness import (
     expect,
     paired_ratio,
     spread_ms,
+    stream_chat,
 )
 from tests.real_model import fetch
 
@@ -90,23 +90,8 @@ async def milk_turn(milk: MilkLsp, scratch: Scratch) -> tuple[float, dict[str, A
 
 
 async def direct(http: httpx.AsyncClient, url: str, body: dict[str, Any]) -> tuple[float, dict]:
-    started = time.perf_counter()
-    usage: dict[str, Any] = {}
-    text: list[str] = []
-    async with http.stream("POST", f"{url}/chat/completions", json=body) as response:
-        response.raise_for_status()
-        async for line in response.aiter_lines():
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                break
-            chunk = json.loads(data)
-            usage = chunk.get("usage") or usage
-            for choice in chunk.get("choices") or []:
-                text.append((choice.get("delta") or {}).get("content") or "")
-    elapsed = time.perf_counter() - started
-    expect("".join(text).strip() and usage, "direct stream incomplete")
+    elapsed, text, usage = await stream_chat(http, url, body)
+    expect(text.strip() and usage, "direct stream incomplete")
     return elapsed, usage
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import statistics
@@ -49,6 +48,7 @@ from bench._harness import (
     paired_ratio,
     process_cpu,
     spread_ms,
+    stream_chat,
 )
 
 CHUNKS = 60
@@ -77,20 +77,8 @@ def _bare_python_seconds() -> float:
 
 
 async def direct(http: httpx.AsyncClient, url: str, body: dict[str, Any]) -> float:
-    started = time.perf_counter()
-    text = []
-    async with http.stream("POST", f"{url}/chat/completions", json=body) as response:
-        response.raise_for_status()
-        async for line in response.aiter_lines():
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                break
-            for choice in json.loads(data).get("choices") or []:
-                text.append((choice.get("delta") or {}).get("content") or "")
-    elapsed = time.perf_counter() - started
-    expect("".join(text) == REPLY, "direct stream incomplete")
+    elapsed, text, _ = await stream_chat(http, url, body)
+    expect(text == REPLY, "direct stream incomplete")
     return elapsed
 
 

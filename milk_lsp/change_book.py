@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from milk_lsp.agents.confined import ConfinedRoot
-from milk_lsp.checkpoints import CheckpointUnavailable, Snapshot
+from milk_lsp.checkpoint_store import CheckpointUnavailable
 from milk_lsp.config import MilkConfig
 from milk_lsp.edit_preview import capped
 from milk_lsp.sessions.model import Session
@@ -30,6 +30,9 @@ from milk_lsp.turn_changes import (
     later_touches,
     stored_changes,
 )
+
+if TYPE_CHECKING:
+    from milk_lsp.checkpoints import Snapshot
 
 logger = logging.getLogger(__name__)
 

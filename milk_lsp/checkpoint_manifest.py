@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from milk_lsp.checkpoint_store import is_digest, write_atomically
+from milk_lsp.checkpoint_store import is_digest
+from milk_lsp.files import write_atomically
 
 logger = logging.getLogger(__name__)
 

@@ -24,6 +24,8 @@ import zlib
 from pathlib import Path
 from types import TracebackType
 
+from milk_lsp.files import write_atomically
+
 logger = logging.getLogger(__name__)
 
 _HEX = frozenset("0123456789abcdef")
@@ -41,6 +43,13 @@ _ORPHAN_AGE_S = 3600
 
 def is_digest(text: str) -> bool:
     return len(text) == 64 and _HEX.issuperset(text)
+
+
+class CheckpointUnavailable(Exception):
+    """A checkpoint cannot be taken, or a file cannot be put back; the message says why.
+
+    Defined here, the lightest checkpoint module, so that the engine can name it without
+    loading the scanner (and pathspec) at start-up."""
 
 
 class BlobStore:
@@ -287,21 +296,6 @@ def _read_idx(idx: Path, pack: Path) -> list[tuple[str, int, int]]:
             raise ValueError("the index points past the end of the pack")
         entries.append((raw.hex(), offset, length))
     return entries
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write `path` through a temp file renamed over it (no fsync: a checkpoint lost in a
-    crash costs a rehash, not data). Raises OSError."""
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        temp.replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
 
 
 def store_error(store_dir: Path, exc: OSError) -> str:

@@ -35,13 +35,9 @@ from milk_lsp.checkpoint_manifest import (
     split_version,
 )
 from milk_lsp.checkpoint_scan import Scanner, StoreUnwritable, TooManyFiles
-from milk_lsp.checkpoint_store import BlobStore, is_digest, store_error
+from milk_lsp.checkpoint_store import BlobStore, CheckpointUnavailable, is_digest, store_error
 
 ChangeKind = Literal["created", "modified", "deleted"]
-
-
-class CheckpointUnavailable(Exception):
-    """A checkpoint cannot be taken, or a file cannot be put back; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,15 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage-dir", help="storageDir: where sessions live")
 
 
+def _workspace(args: argparse.Namespace) -> Path | None:
+    """`--workspace`, resolved; None (said on stderr) when it is not a folder."""
+    workspace: Path = args.workspace.resolve()
+    if not workspace.is_dir():
+        print(f"milk: workspace folder not found: {workspace}", file=sys.stderr)
+        return None
+    return workspace
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="milk-lsp",
@@ -133,9 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "chat":
         from milk_lsp.chat_client import run_chat
 
-        workspace = args.workspace.resolve()
-        if not workspace.is_dir():
-            print(f"milk: workspace folder not found: {workspace}", file=sys.stderr)
+        workspace = _workspace(args)
+        if workspace is None:
             return 2
         return asyncio.run(
             run_chat(
@@ -150,9 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "undo":
         from milk_lsp.chat_client import run_undo
 
-        workspace = args.workspace.resolve()
-        if not workspace.is_dir():
-            print(f"milk: workspace folder not found: {workspace}", file=sys.stderr)
+        workspace = _workspace(args)
+        if workspace is None:
             return 2
         return asyncio.run(
             run_undo(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from milk_lsp.agents.confined import read_text_inside
 from milk_lsp.workspace import uri_to_path
 
 PREVIEW_MAX_CHARS = 200_000
@@ -213,21 +214,8 @@ def line_counts(before: str | None, after: str | None) -> tuple[int, int]:
     return added, removed
 
 
-async def read_limited(path: Path) -> str | None:
-    """A workspace file's text for a preview; None when absent, too large or not text."""
-    return await asyncio.to_thread(_read_limited, path)
-
-
-def _read_limited(path: Path) -> str | None:
-    try:
-        if not path.is_file() or path.stat().st_size > READ_MAX_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\0" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+async def read_limited(workspace: Path, path: Path) -> str | None:
+    """A workspace file's text for a preview (read confined, no symlink followed); None
+    when absent, outside, too large or not text."""
+    text = await asyncio.to_thread(read_text_inside, workspace, path, READ_MAX_BYTES)
+    return None if text is None or "\0" in text else text

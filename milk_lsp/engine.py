@@ -27,7 +27,7 @@ from milk_lsp.agents.claude import ClaudeAgent, ClaudeSettings
 from milk_lsp.agents.claude_cli import resolve_cli
 from milk_lsp.agents.local_stream import LocalModelError
 from milk_lsp.change_book import Before, ChangeBook, ChangeTexts, UndoConflict
-from milk_lsp.checkpoints import CheckpointUnavailable
+from milk_lsp.checkpoint_store import CheckpointUnavailable
 from milk_lsp.config import MilkConfig
 from milk_lsp.context import (
     generate_nonce,
@@ -58,6 +58,7 @@ from milk_lsp.sessions.model import (
     Session,
     SessionState,
     TurnRecord,
+    turn_ids,
 )
 from milk_lsp.sessions.store import SessionClaimed, SessionStore, StorageError, StoreReader
 from milk_lsp.turn import ClientBridge, Turn
@@ -74,7 +75,7 @@ from milk_lsp.wire import (
     TurnResult,
     Usage,
 )
-from milk_lsp.workspace import fill_attachments, path_to_uri, uri_to_path
+from milk_lsp.workspace import fill_attachments, path_to_uri, shown_path, uri_to_path
 
 if TYPE_CHECKING:
     from milk_lsp.agents.local import LocalAgent
@@ -330,15 +331,15 @@ class Engine:
     def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
         return self.storage(lambda: self.store.recent_turn_records(session_id, turn_limit))
 
-    def turn_infos(self, session_id: str, turn_ids: list[str]) -> dict[str, dict[str, Any]]:
-        return self.storage(lambda: self.store.turn_infos(session_id, turn_ids))
+    def turn_infos(self, session_id: str, records: list[TurnRecord]) -> dict[str, dict[str, Any]]:
+        """How the turns of `records` ended (`turnInfo`), by turn id."""
+        return self.storage(lambda: self.store.turn_infos(session_id, turn_ids(records)))
 
     def last_undoable_turn(self, session_id: str) -> str | None:
         """The newest of the session's recent turns that changed files and is not undone."""
         records = self.session_records(session_id, UNDO_LOOKBACK_TURNS)
-        turn_ids = list(dict.fromkeys(record.turn_id for record in records))
-        infos = self.turn_infos(session_id, turn_ids)
-        for turn_id in reversed(turn_ids):
+        infos = self.turn_infos(session_id, records)
+        for turn_id in reversed(turn_ids(records)):
             info = infos.get(turn_id) or {}
             if info.get("changes") and info.get("undone") is not True:
                 return turn_id
@@ -364,10 +365,10 @@ class Engine:
             raise _unknown_turn(session_id, turn_id) from None
         except UndoConflict as exc:
             uris = [Path(path).as_uri() for path in exc.paths]
+            names = ", ".join(shown_path(path, session.workspace_folder) for path in exc.paths)
             raise EngineError(
                 RequestErrorReason.UNDO_CONFLICT,
-                f"{len(uris)} file(s) changed after the turn: "
-                f"{', '.join(_shown(session, path) for path in exc.paths)}. Undo with force "
+                f"{len(uris)} file(s) changed after the turn: {names}. Undo with force "
                 "to put the turn's versions back anyway (the later changes are lost).",
                 {"files": uris},
             ) from None
@@ -835,14 +836,6 @@ def _unknown_turn(session_id: str, turn_id: str) -> EngineError:
         f"no recorded turn {turn_id} in session {session_id} (turns from before milk kept"
         " changes cannot be reviewed or undone)",
     )
-
-
-def _shown(session: Session, path: str) -> str:
-    """A path as the user knows it: relative to the workspace when inside it."""
-    try:
-        return Path(path).relative_to(session.workspace_folder).as_posix()
-    except ValueError:
-        return path
 
 
 def _busy(session_id: str) -> EngineError:

@@ -238,8 +238,7 @@ async def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
     with _request_failed():
         session = await asyncio.to_thread(ls.engine.get_session, parsed.session_id)
         records = await asyncio.to_thread(ls.engine.session_records, session.id, parsed.limit)
-        turn_ids = list(dict.fromkeys(record.turn_id for record in records))
-        infos = await asyncio.to_thread(ls.engine.turn_infos, session.id, turn_ids)
+        infos = await asyncio.to_thread(ls.engine.turn_infos, session.id, records)
     return session_detail(session, records, infos).to_wire()
 
 

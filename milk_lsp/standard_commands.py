@@ -9,11 +9,10 @@ here by hand, each problem named by its argument (`arguments[0].range.start.line
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from milk_lsp import wire
-from milk_lsp.workspace import uri_to_path
+from milk_lsp.workspace import shown_uri
 
 ASK = "milk.ask"
 SEND = "milk.send"
@@ -330,12 +329,7 @@ def _cut(text: str, limit: int) -> str:
 
 def file_label(uri: str, workspace: str | None) -> str:
     """A document as the agent is told about it: relative to the workspace when inside."""
-    path = uri_to_path(uri)
-    if path is None:
-        return uri
-    if workspace and path.is_relative_to(Path(workspace)):
-        return str(path.relative_to(Path(workspace)))
-    return str(path)
+    return shown_uri(uri, workspace or None)
 
 
 # ---- checks ---------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from milk_lsp.sessions.model import Role, TurnRecord
-from milk_lsp.workspace import uri_to_path
+from milk_lsp.workspace import shown_uri
 
 MARKER = '<!-- milk: type your question below this line, then run "milk: Send" -->'
 """The line that starts the question area (the last such line in the document counts)."""
@@ -357,12 +357,7 @@ class TranscriptRenderer:
         )
 
     def _file_name(self, uri: str) -> str:
-        path = uri_to_path(uri)
-        if path is None:
-            return uri
-        if self._workspace is not None and path.is_relative_to(self._workspace):
-            return str(path.relative_to(self._workspace))
-        return str(path)
+        return shown_uri(uri, self._workspace)
 
     def _ended(self, out: list[str], stop: str) -> None:
         for call in self._turn.calls.values():  # a call never shown still was made

@@ -17,13 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import tempfile
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from milk_lsp.files import write_atomically
 from milk_lsp.sessions.model import Role, Session, TurnRecord
 from milk_lsp.transcript import (
     TranscriptRenderer,
@@ -250,19 +249,10 @@ def _read(path: Path) -> str | None:
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
-    """Write through a temporary file and a rename: a reader never sees half a file."""
+    """A transcript (or context view) on disk, its folder made when missing; a reader never
+    sees half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    temp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        temp.chmod(mode)
-        temp.replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+    write_atomically(path, text.encode("utf-8"), mode)
 
 
 # ---- every session's transcript ------------------------------------------------------------
@@ -334,10 +324,14 @@ class TranscriptBook:
         self._syncs.pop(session_id, None)
         self._queues.pop(session_id, None)
         self._questions.pop(session_id, None)
+        path = self.path_for(session_id)
         try:
-            self.path_for(session_id).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
         except OSError as exc:
-            self._on_problem(f"milk: could not delete the transcript of a deleted session: {exc}")
+            self._on_problem(
+                f"milk: could not delete the transcript of a deleted session ({exc.strerror}); "
+                f"delete {path} yourself"
+            )
 
     def expect_question(self, session_id: str, question: str) -> None:
         """The user's text of the session's next turn (milk started it: no store read)."""

@@ -97,8 +97,6 @@ class AgentPart:
     agent: Agent
     text_parts: list[str] = field(default_factory=list)
     tool_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
-    text_chars: int = 0
-    """Characters of text shown so far (where a call starting now sits in the text)."""
 
     @property
     def text(self) -> str:
@@ -238,7 +236,7 @@ class Turn:
                 call = self.part.tool_calls.get(event.tool_call_id)
                 if call is None:
                     call = ToolCallRecord(event.tool_call_id, event.name, dict(event.input))
-                    call.text_offset = self.part.text_chars
+                    call.text_offset = sum(map(len, self.part.text_parts))
                     self.part.tool_calls[event.tool_call_id] = call
                 else:
                     call.input = dict(event.input) or call.input
@@ -301,7 +299,6 @@ class Turn:
         interceptor = self._interceptor
         if visible:
             self.part.text_parts.append(visible)
-            self.part.text_chars += len(visible)
             self.update("text", agent=self.part.agent.value, delta=visible)
         if interceptor is None:
             return
@@ -376,7 +373,9 @@ class TurnHost:
 
     async def _read(self, path: Path) -> str | None:
         text = await self._turn.bridge.read_document(path)
-        return text if text is not None else await read_limited(path)
+        if text is not None:
+            return text
+        return await read_limited(self._turn.workspace or path.parent, path)
 
     def _status(self, request: PermissionRequest, status: ToolStatus) -> None:
         if not self._turn.parts:  # no agent is speaking: nothing to attach the call to

@@ -16,10 +16,13 @@ import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from milk_lsp.checkpoints import Checkpoints, CheckpointUnavailable, Snapshot
+from milk_lsp.checkpoint_store import CheckpointUnavailable
 from milk_lsp.edit_preview import line_counts
+
+if TYPE_CHECKING:  # the scanner (and pathspec) load with the first checkpoint, not at start-up
+    from milk_lsp.checkpoints import Checkpoints, Snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +87,8 @@ class ChangeTracker:
         self._lock = threading.Lock()
 
     def book(self, workspace: str) -> Checkpoints:
+        from milk_lsp.checkpoints import Checkpoints
+
         with self._lock:
             book = self._books.get(workspace)
             if book is None:
@@ -127,7 +132,7 @@ class ChangeTracker:
         if before is not None:
             book = self.book(workspace)
             after = book.snapshot()
-            for change in Checkpoints.diff(before, after):
+            for change in book.diff(before, after):
                 old = _text(book, change.before)
                 new = _text(book, change.after)
                 binary = (change.before is not None and old is None) or (

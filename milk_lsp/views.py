@@ -12,7 +12,7 @@ from milk_lsp import wire
 from milk_lsp.change_book import ChangeTexts
 from milk_lsp.engine import Engine, EngineError
 from milk_lsp.routing import RoutingState, next_route
-from milk_lsp.sessions.model import Session, TurnRecord, in_shown_order
+from milk_lsp.sessions.model import Session, TurnRecord, in_shown_order, turn_ids
 from milk_lsp.turn_changes import stored_changes
 
 logger = logging.getLogger(__name__)
@@ -49,9 +49,10 @@ def session_detail(
 ) -> wire.SessionGetResult:
     """`milk/session/get`: the session, its newest records (oldest first), how their turns
     ended, and its bricks."""
-    turn_ids = list(dict.fromkeys(record.turn_id for record in records))
     turn_info = [
-        info for info in (_turn_info(tid, (infos or {}).get(tid)) for tid in turn_ids) if info
+        info
+        for info in (_turn_info(tid, (infos or {}).get(tid)) for tid in turn_ids(records))
+        if info
     ]
     return wire.SessionGetResult(
         session=session_info(session),

@@ -25,6 +25,19 @@ def path_to_uri(path: str) -> str:
     return Path(path).as_uri()
 
 
+def shown_path(path: str | Path, workspace: str | Path | None) -> str:
+    """A path as the user knows it: relative to the workspace folder when inside it."""
+    if workspace is not None and Path(path).is_relative_to(workspace):
+        return Path(path).relative_to(workspace).as_posix()
+    return str(path)
+
+
+def shown_uri(uri: str, workspace: str | Path | None) -> str:
+    """A document URI as the user knows it (`shown_path`; other schemes as they are)."""
+    path = uri_to_path(uri)
+    return uri if path is None else shown_path(path, workspace)
+
+
 def fill_attachments(
     items: Sequence[ContextItem],
     workspace: Path,

@@ -16,7 +16,9 @@ from milk_lsp.edit_preview import (
 
 
 async def preview(tool: str, workspace: Path, **tool_input: object) -> list[FileEdit]:
-    return await claude_edits(tool, dict(tool_input), workspace, read_limited)
+    return await claude_edits(
+        tool, dict(tool_input), workspace, lambda path: read_limited(workspace, path)
+    )
 
 
 async def test_edit_replaces_once_or_all(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ from milk_lsp.routing import RoutingState, route_turn
 from milk_lsp.sessions.model import Agent, Session
 from milk_lsp.status import collect_status
 from milk_lsp.views import context_preview, iso, turn_changes_result
-from milk_lsp.workspace import path_to_uri
+from milk_lsp.workspace import path_to_uri, shown_path
 
 logger = logging.getLogger(__name__)
 
@@ -363,7 +363,7 @@ class MilkAgent:
                         raise
                 text = f"Not undone: {exc.message} Type `/undo force` to do it anyway."
             else:
-                names = ", ".join(f"`{_shown(session, path)}`" for path in restored)
+                names = ", ".join(f"`{shown_path(path, session.workspace)}`" for path in restored)
                 text = f"Undone: {names or 'nothing was left to restore'}."
         self.bridge.notify(session, message(text + "\n", {"milk": {"kind": "undo"}}))
         return PromptResponse(stop_reason="end_turn")
@@ -499,14 +499,6 @@ class MilkAgent:
         """Run `action` once the current request's answer is written (it is written in the
         same step as the handler returns; this runs on the loop's next turn)."""
         asyncio.get_running_loop().call_soon(action)
-
-
-def _shown(session: OpenSession, path: str) -> str:
-    """A path as the user knows it: relative to the session's folder when inside it."""
-    try:
-        return Path(path).relative_to(session.workspace).as_posix()
-    except ValueError:
-        return path
 
 
 def with_claude(session: Session) -> bool:

@@ -359,15 +359,19 @@ class ConfinedRoot:
             os.close(fd)
 
 
-def read_text_inside(root: Path, path: Path) -> str | None:
+def read_text_inside(root: Path, path: Path, max_bytes: int | None = None) -> str | None:
     """The UTF-8 text of regular file `path` when it lies inside `root`, read race-free;
-    None for anything else (outside, missing, not a regular file, not UTF-8)."""
+    None for anything else (outside, missing, not a regular file, not UTF-8, larger than
+    `max_bytes`)."""
     confined = ConfinedRoot(root)
     try:
         fd = confined.open_file_for_read(confined.resolve(str(path)))
     except (OSError, ValueError):
         return None
     try:
+        if max_bytes is not None:
+            data = _read_if_small(fd, max_bytes)
+            return None if data is None else data.decode("utf-8")
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         return read_all(fd).decode("utf-8")

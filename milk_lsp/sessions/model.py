@@ -83,6 +83,11 @@ class TurnRecord:
     """Stored fields that could not be read and were replaced by defaults (see `rows.py`)."""
 
 
+def turn_ids(records: list[TurnRecord]) -> list[str]:
+    """The turns `records` belong to, each once, in order."""
+    return list(dict.fromkeys(record.turn_id for record in records))
+
+
 def in_shown_order(record: TurnRecord) -> list[str | ToolCallRecord] | None:
     """An assistant record's text cut where its tool calls started, with the calls in
     between, as the live stream showed them; None when a call has no stored place (older

@@ -34,7 +34,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from tests.e2e.conftest import Env
+from tests.e2e.conftest import Env, first_arrival
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -120,17 +120,10 @@ class RecordingClient:
         )
 
     async def wait_for(self, predicate: Any, seconds: float = 20.0) -> Any:
-        async def scan() -> Any:
-            seen = 0
-            while True:
-                for _, update in self.updates[seen:]:
-                    if predicate(update):
-                        return update
-                seen = len(self.updates)
-                self.arrived.clear()
-                await self.arrived.wait()
-
-        return await asyncio.wait_for(scan(), seconds)
+        _, update = await first_arrival(
+            self.updates, self.arrived, lambda pair: predicate(pair[1]), seconds
+        )
+        return update
 
 
 def write_config(env: Env, settings: dict[str, Any] | None = None) -> None:

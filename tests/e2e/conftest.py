@@ -57,17 +57,29 @@ class MilkClient(LanguageClient):
         return [u["kind"] for u in self.turn_updates(turn_id)]
 
     async def wait_for_update(self, predicate: Any, seconds: float = 20.0) -> dict[str, Any]:
-        async def scan() -> dict[str, Any]:
-            seen = 0
-            while True:
-                for update in self.updates[seen:]:
-                    if predicate(update):
-                        return update
-                seen = len(self.updates)
-                self.update_event.clear()
-                await self.update_event.wait()
+        update: dict[str, Any] = await first_arrival(
+            self.updates, self.update_event, predicate, seconds
+        )
+        return update
 
-        return await asyncio.wait_for(scan(), seconds)
+
+async def first_arrival(
+    items: list[Any], arrived: asyncio.Event, predicate: Any, seconds: float
+) -> Any:
+    """The first of `items`, already there or arriving (`arrived` is set on each append),
+    that `predicate` accepts; TimeoutError after `seconds`."""
+
+    async def scan() -> Any:
+        seen = 0
+        while True:
+            for item in items[seen:]:
+                if predicate(item):
+                    return item
+            seen = len(items)
+            arrived.clear()
+            await arrived.wait()
+
+    return await asyncio.wait_for(scan(), seconds)
 
 
 def make_client() -> MilkClient:

@@ -23,7 +23,7 @@ from lsprotocol.converters import get_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from tests.e2e.conftest import Env
+from tests.e2e.conftest import Env, first_arrival
 
 UPDATE = "milk/update"
 
@@ -182,17 +182,10 @@ class Editor(LanguageClient):
     # ---- waiting ----------------------------------------------------------------------------
 
     async def wait_for_update(self, predicate: Any, seconds: float = 30.0) -> dict[str, Any]:
-        async def scan() -> dict[str, Any]:
-            seen = 0
-            while True:
-                for update in self.updates[seen:]:
-                    if predicate(update):
-                        return update
-                seen = len(self.updates)
-                self.update_event.clear()
-                await self.update_event.wait()
-
-        return await asyncio.wait_for(scan(), seconds)
+        update: dict[str, Any] = await first_arrival(
+            self.updates, self.update_event, predicate, seconds
+        )
+        return update
 
     async def turn_ended(self, turn_id: str) -> dict[str, Any]:
         return await self.wait_for_update(

@@ -7,6 +7,8 @@
 
 editors_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$editors_dir/../.." && pwd)"
+# shellcheck source=../../scripts/tally.sh
+. "$repo/scripts/tally.sh"
 venv="${MILK_VENV:-$repo/.venv}"
 TEST_TIMEOUT="${MILK_TEST_TIMEOUT:-300}"
 
@@ -154,26 +156,14 @@ total_passed=0
 total_failed=0
 failed_tests=()
 run_test() {
-  local name="$1" out="$scratch/$1.out" rc summary p f t0
+  local name="$1" out="$scratch/$1.out" rc p f t0
   shift
   echo "=== $name"
   t0=$(date +%s)
   timeout -k 10 "$TEST_TIMEOUT" "$@" >"$out" 2>&1 </dev/null
   rc=$?
   cat "$out"
-  summary="$(grep -E "^(\[ *[0-9.]+\] )?$name: [0-9]+ passed, [0-9]+ failed$" "$out" | tail -1)"
-  if [ -n "$summary" ]; then
-    p="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<<"$summary")"
-    f="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<<"$summary")"
-  else
-    echo "${suite}/run.sh: $name printed no summary (exit status $rc)"
-    p=0
-    f=1
-  fi
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    echo "${suite}/run.sh: $name exited with status $rc"
-    f=1
-  fi
+  tally "$out" "^(\[ *[0-9.]+\] )?$name: [0-9]+ passed, [0-9]+ failed$" "$rc" "${suite}/run.sh" "$name"
   total_passed=$((total_passed + p))
   total_failed=$((total_failed + f))
   [ "$f" -gt 0 ] && failed_tests+=("$name")

@@ -10,6 +10,8 @@
 # line counts as failed. The last line is the total: "editors: N passed, N failed".
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../../scripts/tally.sh
+. "$here/../../scripts/tally.sh"
 
 if [ "${MILK_SKIP_EDITORS:-0}" = "1" ]; then
   echo "editors: skipped (MILK_SKIP_EDITORS=1)"
@@ -34,20 +36,8 @@ for suite in "${suites[@]}"; do
     echo "editors: no suite $script" | tee "$out"
     rc=1
   fi
-  summary="$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)"
+  tally "$out" '^[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$rc" editors "$suite"
   rm -f "$out"
-  if [ -n "$summary" ]; then
-    p="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<<"$summary")"
-    f="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<<"$summary")"
-  else
-    echo "editors: $suite printed no summary (exit status $rc)"
-    p=0
-    f=1
-  fi
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    echo "editors: $suite exited with status $rc"
-    f=1
-  fi
   total_passed=$((total_passed + p))
   total_failed=$((total_failed + f))
   [ "$f" -gt 0 ] && failed+=("$suite")

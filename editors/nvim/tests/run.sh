@@ -16,6 +16,8 @@ TEST_TIMEOUT="${MILK_TEST_TIMEOUT:-240}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 plugin="$(dirname "$here")"
 repo="$(cd "$plugin/../.." && pwd)"
+# shellcheck source=../../../scripts/tally.sh
+. "$repo/scripts/tally.sh"
 venv="${MILK_VENV:-$repo/.venv}"
 
 die() {
@@ -64,22 +66,9 @@ for file in "${files[@]}"; do
   timeout -k 10 "$TEST_TIMEOUT" "$nvim" --headless -u NONE -i NONE -l "$file" >"$out" 2>&1
   rc=$?
   cat "$out"
-  summary="$(grep -E "^(\[ *[0-9.]+\] )?$name: [0-9]+ passed, [0-9]+ failed$" "$out" | tail -1)"
-  if [ -n "$summary" ]; then
-    p="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<<"$summary")"
-    f="$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<<"$summary")"
-  else
-    # No summary line: the file stopped before its end (an error, a prompt that swallowed
-    # the run). That is a failure even when nvim exited 0.
-    echo "run.sh: $name printed no summary"
-    p=0
-    f=1
-  fi
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    # A crash, a timeout (rc 124) or an exit code that disagrees with the summary.
-    echo "run.sh: $name exited with status $rc"
-    f=1
-  fi
+  # No summary line (the file stopped before its end: an error, a prompt that swallowed the
+  # run) or an exit status that disagrees with it (a crash, a timeout) is a failure.
+  tally "$out" "^(\[ *[0-9.]+\] )?$name: [0-9]+ passed, [0-9]+ failed$" "$rc" run.sh "$name"
   total_passed=$((total_passed + p))
   total_failed=$((total_failed + f))
   [ "$f" -gt 0 ] && failed_files+=("$name")
