@@ -56,6 +56,8 @@ class LocalConfig(_Section):
     max_tool_rounds: int = Field(default=20, ge=1, le=1000)
     request_timeout_seconds: float = Field(default=120.0, gt=0)
     """Longest silence from the model server before the turn fails (milk addition)."""
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    """Sent as the request's `temperature` when set; unset, the model server's default."""
     text_tool_calls: bool = True
     """Run a reply that is only a tool call written as JSON text as that call (milk addition)."""
     memory_tags: bool = False

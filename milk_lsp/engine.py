@@ -170,6 +170,7 @@ class Engine:
                     max_tool_rounds=cfg.max_tool_rounds,
                     read_timeout_seconds=cfg.request_timeout_seconds,
                     text_tool_calls=cfg.text_tool_calls,
+                    temperature=cfg.temperature,
                 )
             )
         return self._local

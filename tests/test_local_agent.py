@@ -347,7 +347,22 @@ async def test_plain_text_turn(server: FakeOpenAIServer, agent: LocalAgent) -> N
     assert body["stream_options"] == {"include_usage": True}
     assert body["messages"] == MESSAGES
     assert "tools" not in body
+    assert "temperature" not in body  # unset: the server's default
     assert messages == MESSAGES
+
+
+async def test_configured_temperature_goes_with_every_request(server: FakeOpenAIServer) -> None:
+    local = LocalAgent(settings_for(server, temperature=0.0))
+    try:
+        server.enqueue(
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}, "id": "c1"}]},
+            {"text": "done"},
+        )
+        events = await collect(local, StandInTools())
+    finally:
+        await local.aclose()
+    assert events[-1] == TurnDone()
+    assert [body["temperature"] for body in server.requests] == [0.0, 0.0]
 
 
 async def test_bearer_token_and_configured_model(server: FakeOpenAIServer) -> None:

@@ -328,6 +328,8 @@ class LocalAgent:
             }
             if specs:
                 body["tools"] = specs
+            if self.settings.temperature is not None:
+                body["temperature"] = self.settings.temperature
             reply = Reply()
             paragraphs.new_reply()
             gate = TextCallGate(offered) if self.settings.text_tool_calls and offered else None

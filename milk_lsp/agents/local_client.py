@@ -49,6 +49,8 @@ class LocalSettings:
     connect_timeout_seconds: float = 5.0
     read_timeout_seconds: float = 120.0
     """The longest silence from the server (between two reads) before the turn fails."""
+    temperature: float | None = None
+    """The sampling temperature sent with every request; None leaves the server's default."""
     text_tool_calls: bool = True
     """Run a reply that is only a tool call written as text (a ```json block, bare JSON,
     `<tool_call>`/`[tool_call]` tags; small models do this) as that tool call."""

@@ -42,6 +42,7 @@ def embedded_env(tmp_path: Path, model_path: Path, **local: Any) -> Env:
             "threads": THREADS,
             "contextSize": 2048,
             "maxReplyTokens": 64,
+            "temperature": 0,  # greedy: the same small model answers the same way each run
             **local,
         },
     )
@@ -79,6 +80,17 @@ async def chat(client: MilkClient, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def answered(client: MilkClient, result: dict[str, Any]) -> None:
+    """The turn ended `end_turn`; if not, the failure says why (error, notices)."""
+    if result["stopReason"] == "end_turn":
+        return
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    pytest.fail(
+        f"the turn ended {result['stopReason']}: {result.get('error')}; notices: {notices}",
+        pytrace=False,
+    )
+
+
 async def gone_within(pids: list[int], seconds: float) -> float:
     started = time.monotonic()
     while time.monotonic() - started < seconds:
@@ -100,7 +112,7 @@ async def test_lazy_start_shared_by_sessions_and_status(
     assert engines_of(server_pid(client)) == []  # nothing starts before a local turn
 
     result = await chat(client, {"text": "Say hello in five words."})
-    assert result["stopReason"] == "end_turn", result
+    answered(client, result)
     assert result["text"].strip(), "the model answered nothing"
     updates = client.turn_updates(result["turnId"])
     deltas = [u["delta"] for u in updates if u["kind"] == "text"]
@@ -115,7 +127,7 @@ async def test_lazy_start_shared_by_sessions_and_status(
         client, "milk/session/new", {"workspaceFolder": harness.env.workspace.as_uri()}
     )
     second = await chat(client, {"sessionId": other["sessionId"], "text": "Say hi."})
-    assert second["stopReason"] == "end_turn", second
+    answered(client, second)
     assert second["sessionId"] != result["sessionId"]
     assert engines_of(server_pid(client)) == engines  # one engine, shared
     notices = [u["message"] for u in client.turn_updates(second["turnId"]) if u["kind"] == "notice"]
@@ -134,14 +146,14 @@ async def test_idle_stop_then_restart_on_the_next_turn(tmp_path: Path, smollm2_g
     try:
         client = await harness.start()
         first = await chat(client, {"text": "Say hi."})
-        assert first["stopReason"] == "end_turn", first
+        answered(client, first)
         engines = engines_of(server_pid(client))
         assert len(engines) == 1
         await gone_within(engines, 10.0)
         status = (await request(client, "milk/status", {}))["local"]
         assert status["loadState"] == "stopped", status
         again = await chat(client, {"text": "Say hi again."})
-        assert again["stopReason"] == "end_turn", again
+        answered(client, again)
         restarted = engines_of(server_pid(client))
         assert len(restarted) == 1 and restarted != engines
     finally:
@@ -152,7 +164,7 @@ async def test_idle_stop_then_restart_on_the_next_turn(tmp_path: Path, smollm2_g
 async def test_the_engine_dies_with_the_server(harness: Harness, sig: signal.Signals) -> None:
     client = await harness.start()
     result = await chat(client, {"text": "Say hi."})
-    assert result["stopReason"] == "end_turn", result
+    answered(client, result)
     engines = engines_of(server_pid(client))
     assert len(engines) == 1
     os.kill(server_pid(client), sig)
@@ -215,5 +227,5 @@ async def test_a_turn_cancelled_during_the_load_ends_and_the_load_serves_the_nex
     assert client.kinds(result["turnId"])[-1] == "turn_ended"
 
     after = await chat(client, {"sessionId": session_id, "text": "Say hi."})
-    assert after["stopReason"] == "end_turn", after
+    answered(client, after)
     assert len(engines_of(server_pid(client))) == 1  # the load went on: one engine

@@ -9,6 +9,7 @@ export const SERVER_SETTING_KEYS = [
   'local.apiKey',
   'local.maxToolRounds',
   'local.requestTimeoutSeconds',
+  'local.temperature',
   'local.textToolCalls',
   'local.handOff',
   'local.memoryTags',
