@@ -149,6 +149,10 @@ async def connected(
         if verbose:  # the server's log lines; its log file has them too
             sys.stderr.write(f"milk-lsp: {params.message}\n")
 
+    @client.feature(wire.NUDGE)
+    def on_nudge(ls: LanguageClient, params: Any) -> None:
+        """Nothing to do: it only makes sure this client reads what came before it."""
+
     @client.feature(types.WORKSPACE_CONFIGURATION)
     def on_configuration(ls: LanguageClient, params: types.ConfigurationParams) -> list[Any]:
         return [settings or None for _ in params.items]

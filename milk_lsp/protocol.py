@@ -10,6 +10,11 @@
   handler as None.
 * Writing: every outgoing message is strict JSON (`jsonrpc.dumps_strict`): a NaN from a model
   is sent as null instead of the bare `NaN` that breaks the client's parser.
+* Nudging: Emacs 28/29's jsonrpc (eglot) stops reading a batch of messages at the response
+  to its synchronous request and reads the rest only when more output arrives. A permission
+  question sent just after the answer to `milk.ask` then waited unseen until its timeout. So
+  when output that followed a response goes quiet, `$/milk/nudge` (ignored by clients, as
+  every `$/` notification may be) is sent a few times.
 """
 
 from __future__ import annotations
@@ -52,6 +57,10 @@ class MilkProtocol(LanguageServerProtocol):
         self.initialize_answered = False
         """True once `initialize` succeeded; other requests before it get -32002."""
         self._pending_writes: set[asyncio.Future[Any]] = set()
+        self._nudge_owed = False
+        """A response was written and output followed it: nudge once it goes quiet."""
+        self._nudges_left = 0
+        self._nudge_timer: asyncio.TimerHandle | None = None
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(
@@ -214,12 +223,52 @@ class MilkProtocol(LanguageServerProtocol):
                 pending = asyncio.ensure_future(written)
                 self._pending_writes.add(pending)
                 pending.add_done_callback(self._pending_writes.discard)
+            self._after_write(data)
         except BrokenPipeError:
             logger.exception("cannot send a message: the client is gone")
             raise
         except Exception as error:
             logger.exception("cannot send a message")
             self._server._report_server_error(error, JsonRpcInternalError)
+
+    # ---- nudging (see the module docstring) ------------------------------------------------
+
+    NUDGE_DELAYS: tuple[float, ...] = (0.25, 1.0, 3.0)
+    """Seconds of quiet before each nudge: a client that reads late gets a later one."""
+
+    def _after_write(self, data: Any) -> None:
+        method = data.get("method") if isinstance(data, dict) else getattr(data, "method", None)
+        if method == wire.NUDGE:
+            return
+        if method is None:  # a response: what is written after it may wait unread
+            self._nudge_owed = True
+            return
+        if not self._nudge_owed:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # written outside the event loop: nothing can follow up
+            return
+        if self._nudge_timer is not None:
+            self._nudge_timer.cancel()
+        self._nudges_left = len(self.NUDGE_DELAYS)
+        self._nudge_timer = loop.call_later(self.NUDGE_DELAYS[0], self._nudge)
+
+    def _nudge(self) -> None:
+        self._nudge_timer = None
+        if self._shutdown or self.writer is None:
+            return
+        try:
+            self.notify(wire.NUDGE, {})
+        except OSError:  # the client is gone (logged by `_send_data`)
+            return
+        self._nudges_left -= 1
+        step = len(self.NUDGE_DELAYS) - self._nudges_left
+        if self._nudges_left > 0:
+            loop = asyncio.get_running_loop()
+            self._nudge_timer = loop.call_later(self.NUDGE_DELAYS[step], self._nudge)
+        else:
+            self._nudge_owed = False
 
 
 def _describe(exc: Exception) -> str:

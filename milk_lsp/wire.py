@@ -28,6 +28,9 @@ UPDATE = "milk/update"
 REQUEST_PERMISSION = "milk/requestPermission"
 TURN_CHANGES = "milk/turn/changes"
 TURN_UNDO = "milk/turn/undo"
+NUDGE = "$/milk/nudge"
+"""Server → client, params `{}`, to be ignored: sent when output goes quiet after a response,
+so a client that stops reading at a response (Emacs 28/29's jsonrpc) reads what followed."""
 
 Route = Literal["auto", "local", "claude"]
 AgentName = Literal["local", "claude"]

@@ -6,6 +6,7 @@ skip); `MilkProtocol` runs inside a real pygls LanguageServer whose writer is a 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import math
@@ -427,3 +428,43 @@ def test_a_setting_with_a_nul_or_lone_surrogate_keeps_its_previous_value() -> No
     assert merged.storage_dir == "/good" and merged.claude.path is None
     assert [p.key for p in problems] == ["storageDir", "claude.path"]
     assert all("NUL" in p.message for p in problems)
+
+
+# ---- nudging -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def quick_nudges(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(MilkProtocol, "NUDGE_DELAYS", (0.05, 0.1, 0.2))
+
+
+def nudges(sink: Sink) -> list[dict[str, Any]]:
+    return [m for m in sink.messages if m.get("method") == wire.NUDGE]
+
+
+async def test_output_after_a_response_is_followed_by_nudges_once_quiet(
+    sink: Sink, quick_nudges: None
+) -> None:
+    initialize(sink)
+    feed(sink, {"jsonrpc": "2.0", "id": 1, "method": "test/echo"})
+    protocol: MilkProtocol = sink.protocol  # type: ignore[attr-defined]
+    protocol.send_request(types.WINDOW_SHOW_MESSAGE_REQUEST, None, msg_id="q")
+    for _ in range(5):  # output goes on: no nudge yet
+        await asyncio.sleep(0.02)
+        protocol.notify(wire.UPDATE, {"kind": "text"})
+    assert nudges(sink) == []
+    await asyncio.sleep(0.6)
+    assert nudges(sink) == [{"jsonrpc": "2.0", "method": wire.NUDGE, "params": {}}] * 3
+    quiet = len(sink.messages)
+    protocol.notify(wire.UPDATE, {"kind": "text"})  # no response since: nothing owed
+    await asyncio.sleep(0.2)
+    assert len(sink.messages) == quiet + 1
+
+
+async def test_a_response_with_nothing_after_it_is_not_nudged(
+    sink: Sink, quick_nudges: None
+) -> None:
+    initialize(sink)
+    feed(sink, {"jsonrpc": "2.0", "id": 1, "method": "test/echo"})
+    await asyncio.sleep(0.3)
+    assert nudges(sink) == []

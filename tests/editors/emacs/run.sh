@@ -29,5 +29,9 @@ for file in "$here"/test_*.el; do
   # -q: no init file, but the site start-up (Debian's puts elpa-eglot on the load-path).
   run_test "$(basename "$file" .el)" "$emacs" --batch -q -l "$file"
 done
+# The same scenario with milk-lsp's output read in batches (see test_eglot.el), from a fresh
+# workspace and store (the first run left its session escalated).
+cd "$scratch" && rm -rf storage ws && mkdir -p storage ws/.git && cd ws || die "no workspace"
+MILK_TEST_BATCHED=0.4 run_test test_eglot_batched "$emacs" --batch -q -l "$here/test_eglot.el"
 echo "${suite}/run.sh: done in $(($(date +%s) - start)) s"
 finish

@@ -8,7 +8,8 @@
 ;; real Claude CLI on the Messages-API stand-in (URLs in MILK_TEST_OPENAI and
 ;; MILK_TEST_ANTHROPIC; the server's settings in the throwaway config.json).
 ;;
-;; Prints "test_eglot: N passed, N failed" and exits 0 or 1.
+;; Prints "test_eglot: N passed, N failed" (test_eglot_batched with MILK_TEST_BATCHED) and exits
+;; 0 or 1.
 
 (require 'cl-lib)
 (require 'subr-x)
@@ -111,6 +112,18 @@ with urllib.request.urlopen(req, timeout=20) as r:
 ;; ---- the user's init.el ------------------------------------------------------------------
 
 (load (expand-file-name "milk-eglot.el" milk-test-here) nil t)
+
+;; MILK_TEST_BATCHED=SECONDS: the same scenario with milk-lsp's output handed to Emacs in
+;; batches every SECONDS (batched_pipe.py), as a busy Emacs reads a pipe. Emacs 28/29's
+;; jsonrpc reads what follows an answer in the same read only when more output comes: milk's
+;; `$/milk/nudge' is that output (without it the permission question after `milk.ask' waits).
+(defconst milk-test-batched (getenv "MILK_TEST_BATCHED"))
+(defconst milk-test-name (if milk-test-batched "test_eglot_batched" "test_eglot"))
+(when milk-test-batched
+  (push `((python-mode python-ts-mode)
+          . (,milk-test-python ,(expand-file-name "batched_pipe.py" milk-test-here)
+                               ,milk-test-batched "milk-lsp"))
+        eglot-server-programs))
 
 (defvar milk-test-transcript nil "The transcript's buffer, once opened.")
 
@@ -337,9 +350,16 @@ with urllib.request.urlopen(req, timeout=20) as r:
     (dolist (line (split-string (milk-test-transcript-text) "\n"))
       (milk-test-log "  | %s" line))
     (milk-test-log "--- messages %S" (reverse milk-test-messages))
-    (milk-test-log "--- completing-read %S" (reverse milk-test-reads)))
+    (milk-test-log "--- completing-read %S" (reverse milk-test-reads))
+    ;; eglot's log of the messages both ways, its last 30,000 characters
+    (dolist (servers (hash-table-values eglot--servers-by-project))
+      (dolist (server servers)
+        (with-current-buffer (jsonrpc-events-buffer server)
+          (milk-test-log "--- events\n%s"
+                         (buffer-substring-no-properties (max (point-min) (- (point-max) 30000))
+                                                         (point-max)))))))
   (dolist (server (hash-table-values eglot--servers-by-project))
     (dolist (s server)
       (ignore-errors (eglot-shutdown s))))
-  (milk-test-log "test_eglot: %d passed, %d failed" milk-test-passed milk-test-failed)
+  (milk-test-log "%s: %d passed, %d failed" milk-test-name milk-test-passed milk-test-failed)
   (kill-emacs (if (= milk-test-failed 0) 0 1)))
