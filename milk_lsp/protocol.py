@@ -10,8 +10,8 @@
   handler as None.
 * Writing: every outgoing message is strict JSON (`jsonrpc.dumps_strict`): a NaN from a model
   is sent as null instead of the bare `NaN` that breaks the client's parser.
-* Nudging: Emacs 28/29's jsonrpc (eglot) stops reading a batch of messages at the response
-  to its synchronous request and reads the rest only when more output arrives. A permission
+* Nudging: Emacs 28's jsonrpc.el 1.0.14 (eglot) stops reading a batch of messages at the
+  response to its synchronous request and reads the rest only when more output arrives. A permission
   question sent just after the answer to `milk.ask` then waited unseen until its timeout. So
   when output that followed a response goes quiet, `$/milk/nudge` (ignored by clients, as
   every `$/` notification may be) is sent a few times.

@@ -30,7 +30,7 @@ TURN_CHANGES = "milk/turn/changes"
 TURN_UNDO = "milk/turn/undo"
 NUDGE = "$/milk/nudge"
 """Server → client, params `{}`, to be ignored: sent when output goes quiet after a response,
-so a client that stops reading at a response (Emacs 28/29's jsonrpc) reads what followed."""
+so a client that stops reading at a response (Emacs 28's jsonrpc.el) reads what followed."""
 
 Route = Literal["auto", "local", "claude"]
 AgentName = Literal["local", "claude"]

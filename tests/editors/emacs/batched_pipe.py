@@ -4,8 +4,8 @@
 
 Standard input goes to the command as it comes. The command's standard output is collected and
 written out in one piece every SECONDS, so messages the server wrote close together reach the
-client in one read. Emacs 28/29's jsonrpc stops at the answer to its synchronous request within
-such a read and leaves the rest unread until more output arrives: the test of milk's
+client in one read. Emacs 28's jsonrpc.el stops at the answer to its synchronous request
+within such a read and leaves the rest unread until more output arrives: the test of milk's
 `$/milk/nudge` (test_eglot.el run with MILK_TEST_BATCHED set).
 """
 

@@ -114,7 +114,7 @@ with urllib.request.urlopen(req, timeout=20) as r:
 (load (expand-file-name "milk-eglot.el" milk-test-here) nil t)
 
 ;; MILK_TEST_BATCHED=SECONDS: the same scenario with milk-lsp's output handed to Emacs in
-;; batches every SECONDS (batched_pipe.py), as a busy Emacs reads a pipe. Emacs 28/29's
+;; batches every SECONDS (batched_pipe.py), as a busy Emacs reads a pipe. Emacs 28's
 ;; jsonrpc reads what follows an answer in the same read only when more output comes: milk's
 ;; `$/milk/nudge' is that output (without it the permission question after `milk.ask' waits).
 (defconst milk-test-batched (getenv "MILK_TEST_BATCHED"))
