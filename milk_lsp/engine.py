@@ -224,13 +224,17 @@ class Engine:
     async def _point_local_at(self, base_url: str) -> None:
         """Drop the local agent when it talks to another server (the embedded one restarted
         on a new port, or the provider changed); the next use makes it afresh."""
-        local = self._local
-        if local is None or local.settings.base_url == base_url:
+        if self._local is not None and self._local.settings.base_url != base_url:
+            await self._drop_local()
+
+    async def _drop_local(self) -> None:
+        """The next use makes the local agent afresh; the old one's client is closed now, or
+        after the other turns still streaming through it."""
+        local, self._local = self._local, None
+        if local is None:
             return
-        self._local = None
-        running = [task for task in self._running.values() if not task.done()]
         current = asyncio.current_task()
-        running = [task for task in running if task is not current]
+        running = [t for t in self._running.values() if not t.done() and t is not current]
         if running:
             closer = asyncio.create_task(_close_after(running, local))
             self._background.add(closer)
@@ -252,15 +256,8 @@ class Engine:
         """Take new settings; collaborators that depend on changed ones are rebuilt."""
         old = self.config
         self.config = config
-        if old.local != config.local and self._local is not None:
-            local, self._local = self._local, None
-            running = [task for task in self._running.values() if not task.done()]
-            if running:  # turns still stream through the old client: close it after them
-                closer = asyncio.create_task(_close_after(running, local))
-                self._background.add(closer)
-                closer.add_done_callback(self._background.discard)
-            else:
-                await local.aclose()
+        if old.local != config.local:
+            await self._drop_local()
         embedded_changed = EmbeddedSettings.of(old.local) != EmbeddedSettings.of(config.local)
         if self._embedded is not None and (
             embedded_changed or old.local.provider != config.local.provider

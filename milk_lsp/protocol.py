@@ -59,7 +59,8 @@ class MilkProtocol(LanguageServerProtocol):
         self._pending_writes: set[asyncio.Future[Any]] = set()
         self._nudge_owed = False
         """A response was written and output followed it: nudge once it goes quiet."""
-        self._nudges_left = 0
+        self._nudge_step = 0
+        """Which of `NUDGE_DELAYS` the armed timer waits for."""
         self._nudge_timer: asyncio.TimerHandle | None = None
 
     @lsp_method(types.INITIALIZE)
@@ -251,7 +252,7 @@ class MilkProtocol(LanguageServerProtocol):
             return
         if self._nudge_timer is not None:
             self._nudge_timer.cancel()
-        self._nudges_left = len(self.NUDGE_DELAYS)
+        self._nudge_step = 0
         self._nudge_timer = loop.call_later(self.NUDGE_DELAYS[0], self._nudge)
 
     def _nudge(self) -> None:
@@ -262,11 +263,10 @@ class MilkProtocol(LanguageServerProtocol):
             self.notify(wire.NUDGE, {})
         except OSError:  # the client is gone (logged by `_send_data`)
             return
-        self._nudges_left -= 1
-        step = len(self.NUDGE_DELAYS) - self._nudges_left
-        if self._nudges_left > 0:
-            loop = asyncio.get_running_loop()
-            self._nudge_timer = loop.call_later(self.NUDGE_DELAYS[step], self._nudge)
+        self._nudge_step += 1
+        if self._nudge_step < len(self.NUDGE_DELAYS):
+            delay = self.NUDGE_DELAYS[self._nudge_step]
+            self._nudge_timer = asyncio.get_running_loop().call_later(delay, self._nudge)
         else:
             self._nudge_owed = False
 

@@ -182,6 +182,13 @@ class StandardLsp:
             await self._ready()
             return await work()
 
+    async def _without_arguments(
+        self, arguments: tuple[Any, ...], work: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        with _answers():
+            cmds.parse_no_arguments(list(arguments))
+        return await self._run(work)
+
     # ---- commands (pygls passes the arguments as they came, as plain JSON values) ----------
 
     async def ask(self, *arguments: Any) -> Any:
@@ -200,9 +207,7 @@ class StandardLsp:
         return await self._run(lambda: self.door.escalate(text))
 
     async def cancel(self, *arguments: Any) -> Any:
-        with _answers():
-            cmds.parse_no_arguments(list(arguments))
-        return await self._run(self.door.cancel)
+        return await self._without_arguments(arguments, self.door.cancel)
 
     async def new_session(self, *arguments: Any) -> Any:
         with _answers():
@@ -219,14 +224,10 @@ class StandardLsp:
         return await self._run(lambda: self.door.switch_session(session_id))
 
     async def show_context(self, *arguments: Any) -> Any:
-        with _answers():
-            cmds.parse_no_arguments(list(arguments))
-        return await self._run(self.door.show_context)
+        return await self._without_arguments(arguments, self.door.show_context)
 
     async def status(self, *arguments: Any) -> Any:
-        with _answers():
-            cmds.parse_no_arguments(list(arguments))
-        return await self._run(self.door.status)
+        return await self._without_arguments(arguments, self.door.status)
 
     async def undo(self, *arguments: Any) -> Any:
         with _answers():
@@ -234,9 +235,7 @@ class StandardLsp:
         return await self._run(lambda: self.door.undo(args))
 
     async def open_transcript(self, *arguments: Any) -> Any:
-        with _answers():
-            cmds.parse_no_arguments(list(arguments))
-        return await self._run(self.door.open_transcript)
+        return await self._without_arguments(arguments, self.door.open_transcript)
 
     async def ask_selection(self, *arguments: Any) -> Any:
         with _answers():

@@ -14,7 +14,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
@@ -26,6 +26,9 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 from milk_lsp.agents.claude_cli import bundled_cli_path
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 from tests.fakes.openai_server import FakeOpenAIServer
+
+if TYPE_CHECKING:
+    from tests.e2e.standard_editor import Editors
 
 UPDATE = "milk/update"
 REQUEST_PERMISSION = "milk/requestPermission"
@@ -240,6 +243,18 @@ async def harness(env: Env) -> AsyncIterator[Harness]:
 @pytest_asyncio.fixture
 async def client(harness: Harness) -> MilkClient:
     return await harness.start()
+
+
+@pytest_asyncio.fixture
+async def editors(env: Env) -> AsyncIterator[Editors]:
+    """Plain LSP editors (`tests.e2e.standard_editor`) on route local: the scripted replies
+    need no checking by milk."""
+    from tests.e2e.standard_editor import Editors  # it imports this module
+
+    env.settings["route"] = "local"
+    started = Editors(env)
+    yield started
+    await started.close()
 
 
 async def request(client: MilkClient, method: str, params: Any, msg_id: Any = None) -> Any:

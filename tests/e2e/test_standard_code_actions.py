@@ -3,11 +3,9 @@ and escalation from a plain LSP editor to the real Claude Code CLI on the API st
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from lsprotocol import types
 
 from milk_lsp.agents.claude_cli import bundled_cli_path
@@ -34,14 +32,6 @@ DIAGNOSTIC = types.Diagnostic(
     code="G001",
     severity=types.DiagnosticSeverity.Warning,
 )
-
-
-@pytest_asyncio.fixture
-async def editors(env: Env) -> AsyncIterator[Editors]:
-    env.settings["route"] = "local"  # the scripted replies need no checking by milk
-    started = Editors(env)
-    yield started
-    await started.close()
 
 
 async def actions(

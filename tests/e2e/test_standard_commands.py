@@ -4,12 +4,10 @@ milk's plugin sends them, against the real server and the scripted model server.
 from __future__ import annotations
 
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -19,14 +17,6 @@ from tests.e2e.standard_editor import Editor, Editors, capabilities
 from tests.fakes.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest_asyncio.fixture
-async def editors(env: Env) -> AsyncIterator[Editors]:
-    env.settings["route"] = "local"  # the scripted replies need no checking by milk
-    started = Editors(env)
-    yield started
-    await started.close()
 
 
 def read_with_mode(path: Path) -> tuple[str, int]:

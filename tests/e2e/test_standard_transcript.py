@@ -7,11 +7,9 @@ import asyncio
 import itertools
 import os
 import stat
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
 from milk_lsp.transcript import MARKER, split_document
@@ -20,14 +18,6 @@ from tests.e2e.standard_editor import Editor, Editors, capabilities, transcript_
 from tests.fakes.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest_asyncio.fixture
-async def editors(env: Env) -> AsyncIterator[Editors]:
-    env.settings["route"] = "local"  # the scripted replies need no checking by milk
-    started = Editors(env)
-    yield started
-    await started.close()
 
 
 async def ask(editor: Editor, *arguments: object) -> dict:
