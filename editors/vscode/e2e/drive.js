@@ -490,7 +490,11 @@ async function shot(page, name) {
     await extSearch.fill('@installed milk');
     const ext = page.locator('.extensions-viewlet .monaco-list-row', { hasText: 'milk' }).first();
     await ext.waitFor({ timeout: 15000 });
-    const iconOk = await ext.locator('img.icon').evaluate((img) => img.complete && img.naturalWidth >= 64).catch(() => false);
+    // The row is drawn before its icon has loaded: wait for the image, not for the row.
+    const iconOk = await until(
+      () => ext.locator('img.icon').evaluate((img) => (img.complete && img.naturalWidth >= 64) || undefined).catch(() => undefined),
+      'the extension icon', 10000,
+    ).catch(() => false);
     check('the extension has an icon', iconOk);
     await ext.click();
     const readme = await until(async () => {
