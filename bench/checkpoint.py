@@ -1,4 +1,4 @@
-"""Workspace checkpoint cost (milk_lsp/checkpoints.py) on a 10,000-file workspace.
+"""Workspace checkpoint cost (milk_lsp/changes/checkpoints.py) on a 10,000-file workspace.
 
 Builds a workspace of 10,000 tracked files (source-like sizes: median about 3 KB, a tail to
 500 KB, 5% binary) in nested packages, with a root `.gitignore` (node_modules/, *.pyc,
@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._harness import expect, spread_ms
-from milk_lsp.checkpoints import Checkpoints
+from milk_lsp.changes.checkpoints import Checkpoints
 
 TARGET_MS = 300
 CHANGED_PER_ROUND = 10

@@ -43,8 +43,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from milk_lsp.config import MilkConfig
-from milk_lsp.context import ContextMode, build_static
 from milk_lsp.engine import Engine
+from milk_lsp.prompts.context import ContextMode, build_static
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,

@@ -1,7 +1,7 @@
 """An escalation turn through milk-lsp against a bare `claude -p`, and the static prefix at the API.
 
 Both parts run the REAL Claude Code CLI (the binary bundled in the claude-agent-sdk wheel,
-`milk_lsp.agents.claude_cli.bundled_cli_path()`) against the Messages-API stand-in
+`milk_lsp.agents.claude.cli.bundled_cli_path()`) against the Messages-API stand-in
 (`tests.fakes.anthropic_api`, its own process on 127.0.0.1), with a throwaway HOME and
 TMPDIR, a fake ANTHROPIC_API_KEY and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1.
 
@@ -28,7 +28,7 @@ TMPDIR, a fake ANTHROPIC_API_KEY and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1.
    Claude API request, cuts its static block (everything before the first dynamic header),
    and reports the share of escalations (and of requests) whose static block is
    byte-identical to the first escalation's (target 100 %), cross-checked against
-   `milk_lsp.context.build_static(nonce, percepts)`.
+   `milk_lsp.prompts.context.build_static(nonce, percepts)`.
 
     .venv/bin/python bench/escalation.py [--runs 10]
 
@@ -63,10 +63,10 @@ from bench._harness import (
     paired_ratio,
     process_cpu,
 )
-from milk_lsp import context as ctx
-from milk_lsp.agents.claude import ClaudeSettings, build_env
-from milk_lsp.agents.claude_cli import bundled_cli_path
+from milk_lsp.agents.claude.agent import ClaudeSettings, build_env
+from milk_lsp.agents.claude.cli import bundled_cli_path
 from milk_lsp.config import MilkConfig
+from milk_lsp.prompts import context as ctx
 from tests.fakes.anthropic_api import appended_system_text
 
 REPLY = ("The tokenizer skipped the last character of each line; fixed the loop bound. " * 3)[:200]

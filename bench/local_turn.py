@@ -64,7 +64,7 @@ def paced(delay: float) -> dict[str, Any]:
 
 def _import_seconds() -> float:
     """Seconds to import the server module in a fresh interpreter (most of the start-up)."""
-    code = "import time; t = time.perf_counter(); import milk_lsp.server; "
+    code = "import time; t = time.perf_counter(); import milk_lsp.lsp.server; "
     code += "print(time.perf_counter() - t)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     return float(out.stdout.strip())
@@ -159,7 +159,7 @@ async def run(args: argparse.Namespace) -> None:
         )
         print(
             f"  of which: a bare interpreter start {statistics.median(bare) * 1000:.0f} ms, "
-            f"importing milk_lsp.server {statistics.median(imports) * 1000:.0f} ms (medians)"
+            f"importing milk_lsp.lsp.server {statistics.median(imports) * 1000:.0f} ms (medians)"
         )
         print(f"first milk/chat after start-up: {first_turn * 1000:.0f} ms")
         print(f"direct to the model server (httpx, streamed to [DONE]): {spread_ms(theirs)}")

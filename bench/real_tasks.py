@@ -57,7 +57,7 @@ from bench.real_tasks_suite import (
     fetch_project,
     lay_out,
 )
-from milk_lsp.agents.claude_cli import bundled_cli_path
+from milk_lsp.agents.claude.cli import bundled_cli_path
 
 CLAUDE_REPLY = "Claude Code (the stand-in) took this task over."
 CACHE_TURNS = (

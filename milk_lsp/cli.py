@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from milk_lsp import __version__
-from milk_lsp.redact import RedactingFilter, register_environment
+from milk_lsp.system.redact import RedactingFilter, register_environment
 
 logger = logging.getLogger("milk_lsp")
 
@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "chat":
-        from milk_lsp.chat_client import run_chat
+        from milk_lsp.terminal.chat import run_chat
 
         workspace = _workspace(args)
         if workspace is None:
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     if args.command == "undo":
-        from milk_lsp.chat_client import run_undo
+        from milk_lsp.terminal.chat import run_undo
 
         workspace = _workspace(args)
         if workspace is None:
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     if args.command == "doctor":
-        from milk_lsp.doctor import run_doctor
+        from milk_lsp.terminal.doctor import run_doctor
 
         return asyncio.run(run_doctor(_settings_from_args(args)))
     setup_logging(args.verbose)
@@ -179,9 +179,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve() -> int:
-    from milk_lsp.agents.claude_processes import kill_all_running
-    from milk_lsp.agents.commands import kill_running_commands
-    from milk_lsp.server import server
+    from milk_lsp.agents.claude.processes import kill_all_running
+    from milk_lsp.agents.local.commands import kill_running_commands
+    from milk_lsp.lsp.server import server
 
     def on_term(signum: int, frame: object) -> None:
         # A killed host must not leave Claude Code or a command running until it ends.

@@ -70,10 +70,10 @@ class LocalConfig(_Section):
     """`openai`: the server at `baseUrl`; `embedded`: milk runs llama.cpp itself; `auto`:
     embedded only when `baseUrl` is not set, nothing answers there, xllamacpp is installed
     and a model can be had (`modelPath` set, or huggingface_hub installed to download one;
-    see `milk_lsp.embedded`)."""
+    see `milk_lsp.local_model.embedded`)."""
     model_path: str | None = None
     """The GGUF file the embedded engine loads. Unset: `modelRepo`/`modelFile` (or the
-    pinned default model) from the Hugging Face Hub (`milk_lsp.model_download`)."""
+    pinned default model) from the Hugging Face Hub (`milk_lsp.local_model.download`)."""
     model_repo: str | None = None
     """A Hugging Face Hub model repository (`owner/name`) holding the GGUF to download."""
     model_file: str | None = None

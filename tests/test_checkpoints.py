@@ -1,4 +1,4 @@
-"""Workspace checkpoints (milk_lsp/checkpoints.py): real files in tmp_path, real
+"""Workspace checkpoints (milk_lsp/changes/checkpoints.py): real files in tmp_path, real
 subprocesses, no doubles."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from milk_lsp.checkpoint_manifest import COARSE_WINDOW_NS, FINE_WINDOW_NS, MANIFEST_NAME, settled
-from milk_lsp.checkpoint_store import LOOSE_MAX
-from milk_lsp.checkpoints import Checkpoints, CheckpointUnavailable, FileChange, Snapshot
+from milk_lsp.changes.blobs import LOOSE_MAX
+from milk_lsp.changes.checkpoints import Checkpoints, CheckpointUnavailable, FileChange, Snapshot
+from milk_lsp.changes.manifest import COARSE_WINDOW_NS, FINE_WINDOW_NS, MANIFEST_NAME, settled
 
 
 @pytest.fixture

@@ -28,7 +28,6 @@ from typing import Any
 import httpx
 import pytest
 
-from milk_lsp.agents import claude_cli, claude_processes
 from milk_lsp.agents.base import (
     AgentEvent,
     ClaudeSessionStarted,
@@ -45,7 +44,9 @@ from milk_lsp.agents.base import (
     TurnFailed,
     UsageEvent,
 )
-from milk_lsp.agents.claude import (
+from milk_lsp.agents.claude import cli as claude_cli
+from milk_lsp.agents.claude import processes as claude_processes
+from milk_lsp.agents.claude.agent import (
     CONTEXT_FILE_PLACEHOLDER,
     DENIED_MESSAGE,
     ClaudeAgent,
@@ -55,8 +56,8 @@ from milk_lsp.agents.claude import (
     build_env,
     timeout_message,
 )
-from milk_lsp.agents.claude_cli import bundled_cli_path, cli_version, resolve_cli
-from milk_lsp.agents.claude_processes import kill_all_running, running_pids
+from milk_lsp.agents.claude.cli import bundled_cli_path, cli_version, resolve_cli
+from milk_lsp.agents.claude.processes import kill_all_running, running_pids
 from milk_lsp.sessions.model import Agent
 from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text, user_text
 

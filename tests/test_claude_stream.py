@@ -26,7 +26,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
     UsageEvent,
 )
-from milk_lsp.agents.claude_stream import (
+from milk_lsp.agents.claude.stream import (
     StreamMapper,
     StreamParseError,
     allow_line,

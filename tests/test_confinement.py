@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from milk_lsp.agents.base import PermissionOption, PermissionRequest
-from milk_lsp.agents.confined import ConfinedRoot, SymlinkRefused, current_umask
-from milk_lsp.agents.tools import ToolOutcome, WorkspaceTools
+from milk_lsp.agents.local.tools import ToolOutcome, WorkspaceTools
 from milk_lsp.wire import ContextItem
-from milk_lsp.workspace import fill_attachments
+from milk_lsp.workspace.confined import ConfinedRoot, SymlinkRefused, current_umask
+from milk_lsp.workspace.paths import fill_attachments
 from tests.test_tools import FakeHost
 
 SECRET = "OUTSIDE-SECRET"

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from milk_lsp import context
-from milk_lsp.context import (
+from milk_lsp.prompts import context
+from milk_lsp.prompts.context import (
     ContextInputs,
     ContextMode,
     ContextPlan,

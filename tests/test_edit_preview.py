@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from milk_lsp.edit_preview import (
+from milk_lsp.workspace.edit_preview import (
     FileEdit,
     capped,
     claude_edits,

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from milk_lsp import embedded, wire
+from milk_lsp import wire
 from milk_lsp.agents.base import FailureReason
 from milk_lsp.config import LocalConfig, MilkConfig, merge_settings
-from milk_lsp.doctor import describe
-from milk_lsp.embedded import (
+from milk_lsp.local_model import embedded
+from milk_lsp.local_model.download import QWEN_CODER_0_5B, QWEN_CODER_1_5B, hub_installed
+from milk_lsp.local_model.embedded import (
     EmbeddedServer,
     EmbeddedSettings,
     LocalModelError,
@@ -23,7 +24,7 @@ from milk_lsp.embedded import (
     planned_model,
     resolve_provider,
 )
-from milk_lsp.model_download import QWEN_CODER_0_5B, QWEN_CODER_1_5B, hub_installed
+from milk_lsp.terminal.doctor import describe
 from tests.fakes.openai_server import FakeOpenAIServer
 
 

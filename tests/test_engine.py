@@ -24,10 +24,10 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
-from milk_lsp.agents.claude import ClaudeTurnRequest
+from milk_lsp.agents.claude.agent import ClaudeTurnRequest
 from milk_lsp.config import MilkConfig
 from milk_lsp.engine import Engine
-from milk_lsp.routing import Plan, RoutingState, escalate_plan, route_turn
+from milk_lsp.engine.routing import Plan, RoutingState, escalate_plan, route_turn
 from milk_lsp.sessions.model import Agent, RecordStatus, SessionState
 from milk_lsp.sessions.store import SessionStore
 from milk_lsp.wire import ChatParams

@@ -35,13 +35,13 @@ from milk_lsp.agents.base import (
     TurnFailed,
     UsageEvent,
 )
-from milk_lsp.agents.local import (
+from milk_lsp.agents.local.agent import (
     ESCALATE_TOOL_NAME,
     LocalAgent,
     LocalModelError,
     LocalSettings,
 )
-from milk_lsp.agents.tool_calls import (
+from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,
     TextCallGate,
     merge_tool_call_deltas,
@@ -1221,7 +1221,9 @@ async def test_held_text_is_shown_when_the_stream_drops(
     assert tools.calls == []
 
 
-async def test_long_text_call_is_shown_then_run(server: FakeOpenAIServer, agent: LocalAgent) -> None:
+async def test_long_text_call_is_shown_then_run(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
     text = '{"name": "read_file", "arguments": {"path": "' + "x" * 9000 + '"}}'
     server.enqueue({"text": text, "chunk_chars": 500}, {"text": "done"})
     tools = StandInTools()

@@ -19,8 +19,8 @@ from milk_lsp.agents.base import (
     ToolCallEvent,
     TurnDone,
 )
-from milk_lsp.agents.local import LocalAgent
-from milk_lsp.agents.local_watch import (
+from milk_lsp.agents.local.agent import LocalAgent
+from milk_lsp.agents.local.watch import (
     LOOK_FIRST,
     MAKE_THE_CHANGE,
     NUDGE,

@@ -18,10 +18,10 @@ pytest.importorskip("huggingface_hub")
 
 from huggingface_hub import constants, hf_hub_download
 
-from milk_lsp import model_download
 from milk_lsp.agents.base import FailureReason
-from milk_lsp.agents.local_stream import LocalModelError
-from milk_lsp.model_download import (
+from milk_lsp.agents.local.stream import LocalModelError
+from milk_lsp.local_model import download as model_download
+from milk_lsp.local_model.download import (
     LARGE_MODEL_MIN_AVAILABLE,
     QWEN_CODER_0_5B,
     QWEN_CODER_1_5B,

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from milk_lsp import orphans
-from milk_lsp.agents import claude_processes
-from milk_lsp.agents.commands import run_shell
-from milk_lsp.orphans import (
+from milk_lsp.agents.claude import processes as claude_processes
+from milk_lsp.agents.local.commands import run_shell
+from milk_lsp.system import orphans
+from milk_lsp.system.orphans import (
     CLAUDE_RUN_ENV,
     COMMAND_RUN_ENV,
     new_run_token,
@@ -150,7 +150,7 @@ def test_a_zombie_is_not_alive() -> None:
 
 SPAWNER = """
 import signal, subprocess, sys, time
-from milk_lsp.orphans import die_with_parent
+from milk_lsp.system.orphans import die_with_parent
 child = subprocess.Popen(["sleep", "60"], preexec_fn=die_with_parent(signal.SIGKILL))
 print(child.pid, flush=True)
 time.sleep(60)
@@ -227,7 +227,7 @@ def test_the_sweep_spares_the_run_it_was_started_by(sleepers: Sleepers) -> None:
     wait_for_token(sibling.pid, inherited)
     wait_for_token(stranger.pid, other)
     done = subprocess.run(
-        [sys.executable, "-c", "from milk_lsp.orphans import sweep; print(sweep())"],
+        [sys.executable, "-c", "from milk_lsp.system.orphans import sweep; print(sweep())"],
         env={**os.environ, COMMAND_RUN_ENV: inherited},
         cwd=ROOT,
         capture_output=True,
@@ -262,7 +262,7 @@ async def test_a_command_carries_a_token_naming_this_server(tmp_path: Path) -> N
 COMMAND_SPAWNER = """
 import asyncio, sys
 from pathlib import Path
-from milk_lsp.agents.commands import run_shell
+from milk_lsp.agents.local.commands import run_shell
 asyncio.run(run_shell(sys.argv[1], Path.cwd(), 60, 1000))
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from milk_lsp.prompts import (
+from milk_lsp.prompts.local import (
     ATTACHMENT_CAP_CHARS,
     HISTORY_BUDGET_CHARS,
     history_messages,
@@ -13,8 +13,8 @@ from milk_lsp.prompts import (
     user_message,
     with_session_notes,
 )
+from milk_lsp.prompts.tags import NEED, PERCEPT, TagInterceptor, close_tag, open_tag
 from milk_lsp.sessions.model import Agent, Role, TurnRecord
-from milk_lsp.tags import NEED, PERCEPT, TagInterceptor, close_tag, open_tag
 from milk_lsp.wire import ContextItem, Position, Range
 
 WORKSPACE = "/home/me/project"

@@ -20,9 +20,10 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.lsp.server import LanguageServer
 
-from milk_lsp import jsonrpc, wire
+from milk_lsp import wire
 from milk_lsp.config import MilkConfig, merge_settings
-from milk_lsp.framing import (
+from milk_lsp.jsonrpc import messages as jsonrpc
+from milk_lsp.jsonrpc.framing import (
     MAX_HEADER_LINE_BYTES,
     MAX_MESSAGE_BYTES,
     PREFIX_BYTES,
@@ -30,7 +31,7 @@ from milk_lsp.framing import (
     FrameReader,
     Rejected,
 )
-from milk_lsp.protocol import MilkProtocol
+from milk_lsp.lsp.protocol import MilkProtocol
 
 
 def framed(body: bytes) -> bytes:

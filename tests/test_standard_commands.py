@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from milk_lsp import standard_commands as cmds
 from milk_lsp import wire
+from milk_lsp.lsp.standard import commands as cmds
 
 URI = "file:///ws/a.py"
 RANGE = {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 4}}

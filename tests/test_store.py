@@ -272,7 +272,7 @@ def test_two_processes_on_one_database(tmp_path: Path) -> None:
 
 
 def test_a_claim_counts_only_while_its_process_lives(tmp_path: Path) -> None:
-    from milk_lsp.orphans import process_start as _process_start
+    from milk_lsp.system.orphans import process_start as _process_start
 
     store = _store(tmp_path)
     session = store.create_session("/ws", "")
@@ -296,7 +296,7 @@ def test_a_claim_counts_only_while_its_process_lives(tmp_path: Path) -> None:
 
 
 def test_cancel_request_reaches_only_a_live_foreign_claim_and_is_cleared(tmp_path: Path) -> None:
-    from milk_lsp.orphans import process_start as _process_start
+    from milk_lsp.system.orphans import process_start as _process_start
 
     store = _store(tmp_path)
     session = store.create_session("/ws", "")

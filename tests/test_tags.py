@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from milk_lsp.tags import MAX_TAG_BODY_CHARS, TagInterceptor, strip_tags
+from milk_lsp.prompts.tags import MAX_TAG_BODY_CHARS, TagInterceptor, strip_tags
 
 NONCE = "n1"
 NEED_OPEN, NEED_CLOSE = "<milk:need:n1>", "</milk:need:n1>"

@@ -14,16 +14,17 @@ from typing import Any
 
 import pytest
 
-from milk_lsp.agents import commands, confined, tools
 from milk_lsp.agents.base import PermissionOption, PermissionRequest
-from milk_lsp.agents.tools import (
+from milk_lsp.agents.local import commands, tools
+from milk_lsp.agents.local.tools import (
     OutsideWorkspace,
     ToolOutcome,
     WorkspaceTools,
     resolve_in_workspace,
 )
-from milk_lsp.edit_preview import FileEdit
 from milk_lsp.sessions.model import Agent
+from milk_lsp.workspace import confined
+from milk_lsp.workspace.edit_preview import FileEdit
 
 
 class FakeHost:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from milk_lsp.sessions.model import Agent, RecordStatus, Role, ToolCallRecord, TurnRecord
-from milk_lsp.transcript import (
+from milk_lsp.lsp.standard.transcript import (
     MARKER,
     TranscriptRenderer,
     chars_words,
@@ -22,6 +21,7 @@ from milk_lsp.transcript import (
     split_document,
     transcript_path,
 )
+from milk_lsp.sessions.model import Agent, RecordStatus, Role, ToolCallRecord, TurnRecord
 
 NOW = datetime(2026, 5, 1, 12, 30, tzinfo=UTC)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from milk_lsp.transcript import MARKER, join_document
-from milk_lsp.transcript_edits import Edit, Plan, plan_edits, position_at, units
-from milk_lsp.transcript_sync import write_atomic
+from milk_lsp.lsp.standard.edits import Edit, Plan, plan_edits, position_at, units
+from milk_lsp.lsp.standard.sync import write_atomic
+from milk_lsp.lsp.standard.transcript import MARKER, join_document
 
 
 def apply(text: str, edits: list[Edit]) -> str:

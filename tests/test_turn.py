@@ -25,8 +25,8 @@ from milk_lsp.agents.base import (
     ToolStatus,
     UsageEvent,
 )
+from milk_lsp.engine.turn import TOOL_OUTPUT_WIRE_CHARS, AgentPart, Turn, TurnHost, UsageTotals
 from milk_lsp.sessions.model import Agent, Role
-from milk_lsp.turn import TOOL_OUTPUT_WIRE_CHARS, AgentPart, Turn, TurnHost, UsageTotals
 
 NONCE = "n0nce42"
 NEED_OPEN, NEED_CLOSE = f"<milk:need:{NONCE}>", f"</milk:need:{NONCE}>"

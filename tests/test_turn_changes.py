@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from milk_lsp.turn_changes import ChangeTracker, TurnChange, later_touches, stored_changes
+from milk_lsp.changes.tracker import ChangeTracker, TurnChange, later_touches, stored_changes
 
 
 def test_changes_record_versions_lines_and_buffer_edits(tmp_path: Path) -> None:

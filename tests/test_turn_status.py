@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from milk_lsp.turn_status import StatusThrottle, status_words
+from milk_lsp.lsp.standard.progress import StatusThrottle, status_words
 
 
 def call(name: str, tool_input: dict[str, Any], status: str = "running") -> dict[str, Any]:

@@ -92,7 +92,7 @@ def dump(model: Any) -> dict[str, Any]:
 
 
 class AcpBridge:
-    """Implements `milk_lsp.turn.ClientBridge` for one ACP connection."""
+    """Implements `milk_lsp.engine.turn.ClientBridge` for one ACP connection."""
 
     def __init__(self, link: ClientLink) -> None:
         self._link = link

@@ -25,7 +25,7 @@ from acp.schema import (
 )
 
 from milk_lsp import wire
-from milk_lsp.workspace import uri_to_path
+from milk_lsp.workspace.paths import uri_to_path
 
 ContentBlock = (
     TextContentBlock

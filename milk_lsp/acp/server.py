@@ -70,11 +70,11 @@ from milk_lsp.acp.transport import StdioTransport
 from milk_lsp.acp.updates import UpdateMapper, message, replay
 from milk_lsp.config import MilkConfig, load_user_file, merge_settings
 from milk_lsp.engine import Engine, EngineError
-from milk_lsp.routing import RoutingState, route_turn
+from milk_lsp.engine.routing import RoutingState, route_turn
+from milk_lsp.engine.status import collect_status
+from milk_lsp.engine.views import context_preview, iso, turn_changes_result
 from milk_lsp.sessions.model import Agent, Session
-from milk_lsp.status import collect_status
-from milk_lsp.views import context_preview, iso, turn_changes_result
-from milk_lsp.workspace import path_to_uri, shown_path
+from milk_lsp.workspace.paths import path_to_uri, shown_path
 
 logger = logging.getLogger(__name__)
 
@@ -601,9 +601,9 @@ async def run(cli_settings: dict[str, Any]) -> None:
 
 
 def serve(cli_settings: dict[str, Any]) -> int:
-    from milk_lsp.agents.claude_processes import kill_all_running
-    from milk_lsp.agents.commands import kill_running_commands
-    from milk_lsp.orphans import sweep as sweep_orphans
+    from milk_lsp.agents.claude.processes import kill_all_running
+    from milk_lsp.agents.local.commands import kill_running_commands
+    from milk_lsp.system.orphans import sweep as sweep_orphans
 
     def on_term(signum: int, frame: object) -> None:
         kill_all_running()  # a killed host must not leave Claude Code or a command running

@@ -4,7 +4,7 @@ Why not the SDK's own stdio framing: it drops a line that is not JSON without an
 it queues every outgoing message for a writer task, so an update sent from the engine's
 synchronous code could reach the client after the response of the request it belongs to.
 Here a message is written at once, in call order (`write`), and every request that cannot
-be read still gets its error: lines are parsed by `milk_lsp.jsonrpc` (not JSON, not UTF-8,
+be read still gets its error: lines are parsed by `milk_lsp.jsonrpc.messages` (not JSON, not UTF-8,
 nested too deep, not a request), and a line over `MAX_LINE_BYTES` is skipped and answered
 with the id read from its first bytes. Outgoing JSON is strict (`jsonrpc.dumps_strict`).
 """
@@ -15,8 +15,8 @@ import asyncio
 import logging
 from typing import Any
 
-from milk_lsp import jsonrpc
-from milk_lsp.framing import PREFIX_BYTES, READ_CHUNK_BYTES
+from milk_lsp.jsonrpc import messages as jsonrpc
+from milk_lsp.jsonrpc.framing import PREFIX_BYTES, READ_CHUNK_BYTES
 
 logger = logging.getLogger(__name__)
 

@@ -38,9 +38,9 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from milk_lsp.agents import tools as local_tools
-from milk_lsp.agents.local import ESCALATE_TOOL_NAME
-from milk_lsp.handoff import HAND_OFF_TOOL
+from milk_lsp.agents.local import tools as local_tools
+from milk_lsp.agents.local.agent import ESCALATE_TOOL_NAME
+from milk_lsp.engine.handoff import HAND_OFF_TOOL
 from milk_lsp.sessions.model import Role, ToolCallRecord, TurnRecord, in_shown_order
 
 SessionUpdate = (

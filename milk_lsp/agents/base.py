@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from milk_lsp.edit_preview import FileEdit
 from milk_lsp.sessions.model import Agent
+from milk_lsp.workspace.edit_preview import FileEdit
 
 
 class ToolStatus(enum.StrEnum):

@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from milk_lsp.orphans import process_alive, process_start
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
@@ -40,6 +39,7 @@ from milk_lsp.sessions.rows import (
     session_from_row,
     tool_call_dict,
 )
+from milk_lsp.system.orphans import process_alive, process_start
 
 logger = logging.getLogger(__name__)
 

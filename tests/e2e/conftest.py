@@ -23,7 +23,7 @@ from lsprotocol.converters import get_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from milk_lsp.agents.claude_cli import bundled_cli_path
+from milk_lsp.agents.claude.cli import bundled_cli_path
 from tests.fakes.anthropic_api import FakeAnthropicAPI
 from tests.fakes.openai_server import FakeOpenAIServer
 

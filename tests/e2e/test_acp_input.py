@@ -206,7 +206,7 @@ async def test_unreadable_lines_are_answered_and_the_agent_keeps_serving(env: En
 
 
 async def _message_of_cut_json() -> str:
-    from milk_lsp import jsonrpc
+    from milk_lsp.jsonrpc import messages as jsonrpc
 
     parsed = jsonrpc.parse_message(
         b'{"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {'

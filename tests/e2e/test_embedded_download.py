@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from milk_lsp.embedded import engine_installed
-from milk_lsp.model_download import QWEN_CODER_0_5B, QWEN_CODER_1_5B, hub_installed
+from milk_lsp.local_model.download import QWEN_CODER_0_5B, QWEN_CODER_1_5B, hub_installed
+from milk_lsp.local_model.embedded import engine_installed
 from tests.e2e.conftest import Env, Harness, MilkClient, request
 from tests.fakes.hf_hub import COMMIT, FakeHub, HubFile
 

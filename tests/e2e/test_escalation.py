@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from milk_lsp.agents.claude_cli import bundled_cli_path
+from milk_lsp.agents.claude.cli import bundled_cli_path
 from tests.e2e.conftest import Env, Harness, MilkClient, request
 from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text, user_text
 

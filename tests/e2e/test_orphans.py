@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from milk_lsp.agents.claude_cli import bundled_cli_path
-from milk_lsp.orphans import (
+from milk_lsp.agents.claude.cli import bundled_cli_path
+from milk_lsp.system.orphans import (
     CLAUDE_RUN_ENV,
     COMMAND_RUN_ENV,
     environments,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from milk_lsp.agents.claude_cli import bundled_cli_path
-from milk_lsp.transcript import split_document
+from milk_lsp.agents.claude.cli import bundled_cli_path
+from milk_lsp.lsp.standard.transcript import split_document
 from tests.e2e.conftest import Env
 from tests.e2e.standard_editor import Editor, Editors, capabilities
 from tests.fakes.anthropic_api import FakeAnthropicAPI, user_text

@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from milk_lsp.standard_commands import COMMANDS
+from milk_lsp.lsp.standard.commands import COMMANDS
 from tests.e2e.conftest import Env, request
 from tests.e2e.standard_editor import Editor, Editors, capabilities
 from tests.fakes.openai_server import FakeOpenAIServer

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from milk_lsp.transcript import MARKER, split_document
+from milk_lsp.lsp.standard.transcript import MARKER, split_document
 from tests.e2e.conftest import Env, request
 from tests.e2e.standard_editor import Editor, Editors, capabilities, transcript_files
 from tests.fakes.openai_server import FakeOpenAIServer

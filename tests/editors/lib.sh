@@ -123,7 +123,7 @@ start_fake() {
 # The real Claude Code CLI: the binary bundled in the claude-agent-sdk wheel of the venv.
 find_claude() {
   MILK_TEST_CLAUDE="$("$venv/bin/python" -c \
-    'from milk_lsp.agents.claude_cli import bundled_cli_path as p; print(p() or "")')"
+    'from milk_lsp.agents.claude.cli import bundled_cli_path as p; print(p() or "")')"
   [ -n "$MILK_TEST_CLAUDE" ] && [ -x "$MILK_TEST_CLAUDE" ] || die "no bundled claude CLI in $venv"
   export MILK_TEST_CLAUDE
   # The CLI talks to the Messages-API stand-in with a fake key, and to nothing else.

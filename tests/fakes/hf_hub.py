@@ -1,5 +1,5 @@
 """A stand-in for the Hugging Face Hub on 127.0.0.1: what `hf_hub_download` and
-`milk_lsp.model_download` ask of it (stdlib only).
+`milk_lsp.local_model.download` ask of it (stdlib only).
 
 Two listeners, as on the real Hub: the Hub itself and a "CDN" on another port (another
 origin, so huggingface_hub treats it as the storage host an LFS file redirects to)::

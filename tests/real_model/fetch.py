@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from milk_lsp import model_download
+from milk_lsp.local_model import download as model_download
 
 XLLAMACPP_VERSION = "2026.10.11549"
 # sha256 of xllamacpp-2026.10.11549-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl

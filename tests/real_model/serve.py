@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from milk_lsp.embedded_serve import params_for, serve
+from milk_lsp.local_model.serve import params_for, serve
 
 
 def main() -> None:
@@ -39,6 +39,7 @@ def main() -> None:
     if args.chat_template_file is not None:
         params.chat_template = args.chat_template_file.read_text(encoding="utf-8")
     serve(params)
+
 
 if __name__ == "__main__":
     main()

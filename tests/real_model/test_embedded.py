@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from milk_lsp.orphans import EMBEDDED_RUN_ENV, environments, process_alive, token_owner
+from milk_lsp.system.orphans import EMBEDDED_RUN_ENV, environments, process_alive, token_owner
 from tests.e2e.conftest import Env, Harness, MilkClient, request
 from tests.real_model import fetch
 from tests.real_model.conftest import THREADS, _prepare, local_env

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from milk_lsp.model_download import hub_installed
+from milk_lsp.local_model.download import hub_installed
 from tests.e2e.conftest import Harness, request
 from tests.fakes.hf_hub import COMMIT, FakeHub, HubFile
 from tests.real_model import fetch

@@ -1,0 +1,538 @@
+"""The local agent: the bounded tool loop over an OpenAI-compatible endpoint.
+
+One `LocalAgent` per configured endpoint. Each turn (`run`) is an async generator of
+`AgentEvent`s: it streams a reply through its `LocalClient` (`milk_lsp.agents.local.client`,
+the HTTP side), runs the tool calls the model made, sends their results back and asks
+again, until a reply has no tool calls (`TurnDone`), the model calls `escalate_to_claude`
+(`EscalationRequested`), milk sees the turn fail (`LocalGaveUp`, see
+`milk_lsp.agents.local.watch`) or the request fails (`TurnFailed`). It never raises except
+for cancellation; the client closes each response in `finally`, so a cancelled turn leaves
+no open stream behind.
+
+Streamed tool calls are merged leniently (`merge_tool_call_deltas`): servers differ in what
+they repeat and when they say they are done, so the loop goes by the tool calls it saw,
+never by `finish_reason`. See `shared/research/local-model.md` for the recorded shapes.
+
+Small models (Qwen2.5-Coder behind llama.cpp, Ollama or vLLM) often write a tool call as
+text instead: a ```json block, bare JSON, or `<tool_call>`/`[tool_call]` tags. With
+`LocalSettings.text_tool_calls`, a reply without structured calls whose whole text is such
+a call to an offered tool is run as that call (`parse_text_tool_calls`); so is the one
+runnable call written among prose (`embedded_call`). Text that starts like a call is held
+back while it still could be one (`TextCallGate`), so the JSON is never shown as an
+answer; any other text streams as it comes.
+
+All per-turn state lives in the generator's locals; the agent object only holds its client,
+so several sessions can run turns at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from milk_lsp.agents.base import (
+    AgentEvent,
+    EscalationRequested,
+    FailureReason,
+    LocalGaveUp,
+    NoticeEvent,
+    TextDelta,
+    ToolCallEvent,
+    ToolResultEvent,
+    ToolStatus,
+    TurnDone,
+    TurnFailed,
+)
+from milk_lsp.agents.local.client import LocalClient, LocalSettings
+from milk_lsp.agents.local.stream import (
+    LocalModelError,
+    Reply,
+    final_reply_notices,
+    length_notice,
+    usage_event,
+)
+from milk_lsp.agents.local.tool_calls import (
+    MergedToolCall,
+    TextCallGate,
+    merge_tool_call_deltas,
+    parse_text_tool_calls,
+    parse_tool_arguments,
+)
+from milk_lsp.agents.local.watch import Nudge, TurnWatch, WrittenEscalation, embedded_call
+
+__all__ = [
+    "ESCALATE_TOOL_NAME",
+    "ESCALATE_TOOL_SPEC",
+    "LocalAgent",
+    "LocalModelError",
+    "LocalSettings",
+    "LocalTools",
+    "ToolOutcomeLike",
+]
+
+logger = logging.getLogger(__name__)
+
+ESCALATE_TOOL_NAME = "escalate_to_claude"
+
+ESCALATE_TOOL_SPEC: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": ESCALATE_TOOL_NAME,
+        "description": (
+            "Hand this request over to Claude, a much stronger coding agent that works in the "
+            "same workspace. Call it instead of guessing when the task is beyond you: changes "
+            "across many files, a design decision, a bug you could not find after looking, "
+            "an answer you are not sure of, or when the user asks for Claude. Your part of the "
+            "turn ends when you call it, so call it alone, after any tool calls you still need. "
+            "In `reason`, tell Claude what the user needs and what you found so far."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "reason": {
+                    "type": "string",
+                    "description": (
+                        "Why Claude should take over: the user's need, what you tried or "
+                        "learned, and what is left to do."
+                    ),
+                }
+            },
+            "required": ["reason"],
+        },
+    },
+}
+
+_RAW_ARGS_CHARS = 500
+"""Characters of invalid tool arguments quoted back to the model."""
+
+
+class ToolOutcomeLike(Protocol):
+    """What `LocalTools.call` returns (`milk_lsp.agents.local.tools.ToolOutcome` fits)."""
+
+    @property
+    def output(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+    @property
+    def denied(self) -> bool: ...
+
+
+class LocalTools(Protocol):
+    """The workspace tools the local model may call (`tools.WorkspaceTools`)."""
+
+    @property
+    def names(self) -> frozenset[str]: ...
+
+    def specs(self) -> list[dict[str, Any]]:
+        """OpenAI `tools` entries."""
+        ...
+
+    async def call(
+        self, tool_call_id: str, name: str, arguments: dict[str, Any]
+    ) -> ToolOutcomeLike: ...
+
+
+# -- the tool calls of one round -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Call:
+    id: str
+    name: str
+    raw_arguments: str
+    arguments: dict[str, Any] | None
+    """None when the raw text was not a JSON object (`invalid` says why)."""
+    invalid: str
+
+    @property
+    def display_input(self) -> dict[str, Any]:
+        if self.arguments is not None:
+            return self.arguments
+        return {"raw_arguments": self.raw_arguments}
+
+    def wire(self) -> dict[str, Any]:
+        """The call as it goes back to the model in the assistant message."""
+        # Invalid arguments are echoed as "{}": some servers re-parse the history's arguments
+        # and reject the whole request otherwise. The tool result quotes what was sent.
+        arguments = json.dumps(self.arguments) if self.arguments is not None else "{}"
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": arguments},
+        }
+
+
+def _new_call_id(used: set[str]) -> str:
+    while True:
+        call_id = f"call_{secrets.token_hex(8)}"
+        if call_id not in used:
+            return call_id
+
+
+def _prepare_calls(merged: list[MergedToolCall], used_ids: set[str]) -> list[_Call]:
+    """Give every named call a turn-unique id and parse its arguments."""
+    calls: list[_Call] = []
+    for call in merged:
+        call_id = call.id if call.id and call.id not in used_ids else _new_call_id(used_ids)
+        used_ids.add(call_id)
+        arguments, invalid = parse_tool_arguments(call.arguments)
+        calls.append(_Call(call_id, call.name, call.arguments, arguments, invalid))
+    return calls
+
+
+def _escalation_reason(call: _Call) -> str:
+    if call.arguments is None:
+        return call.raw_arguments.strip()
+    reason = call.arguments.get("reason")
+    if isinstance(reason, str):
+        return reason.strip()
+    return ""
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    output: str
+    is_error: bool = False
+    denied: bool = False
+
+
+class _Paragraphs:
+    """The text shown over the replies of one turn: a reply's text that follows earlier
+    text (after a tool round or a nudge) starts a new paragraph instead of running on."""
+
+    def __init__(self) -> None:
+        self._tail = ""
+        self._new_reply = False
+
+    def new_reply(self) -> None:
+        self._new_reply = True
+
+    def delta(self, text: str) -> TextDelta:
+        if text and self._new_reply and self._tail and not self._tail.endswith("\n\n"):
+            text = ("\n" if self._tail.endswith("\n") else "\n\n") + text
+        if text:
+            self._new_reply = False
+            self._tail = (self._tail + text)[-2:]
+        return TextDelta(text)
+
+
+# -- the agent ---------------------------------------------------------------------------------
+
+
+class LocalAgent:
+    """The tool loop over one endpoint's `LocalClient`; `run` is one turn."""
+
+    def __init__(
+        self, settings: LocalSettings, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.client = LocalClient(settings, transport=transport)
+
+    @property
+    def settings(self) -> LocalSettings:
+        return self.client.settings
+
+    @property
+    def model_in_use(self) -> str | None:
+        """The model the last turn ran on, if known (a reloaded chat's badge names it)."""
+        return self.client.model_in_use
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def list_models(self) -> list[str]:
+        """The model ids `GET {base_url}/models` lists. Raises `LocalModelError`."""
+        return await self.client.list_models()
+
+    async def probe(self) -> tuple[bool, str | None, str | None]:
+        """(reachable, model, error message) for `milk/status` and `doctor`."""
+        return await self.client.probe()
+
+    async def run(
+        self,
+        messages: list[dict[str, Any]],
+        tools: LocalTools | None,
+        *,
+        offer_escalation: bool,
+        cut_short: bool = False,
+        change_requested: bool = False,
+        about_code: bool = False,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """One turn: stream replies and run tools until a reply has no tool calls.
+
+        `messages` (system prompt, history, user message) is not modified. Ends with
+        `TurnDone`, `EscalationRequested`, `LocalGaveUp` (a hand-off signal, see
+        `local_watch`) or `TurnFailed`; raises only on cancellation. `cut_short` stops the
+        loop at the first mid-turn signal (route `auto`, where Claude can take over).
+        """
+        try:
+            async with aclosing(
+                self._turn(
+                    messages, tools, offer_escalation, cut_short, change_requested, about_code
+                )
+            ) as events:
+                async for event in events:
+                    yield event
+        except LocalModelError as exc:
+            logger.info("local turn failed (%s): %s", exc.reason, exc.message)
+            self.client.forget_model()
+            yield TurnFailed(exc.reason, exc.message)
+        except Exception as exc:
+            logger.exception("local turn failed unexpectedly")
+            yield TurnFailed(
+                FailureReason.INTERNAL,
+                f"the local agent failed unexpectedly: {type(exc).__name__}: {exc}",
+            )
+
+    async def _turn(
+        self,
+        messages: list[dict[str, Any]],
+        tools: LocalTools | None,
+        offer_escalation: bool,
+        cut_short: bool,
+        change_requested: bool,
+        about_code: bool,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        model = await self.client.resolve_model()
+        specs = list(tools.specs()) if tools is not None else []
+        if offer_escalation:
+            specs.append(ESCALATE_TOOL_SPEC)
+        offered = frozenset(_spec_names(specs))
+        paragraphs = _Paragraphs()
+        watch = TurnWatch(
+            offered,
+            cut_short,
+            escalation_tool=ESCALATE_TOOL_NAME if offer_escalation else "",
+            change_requested=change_requested,
+            about_code=about_code,
+        )
+        conversation = list(messages)
+        used_ids: set[str] = set()
+        max_rounds = self.settings.max_tool_rounds
+        rounds = 0
+        noticed_text_calls = False
+        while True:
+            body: dict[str, Any] = {
+                "model": model,
+                "messages": conversation,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+            if specs:
+                body["tools"] = specs
+            if self.settings.temperature is not None:
+                body["temperature"] = self.settings.temperature
+            reply = Reply()
+            paragraphs.new_reply()
+            gate = TextCallGate(offered) if self.settings.text_tool_calls and offered else None
+            try:
+                async with aclosing(self.client.stream_reply(body, reply)) as stream:
+                    async for event in stream:
+                        if gate is not None and isinstance(event, TextDelta):
+                            shown = gate.feed(event.text)
+                            if shown:
+                                yield paragraphs.delta(shown)
+                        elif isinstance(event, TextDelta):
+                            yield paragraphs.delta(event.text)
+                        else:
+                            yield event
+            except LocalModelError:
+                if gate is not None and gate.holding and gate.held:
+                    yield paragraphs.delta(gate.release())  # what arrived before the failure
+                raise
+
+            merged = merge_tool_call_deltas(reply.fragments)
+            text_calls: list[MergedToolCall] | None = None
+            if gate is not None and gate.holding and gate.held:
+                if not reply.fragments:
+                    text_calls = parse_text_tool_calls(gate.held, offered)
+                if text_calls is None:
+                    yield paragraphs.delta(gate.release())
+            if reply.usage is not None:
+                yield usage_event(reply.usage)
+            plan_rest = 0
+            if not merged and not text_calls and gate is not None:
+                embedded = embedded_call("".join(reply.text), offered)
+                if embedded is not None:  # shown already; run it rather than leave it inert
+                    text_calls = [embedded.call]
+                    plan_rest = embedded.written - 1
+            if text_calls:
+                merged = text_calls
+                if not noticed_text_calls:
+                    noticed_text_calls = True
+                    yield NoticeEvent(
+                        "info",
+                        "the local model wrote its tool call as text; milk ran it as a tool "
+                        "call (turn this off with local.textToolCalls)",
+                    )
+            named = [call for call in merged if call.name]
+            if len(named) < len(merged):
+                yield NoticeEvent(
+                    "warning",
+                    f"ignored {len(merged) - len(named)} tool call(s) without a function "
+                    "name from the local model",
+                )
+            if not named:
+                verdict = watch.final_reply("".join(reply.text), reasoned=reply.reasoned)
+                if isinstance(verdict, Nudge) and rounds < max_rounds:
+                    rounds += 1
+                    conversation.append({"role": "assistant", "content": "".join(reply.text)})
+                    conversation.append({"role": "user", "content": verdict.text})
+                    continue
+                if isinstance(verdict, WrittenEscalation):
+                    call_id = _new_call_id(used_ids)
+                    yield ToolCallEvent(
+                        call_id,
+                        ESCALATE_TOOL_NAME,
+                        {"reason": verdict.reason},
+                        ToolStatus.COMPLETED,
+                    )
+                    yield EscalationRequested(reason=verdict.reason, tool_call_id=call_id)
+                    return
+                if isinstance(verdict, LocalGaveUp):
+                    if reply.finish_reason == "length":
+                        yield length_notice()
+                    yield verdict
+                    return
+                for notice in final_reply_notices(reply):
+                    yield notice
+                yield TurnDone()
+                return
+
+            calls = _prepare_calls(named, used_ids)
+            escalation = next(
+                (c for c in calls if offer_escalation and c.name == ESCALATE_TOOL_NAME), None
+            )
+            over_limit = rounds >= max_rounds
+            if over_limit and escalation is None:
+                yield watch.round_limit(max_rounds)
+                return
+            rounds += 1
+            conversation.append(
+                {
+                    "role": "assistant",
+                    # a call written as text goes back as the call alone, not as its JSON too
+                    "content": "" if text_calls else "".join(reply.text),
+                    "tool_calls": [call.wire() for call in calls],
+                }
+            )
+            if not over_limit:
+                for call in calls:
+                    if escalation is not None and call.name == ESCALATE_TOOL_NAME:
+                        continue  # the first escalation call wins; it is handled below
+                    stop = watch.before_call(call.name, call.arguments)
+                    if stop is not None:
+                        yield ToolCallEvent(
+                            call.id, call.name, call.display_input, ToolStatus.FAILED
+                        )
+                        yield ToolResultEvent(call.id, f"not run: {stop.detail}", True)
+                        yield stop
+                        return
+                    outcome = _Outcome("")
+                    async with aclosing(self._run_tool(call, tools, offer_escalation)) as steps:
+                        async for step in steps:
+                            if isinstance(step, _Outcome):
+                                outcome = step
+                            else:
+                                yield step
+                    watch.after_call(
+                        call.name,
+                        call.arguments,
+                        is_error=outcome.is_error,
+                        denied=outcome.denied,
+                        output=outcome.output,
+                    )
+                    conversation.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call.id,
+                            "content": outcome.output
+                            + (_plan_note(plan_rest) if plan_rest else ""),
+                        }
+                    )
+            if escalation is not None:
+                reason = _escalation_reason(escalation)
+                yield ToolCallEvent(
+                    escalation.id,
+                    escalation.name,
+                    escalation.arguments
+                    if escalation.arguments is not None
+                    else {"reason": reason},
+                    ToolStatus.COMPLETED,
+                )
+                yield EscalationRequested(reason=reason, tool_call_id=escalation.id)
+                return
+
+    async def _run_tool(
+        self, call: _Call, tools: LocalTools | None, offer_escalation: bool
+    ) -> AsyncGenerator[AgentEvent | _Outcome, None]:
+        """Run one call: its events, then its `_Outcome` (for the tool message) last."""
+        if call.arguments is None:
+            outcome = _Outcome(
+                f"error: the arguments of your {call.name} call were {call.invalid}, so "
+                f"nothing was run. Call {call.name} again with a JSON object as its "
+                f"arguments. You sent: {call.raw_arguments[:_RAW_ARGS_CHARS]}",
+                is_error=True,
+            )
+            yield ToolCallEvent(call.id, call.name, call.display_input, ToolStatus.FAILED)
+            yield ToolResultEvent(call.id, outcome.output, True)
+            yield outcome
+            return
+        if tools is None or call.name not in tools.names:
+            available = sorted(tools.names) if tools is not None else []
+            if offer_escalation:
+                available.append(ESCALATE_TOOL_NAME)
+            if call.name == ESCALATE_TOOL_NAME:
+                text = f"error: {ESCALATE_TOOL_NAME} is not available in this turn"
+            else:
+                text = f"error: there is no tool named {call.name!r}"
+            outcome = _Outcome(
+                f"{text}. Available tools: {', '.join(available) or 'none'}.", is_error=True
+            )
+            yield ToolCallEvent(call.id, call.name, call.arguments, ToolStatus.FAILED)
+            yield ToolResultEvent(call.id, outcome.output, True)
+            yield outcome
+            return
+        yield ToolCallEvent(call.id, call.name, call.arguments, ToolStatus.RUNNING)
+        try:
+            result = await tools.call(call.id, call.name, call.arguments)
+            outcome = _Outcome(str(result.output), bool(result.is_error), bool(result.denied))
+        except Exception as exc:
+            logger.exception("tool %s raised", call.name)
+            outcome = _Outcome(
+                f"error: the {call.name} tool failed: {type(exc).__name__}: {exc}", True
+            )
+        if outcome.denied:
+            status = ToolStatus.DENIED
+        elif outcome.is_error:
+            status = ToolStatus.FAILED
+        else:
+            status = ToolStatus.COMPLETED
+        yield ToolCallEvent(call.id, call.name, call.arguments, status)
+        yield ToolResultEvent(call.id, outcome.output, outcome.is_error or outcome.denied)
+        yield outcome
+
+
+def _plan_note(rest: int) -> str:
+    """Told to a model whose reply wrote several calls as text: only the first ran."""
+    return (
+        f"\n\n(milk ran only the first call you wrote; {rest} more were not run. Read this "
+        "result, then make the next call if you still need it.)"
+    )
+
+
+def _spec_names(specs: Iterable[Any]) -> Iterable[str]:
+    """The function names of OpenAI `tools` entries (what the model was offered)."""
+    for spec in specs:
+        function = spec.get("function") if isinstance(spec, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if isinstance(name, str) and name:
+            yield name

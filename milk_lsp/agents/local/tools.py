@@ -1,0 +1,756 @@
+"""The local agent's workspace tools: read, list, search and edit files, and run commands.
+
+Everything stays inside the workspace folder, races included: every path argument is resolved
+(symlinks and `..` included) and refused when it leaves the folder, and files are then opened,
+listed, searched and written one component at a time from a descriptor of the folder
+(`milk_lsp.workspace.confined`), so a symlink swapped in meanwhile cannot lead out. A regex
+search runs in a thread with a time bound (the `regex` package's timeouts), so a
+catastrophic pattern cannot stall the server. Edits and commands ask the user first
+through the `AgentHost`; an edit of a file open in the editor goes through the editor, so its
+unsaved text and undo history are kept. Tool failures, bad arguments included, come back as
+error outcomes for the model to read, never as exceptions. `escalate_to_claude` is not here:
+the local agent owns it. Running an approved command (process group, timeout, output cap) is
+`milk_lsp.agents.local.commands`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import enum
+import logging
+import os
+import re
+import stat
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from milk_lsp.agents.base import (
+    AgentHost,
+    EditRejected,
+    PermissionOption,
+    PermissionRequest,
+    PermissionTimedOut,
+)
+from milk_lsp.agents.local.commands import CommandNotStarted, run_shell
+from milk_lsp.sessions.model import Agent
+from milk_lsp.workspace.confined import (
+    ConfinedRoot,
+    Parts,
+    read_all,
+    shown,
+)
+from milk_lsp.workspace.confined import OutsideWorkspace as OutsideWorkspace
+from milk_lsp.workspace.edit_preview import FileEdit
+
+logger = logging.getLogger(__name__)
+
+MAX_LIST_ENTRIES = 1000
+MAX_SEARCH_MATCHES = 200
+MAX_SEARCH_LINE_CHARS = 300
+MAX_SEARCH_FILE_BYTES = 2_000_000
+"""Bigger files are skipped by search_text: they are data or generated, rarely what is sought."""
+MAX_READ_FILE_BYTES = 10_000_000
+BINARY_SNIFF_BYTES = 8192
+"""A NUL byte in this many leading bytes marks a file as binary (what git and grep do)."""
+SKIPPED_DIRS = frozenset(
+    {".git", "node_modules", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+)
+MAX_COMMAND_TIMEOUT_SECONDS = 3600.0
+SEARCH_TIME_LIMIT_SECONDS = 5.0
+"""One search_text call's time: the walk stops (with what it found) once it is spent, and each
+regex match gets what is left of it as its timeout. `regex` counts that timeout in CPU time,
+so on a busy machine one match can last longer by the clock."""
+CLOSEST_TEXT_MAX_LINES = 12
+"""Lines of the file shown when an edit's old_text is not found."""
+CLOSEST_TEXT_CANDIDATES = 20
+CLOSEST_TEXT_PROBE_LINES = 50
+CLOSEST_TEXT_MAX_POSTINGS = 200
+"""Finding the closest text: windows compared with difflib, lines of old_text used, and how
+many lines a word may be on and still point somewhere."""
+_WORD = re.compile(r"\w+")
+
+READ_FILE = "read_file"
+LIST_DIRECTORY = "list_directory"
+SEARCH_TEXT = "search_text"
+EDIT_FILE = "edit_file"
+RUN_COMMAND = "run_command"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool call returns to the model."""
+
+    output: str
+    is_error: bool = False
+    denied: bool = False
+    """The user refused permission; the call did nothing."""
+
+
+class _ToolFailed(Exception):
+    """The call cannot be done; the message tells the model why."""
+
+
+class _BadArgument(_ToolFailed):
+    """An argument is missing or has the wrong type."""
+
+
+def resolve_in_workspace(root: Path, path: str) -> Path:
+    """The real path of `path` (relative to `root` unless absolute), refused outside `root`.
+
+    Symlinks and `..` are resolved first, so neither can lead out of the workspace. The
+    path need not exist. Only a check: the tools open what it names through
+    `ConfinedRoot`, which holds at the moment of use too.
+    """
+    confined = ConfinedRoot(root)
+    return confined.real_path(confined.resolve(path))
+
+
+class _SearchEnd(enum.Enum):
+    """How a search ended."""
+
+    COMPLETE = "complete"
+    CAPPED = "capped"
+    OUT_OF_TIME = "out_of_time"
+
+
+Matcher = Callable[[str, float], bool]
+"""Whether a line matches, given the seconds the match may take."""
+
+
+class WorkspaceTools:
+    """The tools the local model may call, bound to one workspace folder and one turn's host.
+
+    Paths handed to the host are resolved real paths.
+    """
+
+    names: frozenset[str] = frozenset(
+        {READ_FILE, LIST_DIRECTORY, SEARCH_TEXT, EDIT_FILE, RUN_COMMAND}
+    )
+
+    def __init__(
+        self,
+        root: Path,
+        host: AgentHost,
+        *,
+        command_timeout_seconds: float = 60.0,
+        output_cap_chars: int = 20000,
+    ) -> None:
+        self._confined = ConfinedRoot(root)
+        self._root = self._confined.path
+        self._host = host
+        self._command_timeout_seconds = command_timeout_seconds
+        self._output_cap_chars = output_cap_chars
+        self._handlers: dict[str, Callable[[str, _Arguments], Awaitable[ToolOutcome]]] = {
+            READ_FILE: self._read_file,
+            LIST_DIRECTORY: self._list_directory,
+            SEARCH_TEXT: self._search_text,
+            EDIT_FILE: self._edit_file,
+            RUN_COMMAND: self._run_command,
+        }
+
+    def specs(self) -> list[dict[str, Any]]:
+        """The OpenAI `tools` entries for these tools.
+
+        The same bytes for every workspace and session (the local model server caches the
+        prompt prefix they are part of): nothing here depends on the folder or the turn.
+        """
+        return _tool_specs(self._command_timeout_seconds)
+
+    async def call(self, tool_call_id: str, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run one tool call; every failure becomes an error outcome."""
+        handler = self._handlers.get(name)
+        if handler is None:
+            known = ", ".join(_TOOL_ORDER)
+            return ToolOutcome(f"Unknown tool {name!r}. The tools are: {known}.", is_error=True)
+        untrusted: object = arguments  # parsed from the model's JSON: any shape
+        if not isinstance(untrusted, dict):
+            return ToolOutcome(f"Bad arguments for {name}: expected a JSON object.", is_error=True)
+        try:
+            return await handler(tool_call_id, _Arguments(arguments))
+        except _BadArgument as exc:
+            return ToolOutcome(f"Bad arguments for {name}: {exc}", is_error=True)
+        except (_ToolFailed, ValueError) as exc:
+            return ToolOutcome(str(exc), is_error=True)
+        except OSError as exc:
+            return ToolOutcome(f"{name} failed: {exc}", is_error=True)
+        except Exception as exc:
+            logger.exception("tool %s failed", name)
+            return ToolOutcome(f"{name} failed unexpectedly: {exc!r}", is_error=True)
+
+    # --- tools ------------------------------------------------------------------------
+
+    async def _read_file(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+        raw_path = args.text("path")
+        start_line = args.integer("start_line", minimum=1)
+        end_line = args.integer("end_line", minimum=1)
+        if start_line is not None and end_line is not None and end_line < start_line:
+            raise _BadArgument("end_line must not be less than start_line")
+        parts = await self._resolve(raw_path)
+        where = shown(parts)
+        text = await self._host.read_document(self._confined.real_path(parts))
+        if text is None:
+            text = await asyncio.to_thread(_read_text, self._confined, parts, strict=False)
+            if text is None:
+                raise _ToolFailed(f"File not found: {where}")
+        if start_line is None and end_line is None:
+            if not text:
+                return ToolOutcome(f"({where} is empty)")
+            return ToolOutcome(
+                _cap(text, self._output_cap_chars, "read further with start_line/end_line")
+            )
+        lines = _split_lines(text)
+        if not lines:
+            return ToolOutcome(f"({where} is empty)")
+        first = start_line or 1
+        if first > len(lines):
+            raise _ToolFailed(f"start_line {first} is past the end of {where} ({len(lines)} lines)")
+        last = min(end_line or len(lines), len(lines))
+        body = "".join(lines[first - 1 : last])
+        note = f"[{where}: lines {first}-{last} of {len(lines)}]"
+        body = _cap(body, self._output_cap_chars, "ask for fewer lines")
+        separator = "" if body.endswith("\n") else "\n"
+        return ToolOutcome(f"{body}{separator}{note}")
+
+    async def _list_directory(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+        parts = await self._resolve(args.text("path", default=".", allow_empty=True) or ".")
+        where = shown(parts)
+        entries = await asyncio.to_thread(_list_entries, self._confined, parts)
+        if not entries:
+            return ToolOutcome(f"({where} is empty)")
+        listing = "\n".join(entries[:MAX_LIST_ENTRIES])
+        if len(entries) > MAX_LIST_ENTRIES:
+            listing += f"\n[... {len(entries) - MAX_LIST_ENTRIES} more entries]"
+        return ToolOutcome(_cap(listing, self._output_cap_chars, "list a subdirectory"))
+
+    async def _search_text(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+        pattern = args.text("pattern", allow_empty=False, strip=False)
+        raw_path = args.text("path", default=".", allow_empty=True) or "."
+        use_regex = args.flag("regex", default=False)
+        matcher = _regex_matcher(pattern) if use_regex else _literal_matcher(pattern)
+        parts = await self._resolve(raw_path)
+        stop = threading.Event()
+        try:
+            found, end = await asyncio.to_thread(self._search, parts, pattern, matcher, stop)
+        finally:
+            stop.set()  # a cancelled search stops its thread too (checked at every line)
+        limit = f"{SEARCH_TIME_LIMIT_SECONDS:g} s"
+        if not found:
+            if end is _SearchEnd.OUT_OF_TIME:
+                raise _ToolFailed(
+                    f"search_text found nothing for {pattern!r} in {shown(parts)} within {limit}"
+                    " and stopped; search a smaller path or use a simpler pattern."
+                )
+            return ToolOutcome(f"No matches for {pattern!r} in {shown(parts)}.")
+        listing = "\n".join(found)
+        if end is _SearchEnd.CAPPED:
+            listing += f"\n[stopped after {MAX_SEARCH_MATCHES} matches; narrow the search]"
+        elif end is _SearchEnd.OUT_OF_TIME:
+            listing += (
+                f"\n[stopped after {limit}; more matches may exist: search a smaller path or"
+                " use a simpler pattern]"
+            )
+        return ToolOutcome(_cap(listing, self._output_cap_chars, "narrow the search"))
+
+    async def _edit_file(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+        raw_path = args.text("path")
+        parts = await self._resolve(raw_path)
+        old_text = args.text("old_text", allow_empty=True, strip=False)
+        new_text = args.text("new_text", allow_empty=True, strip=False)
+        if old_text == new_text and old_text:
+            raise _BadArgument("old_text and new_text are the same; there is nothing to change")
+        where = shown(parts)
+        current, _ = await self._text_for_edit(parts)
+        new_full_text = await asyncio.to_thread(_replace_once, current, old_text, new_text, where)
+        if current is None:
+            description = f"Create {where} ({_count_lines(new_full_text)} lines)"
+        else:
+            description = (
+                f"Edit {where}: replace {_count_lines(old_text)} line(s)"
+                f" with {_count_lines(new_text)} line(s)"
+            )
+        edit = FileEdit(self._confined.real_path(parts), current, new_full_text)
+        if not await self._ask(tool_call_id, EDIT_FILE, args.raw, description, (edit,)):
+            return _denied(EDIT_FILE)
+        # The path and the text may have changed while the user was deciding: the write goes
+        # to the file the user was asked about, with the edit applied to what is there now.
+        now = await self._resolve(raw_path)
+        if now != parts:
+            raise _ToolFailed(
+                f"{raw_path} now leads to {shown(now)}, not to {where} as when permission was"
+                " asked; nothing was written."
+            )
+        current, in_editor = await self._text_for_edit(parts)
+        new_full_text = await asyncio.to_thread(_replace_once, current, old_text, new_text, where)
+        verb = "Created" if current is None else "Edited"
+        if in_editor:
+            try:
+                if await self._host.apply_edit(self._confined.real_path(parts), new_full_text):
+                    return ToolOutcome(f"{verb} {where} in the editor (not saved yet).")
+            except EditRejected as exc:
+                return ToolOutcome(f"The editor rejected the edit of {where}: {exc}", is_error=True)
+        await asyncio.to_thread(self._confined.atomic_write, parts, new_full_text.encode("utf-8"))
+        return ToolOutcome(f"{verb} {where}.")
+
+    async def _run_command(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+        command = args.text("command")
+        timeout = args.number("timeout_seconds")
+        if timeout is None:
+            timeout = self._command_timeout_seconds
+        elif timeout <= 0:
+            raise _BadArgument("timeout_seconds must be positive")
+        timeout = min(timeout, MAX_COMMAND_TIMEOUT_SECONDS)
+        description = f"Run in {self._root}: {command}"
+        if not await self._ask(tool_call_id, RUN_COMMAND, args.raw, description):
+            return _denied(RUN_COMMAND)
+        try:
+            result = await run_shell(command, self._root, timeout, self._output_cap_chars)
+        except CommandNotStarted as exc:
+            raise _ToolFailed(str(exc)) from exc
+        text = result.output or "(no output)"
+        return ToolOutcome(f"{text.rstrip()}\n[{result.status}]", is_error=result.failed)
+
+    # --- helpers ----------------------------------------------------------------------
+
+    async def _resolve(self, path: str) -> Parts:
+        return await asyncio.to_thread(self._confined.resolve, path)
+
+    async def _ask(
+        self,
+        tool_call_id: str,
+        tool: str,
+        arguments: dict[str, Any],
+        description: str,
+        edits: tuple[FileEdit, ...] = (),
+    ) -> bool:
+        try:
+            answer = await self._host.request_permission(
+                PermissionRequest(
+                    agent=Agent.LOCAL,
+                    tool_call_id=tool_call_id,
+                    tool=tool,
+                    input=arguments,
+                    description=description,
+                    edits=edits,
+                )
+            )
+        except PermissionTimedOut:
+            return False  # the host told the user; no answer is a deny
+        return answer in (PermissionOption.ALLOW_ONCE, PermissionOption.ALLOW_SESSION)
+
+    async def _text_for_edit(self, parts: Parts) -> tuple[str | None, bool]:
+        """The file's current text (None when it does not exist) and whether the editor has it."""
+        text = await self._host.read_document(self._confined.real_path(parts))
+        if text is not None:
+            return text, True
+        return await asyncio.to_thread(_read_text, self._confined, parts, strict=True), False
+
+    def _search(
+        self, parts: Parts, pattern: str, matcher: Matcher, stop: threading.Event
+    ) -> tuple[list[str], _SearchEnd]:
+        """Matching `file:line: text` lines under `parts`, and how the search ended."""
+        deadline = time.monotonic() + SEARCH_TIME_LIMIT_SECONDS
+        found: list[str] = []
+        try:
+            files = self._confined.walk(parts, stop, SKIPPED_DIRS, MAX_SEARCH_FILE_BYTES)
+            for file, data in files:
+                if time.monotonic() >= deadline:
+                    return found, _SearchEnd.OUT_OF_TIME
+                if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+                    continue
+                for number, line in enumerate(_split_lines(data.decode("utf-8", "replace")), 1):
+                    left = deadline - time.monotonic()
+                    if left <= 0 or stop.is_set():  # stopped: the caller is gone
+                        return found, _SearchEnd.OUT_OF_TIME
+                    try:
+                        matched = matcher(line, left)
+                    except TimeoutError as exc:
+                        if found:
+                            return found, _SearchEnd.OUT_OF_TIME
+                        raise _ToolFailed(
+                            f"search_text stopped: the pattern {pattern!r} took too long to"
+                            f" match (over {SEARCH_TIME_LIMIT_SECONDS:g} s, at {shown(file)} line"
+                            f" {number}). Use a simpler pattern or a literal search"
+                            " (regex=false)."
+                        ) from exc
+                    if matched:
+                        text = line.strip()[:MAX_SEARCH_LINE_CHARS]
+                        found.append(f"{shown(file)}:{number}: {text}")
+                        if len(found) >= MAX_SEARCH_MATCHES:
+                            return found, _SearchEnd.CAPPED
+        except FileNotFoundError as exc:
+            raise _ToolFailed(f"Path not found: {shown(parts)}") from exc
+        return found, _SearchEnd.COMPLETE
+
+
+class _Arguments:
+    """Typed access to a tool call's JSON arguments; a bad one raises `_BadArgument`.
+
+    Lenient where small models often slip: numbers and booleans may come as strings.
+    """
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+
+    def text(
+        self,
+        name: str,
+        *,
+        default: str | None = None,
+        allow_empty: bool = False,
+        strip: bool = True,
+    ) -> str:
+        value = self.raw.get(name)
+        if value is None:
+            if default is None:
+                raise _BadArgument(f"missing required argument {name!r}")
+            return default
+        if not isinstance(value, str):
+            raise _BadArgument(f"{name!r} must be a string, not {_json_type(value)}")
+        if not allow_empty and not (value.strip() if strip else value):
+            raise _BadArgument(f"{name!r} must not be empty")
+        return value
+
+    def integer(self, name: str, *, minimum: int) -> int | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                value = int(value.strip())
+        elif isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _BadArgument(f"{name!r} must be an integer, not {_json_type(value)}")
+        if value < minimum:
+            raise _BadArgument(f"{name!r} must be at least {minimum}")
+        return value
+
+    def number(self, name: str) -> float | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise _BadArgument(f"{name!r} must be a number, not {_json_type(value)}")
+        return float(value)
+
+    def flag(self, name: str, *, default: bool) -> bool:
+        value = self.raw.get(name)
+        if value is None:
+            return default
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if not isinstance(value, bool):
+            raise _BadArgument(f"{name!r} must be true or false, not {_json_type(value)}")
+        return value
+
+
+def _denied(tool: str) -> ToolOutcome:
+    return ToolOutcome(f"The user denied {tool}.", is_error=True, denied=True)
+
+
+def _read_text(confined: ConfinedRoot, parts: Parts, *, strict: bool) -> str | None:
+    """A text file's content, or None when it does not exist.
+
+    `strict` refuses text that is not UTF-8 (for edits, which must not mangle bytes);
+    otherwise bad bytes are shown as U+FFFD.
+    """
+    where = shown(parts)
+    try:
+        fd = confined.open_file_for_read(parts)
+    except FileNotFoundError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _ToolFailed(f"{where} is a directory; use list_directory to see what it holds")
+        if not stat.S_ISREG(info.st_mode):
+            raise _ToolFailed(f"{where} is not a regular file")
+        if info.st_size > MAX_READ_FILE_BYTES:
+            raise _ToolFailed(f"{where} is too large ({info.st_size} bytes); use search_text on it")
+        data = read_all(fd)
+    finally:
+        os.close(fd)
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        raise _ToolFailed(f"{where} is a binary file, not text")
+    try:
+        return data.decode("utf-8", "strict" if strict else "replace")
+    except UnicodeDecodeError as exc:
+        raise _ToolFailed(f"{where} is not UTF-8 text; it cannot be edited safely") from exc
+
+
+def _list_entries(confined: ConfinedRoot, parts: Parts) -> list[str]:
+    try:
+        entries = confined.list_dir(parts)
+    except FileNotFoundError as exc:
+        raise _ToolFailed(f"Directory not found: {shown(parts)}") from exc
+    except NotADirectoryError as exc:
+        raise _ToolFailed(f"{shown(parts)} is a file, not a directory; use read_file") from exc
+    return sorted(name + ("/" if is_dir else "") for name, is_dir in entries)
+
+
+def _literal_matcher(pattern: str) -> Matcher:
+    return lambda line, _seconds: pattern in line
+
+
+def _regex_matcher(pattern: str) -> Matcher:
+    """A matcher for a Python regular expression, each match bounded in time.
+
+    The `regex` package, not `re`: `re` can neither be interrupted nor timed out, and it
+    holds the GIL while it matches, so a catastrophic pattern would stall the server even
+    from a thread. `regex` takes a timeout and lets other threads run while it matches.
+    """
+    import regex  # only regex searches need it
+
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as exc:
+        raise _BadArgument(f"pattern is not a valid regular expression: {exc}") from exc
+    return lambda line, seconds: compiled.search(line, timeout=seconds) is not None
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their endings, split at `\\n` only (as editors number them)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _count_lines(text: str) -> int:
+    return len(_split_lines(text))
+
+
+def _replace_once(current: str | None, old_text: str, new_text: str, where: str) -> str:
+    """The new whole text, or a `_ToolFailed` saying why the edit cannot apply (with the
+    closest text of the file, or where the several matches are, for the model to retry)."""
+    if current is None:
+        if old_text:
+            raise _ToolFailed(
+                f"File not found: {where}. To create it, call edit_file with an empty old_text."
+            )
+        return new_text
+    if not old_text:
+        if current:
+            raise _ToolFailed(
+                f"{where} already exists and is not empty: old_text must quote the text to replace."
+            )
+        return new_text
+    count = current.count(old_text)
+    if count == 0 and "\r\n" in current and "\n" in old_text and "\r\n" not in old_text:
+        # The model writes `\n`; a CRLF file needs its own line endings on both sides.
+        crlf_old = old_text.replace("\n", "\r\n")
+        if current.count(crlf_old):
+            old_text, count = crlf_old, current.count(crlf_old)
+            new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
+    if count == 0:
+        raise _ToolFailed(
+            f"old_text occurs 0 times in {where}; it must match the file exactly, whitespace"
+            f" and indentation included. {_closest_text(current, old_text)}"
+        )
+    if count > 1:
+        raise _ToolFailed(
+            f"old_text occurs {count} times in {where} (on lines"
+            f" {_occurrence_lines(current, old_text)}); include more of the surrounding lines"
+            " so that it matches exactly once."
+        )
+    return current.replace(old_text, new_text, 1)
+
+
+def _occurrence_lines(text: str, needle: str, most: int = 20) -> str:
+    """The numbers of the lines where `needle` starts (counted as str.count counts)."""
+    numbers: list[str] = []
+    start = text.find(needle)
+    while start != -1 and len(numbers) < most:
+        number = str(text.count("\n", 0, start) + 1)
+        if number not in numbers:
+            numbers.append(number)
+        start = text.find(needle, start + len(needle))
+    return ", ".join(numbers) + (", ..." if start != -1 else "")
+
+
+def _closest_text(current: str, old_text: str) -> str:
+    """The lines of `current` most like `old_text`, numbered, for a small model to copy."""
+    lines = [line.rstrip("\r\n") for line in _split_lines(current)]  # numbered as editors do
+    if not lines:
+        return "The file is empty."
+    wanted = [line.rstrip("\r\n") for line in _split_lines(old_text.strip("\r\n"))] or [""]
+    size = min(len(wanted), len(lines))
+    best_start = _closest_start(lines, wanted, size)
+    context = max(0, (CLOSEST_TEXT_MAX_LINES - size) // 2)
+    first = max(0, best_start - context)
+    last = min(len(lines), best_start + size + context, first + CLOSEST_TEXT_MAX_LINES)
+    width = len(str(last))
+    numbered = "\n".join(
+        f"{number:>{width}} | {lines[number - 1]}" for number in range(first + 1, last + 1)
+    )
+    return (
+        f"The closest text in the file is (lines {first + 1}-{last}; the numbers and ' | ' are"
+        f" not part of the file):\n{numbered}\nCopy old_text exactly from the file's text"
+        " (read_file shows it) and try again."
+    )
+
+
+def _closest_start(lines: list[str], wanted: list[str], size: int) -> int:
+    """Where the window of `size` lines most like `wanted` starts.
+
+    Candidate windows first, cheaply: each word of the first wanted lines votes for the
+    windows that would put it where it is in old_text, rarer words weighing more (so one
+    line copied with its indentation changed, the usual slip, points at the right place).
+    Then difflib's ratio, line by line, picks among the best few.
+    """
+    last_start = len(lines) - size
+    postings: dict[str, list[int]] = {}
+    for number, line in enumerate(lines):
+        for word in set(_WORD.findall(line)):
+            postings.setdefault(word, []).append(number)
+    votes: dict[int, float] = {}
+    probe = wanted[:CLOSEST_TEXT_PROBE_LINES]
+    for offset, line in enumerate(probe):
+        for word in set(_WORD.findall(line)):
+            found = postings.get(word, [])
+            if 0 < len(found) <= CLOSEST_TEXT_MAX_POSTINGS:
+                for number in found:
+                    start = min(max(0, number - offset), last_start)
+                    votes[start] = votes.get(start, 0.0) + 1 / len(found)
+    starts = sorted(votes, key=lambda start: -votes[start])[:CLOSEST_TEXT_CANDIDATES] or [0]
+    likeness = difflib.SequenceMatcher(None, autojunk=False)
+
+    def score(start: int) -> float:
+        total = 0.0
+        for have, want in zip(lines[start : start + len(probe)], probe, strict=False):
+            likeness.set_seqs(have.strip(), want.strip())
+            total += likeness.ratio()
+        return total
+
+    return max(starts, key=lambda start: (score(start), -start))
+
+
+def _cap(text: str, cap_chars: int, hint: str) -> str:
+    if len(text) <= cap_chars:
+        return text
+    return f"{text[:cap_chars]}\n[... truncated at {cap_chars} of {len(text)} characters; {hint}]"
+
+
+def _json_type(value: object) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
+    names.update({list: "an array", dict: "an object", type(None): "null"})
+    return names.get(type(value), type(value).__name__)
+
+
+def _function(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def _path(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+_TOOL_ORDER = (READ_FILE, LIST_DIRECTORY, SEARCH_TEXT, EDIT_FILE, RUN_COMMAND)
+
+
+def _tool_specs(default_timeout_seconds: float) -> list[dict[str, Any]]:
+    """The tool entries. Their text is fixed (no folder, session or time in it), and a fresh
+    copy each call, so that callers may change theirs."""
+    return [
+        _function(
+            READ_FILE,
+            "Use this to see what a file contains, before you answer about it and before you"
+            " edit it. Returns the file's text exactly (the editor's unsaved text when the file"
+            " is open). For a long file, read part of it with start_line and end_line (1-based,"
+            " inclusive).",
+            {
+                "path": _path("The file, relative to the workspace folder, e.g. src/app.py."),
+                "start_line": {"type": "integer", "minimum": 1, "description": "First line."},
+                "end_line": {"type": "integer", "minimum": 1, "description": "Last line."},
+            },
+            ["path"],
+        ),
+        _function(
+            LIST_DIRECTORY,
+            "Use this to see which files and folders a folder holds, when you do not know the"
+            " file names yet. Returns the names sorted, one per line; folders end with '/'.",
+            {
+                "path": {
+                    **_path("The folder, relative to the workspace folder; '.' is the top."),
+                    "default": ".",
+                }
+            },
+            [],
+        ),
+        _function(
+            SEARCH_TEXT,
+            "Use this to find where a name or some text occurs when you do not know which file"
+            " holds it. Searches the text files under path (a folder or one file) and returns"
+            f" 'file:line: text' lines, at most {MAX_SEARCH_MATCHES}. The pattern is plain text,"
+            " case-sensitive; with regex=true it is a Python regular expression (keep it"
+            " simple). Skips .git, node_modules, .venv and binary files.",
+            {
+                "pattern": {"type": "string", "description": "Text to find, case-sensitive."},
+                "path": {
+                    **_path("Where to search, relative to the workspace folder; '.' is all."),
+                    "default": ".",
+                },
+                "regex": {"type": "boolean", "default": False},
+            },
+            ["pattern"],
+        ),
+        _function(
+            EDIT_FILE,
+            "Use this to change a file or to create a new one. First call read_file on the file,"
+            " then copy old_text exactly from what it returned: every space, tab and line break"
+            " must be the same. old_text must occur exactly once in the file: include nearby"
+            " lines to make it unique. new_text replaces it. To create a new file, give an"
+            " empty old_text and the whole file as new_text. The user is asked first.",
+            {
+                "path": _path("The file, relative to the workspace folder, e.g. src/app.py."),
+                "old_text": {
+                    "type": "string",
+                    "description": "The exact text to replace, copied from read_file's output.",
+                },
+                "new_text": {"type": "string", "description": "Text to put in its place."},
+            },
+            ["path", "old_text", "new_text"],
+        ),
+        _function(
+            RUN_COMMAND,
+            "Use this to run tests, builds, linters or other programs. Runs a shell command"
+            " (sh -c) in the workspace folder and returns its output (stdout and stderr"
+            " together) and exit code. It gets no input, so it must not wait for typing. The"
+            " user is asked first.",
+            {
+                "command": {"type": "string", "description": "The shell command to run."},
+                "timeout_seconds": {
+                    "type": "number",
+                    "description": "Stop the command after this many seconds"
+                    f" (default {default_timeout_seconds:g}).",
+                },
+            },
+            ["command"],
+        ),
+    ]

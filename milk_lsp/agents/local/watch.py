@@ -1,0 +1,374 @@
+"""Hand-off signals: what milk itself can see of a local turn going wrong.
+
+Small models fail in ways they do not notice: they describe a tool call instead of making
+it, loop on the same call, invent tools, guess the text of an edit and give up after it
+fails, or answer nothing. The hand-off must not depend on the failing model's judgement, so
+the tool loop reports every call and every final reply to a `TurnWatch`, which answers with
+the `LocalGaveUp` that ends the local part (or asks for one corrective nudge first).
+
+`cut_short` (route `auto`) stops the loop at the first mid-turn signal (a third identical
+call, a tool that was not offered) so Claude can take over early; on route `local` the user
+chose the local model, so those calls only get their error results and the loop goes on,
+and only the signals a turn *ends* on count. Pure: no I/O, no events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from milk_lsp.agents.base import LocalGaveUp, LocalSignal
+from milk_lsp.agents.local.tool_calls import MergedToolCall, parse_text_tool_calls
+
+__all__ = [
+    "LOOK_FIRST",
+    "MAKE_THE_CHANGE",
+    "NUDGE",
+    "Nudge",
+    "TurnWatch",
+    "WrittenCall",
+    "WrittenEscalation",
+    "asks_about_code",
+    "asks_for_change",
+    "embedded_call",
+]
+
+REPEAT_LIMIT = 3
+"""The same call (name and arguments) made this many times in one turn is a loop."""
+EDIT_TOOL = "edit_file"
+_TRIED_LIMIT = 12
+"""Calls listed in the brief; a loop's hundredth call adds nothing."""
+_SHORT_CHARS = 160
+
+NUDGE = (
+    "milk: your last reply described a tool call instead of making one, so nothing ran. "
+    "If you need a tool, call it now as a real tool call (not as text). If you already "
+    "know the answer, give it without mentioning tool names. If the task is beyond you, "
+    "call escalate_to_claude."
+)
+"""The one corrective message a turn gets when the model describes a call."""
+
+LOOK_FIRST = (
+    "milk: you answered without looking at the workspace, so the answer may be a guess. If "
+    "it is about this project's code, check it first with a tool call (search_text, "
+    "read_file, list_directory), then answer from what you found. If it needs no "
+    "checking, give the same answer again."
+)
+"""The one corrective message a turn gets when the model answers without any tool call."""
+
+MAKE_THE_CHANGE = (
+    "milk: the user asked for a change and no file has been changed. Make the change now: "
+    "read_file the file, then edit_file with old_text copied exactly from it. If you "
+    "cannot, call escalate_to_claude."
+)
+"""The one corrective message a turn that was asked for a change and made none gets."""
+CHANGE_TOOLS = frozenset({EDIT_TOOL, "run_command"})
+"""Calls that can change the workspace."""
+_CALL_SHAPE = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,80})"\s*,\s*"(?:arguments|parameters)"\s*:')
+_JSON = json.JSONDecoder()
+_WORD = re.compile(r"\w")
+_CODE_CLAIM = re.compile(
+    r"`[^`\n]+`|\b[\w./-]+\.(?:py|pyi|js|ts|tsx|json|toml|ya?ml|cfg|ini|md|rs|go|c|h|cpp|java"
+    r"|rb|sh|lua)\b|(?<![\w-])--[a-z][\w-]+|\b(?:def|class|line)\s+\w|\b[a-z]+_[a-z_]+\b",
+    re.IGNORECASE,
+)
+"""What marks a reply as a claim about the code: a code span, a file name, a CLI option,
+a definition, a line number or a snake_case name."""
+_MILK_TAGS = re.compile(
+    r"<milk:(need|percept):[^>]*>.*?(?:</milk:\1:[^>]*>|\Z)|</?milk:(?:need|percept):[^>]*>",
+    re.DOTALL,
+)
+"""milk's own tags, which the user never sees (the interceptor strips them)."""
+_CHANGE_VERBS = frozenset(
+    [
+        "add",
+        "annotate",
+        "change",
+        "convert",
+        "create",
+        "delete",
+        "fix",
+        "implement",
+        "insert",
+        "modify",
+        "move",
+        "refactor",
+        "remove",
+        "rename",
+        "replace",
+        "rewrite",
+        "set",
+        "update",
+    ]
+)
+_CODE_WORDS = re.compile(
+    r"\b(?:function|method|class|module|parameter|argument|default|defined|constant|"
+    r"variable|option|flag|cli|file|import|return|raises?|test)s?\b",
+    re.IGNORECASE,
+)
+_ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
+"""Chat-template markup a confused model writes into its answer."""
+_USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
+
+
+def _short(text: str, limit: int = _SHORT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call_line(name: str, arguments: dict[str, Any] | None) -> str:
+    shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True) if arguments else ""
+    return _short(f"{name} {shown}".strip())
+
+
+def asks_for_change(request: str) -> bool:
+    """Whether the user's request is an instruction to change the code (it starts with a
+    verb such as add, rename, fix, replace) rather than a question."""
+    words = re.findall(r"[a-z]+", request.lower()[:80])
+    return bool(words) and words[0] in _CHANGE_VERBS
+
+
+def asks_about_code(request: str) -> bool:
+    """Whether the user's request names something in the code (a code span, a file, an
+    option, a snake_case name) or asks where or what something in it is."""
+    return bool(_CODE_CLAIM.search(request) or _CODE_WORDS.search(request))
+
+
+def _degenerate(text: str) -> bool:
+    """A reply that is one fragment repeated (a small model stuck in a loop)."""
+    tokens = text.split()
+    if len(tokens) < 8:
+        return False
+    most = Counter(tokens).most_common(1)[0][1]
+    return most * 2 > len(tokens) and len(set(tokens)) <= 4
+
+
+@dataclass(frozen=True)
+class WrittenCall:
+    """The call a reply spells out among prose, and how many calls it wrote in all."""
+
+    call: MergedToolCall
+    written: int
+
+
+def embedded_call(text: str, offered: Collection[str]) -> WrittenCall | None:
+    """The tool call a reply spells out among prose (bare, in a fence or in tool-call tags):
+    its first call-shaped JSON object, when that is a call to an offered tool whose
+    arguments parse; None otherwise.
+
+    Small models write a plan of several calls at once; running the first and letting the
+    model see its result is the "one step at a time" the prompt asks for (measured with
+    Qwen2.5-Coder-1.5B on the question tasks of bench/real_tasks.py: 1 of 6 answered
+    locally when a plan was refused, 3 of 6 when its first step ran)."""
+    first: MergedToolCall | None = None
+    written = 0
+    for match in _CALL_SHAPE.finditer(text):
+        written += 1
+        if written > 1:
+            continue
+        try:
+            value, _ = _JSON.raw_decode(text, match.start())
+        except (ValueError, RecursionError):
+            return None
+        calls = parse_text_tool_calls(json.dumps(value), offered)
+        if not calls:
+            return None
+        first = calls[0]
+    return WrittenCall(first, written) if first is not None else None
+
+
+@dataclass(frozen=True)
+class Nudge:
+    """Send `text` to the model and let it try once more (one of each kind per turn)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class WrittenEscalation:
+    """The model wrote `escalate_to_claude` as text instead of calling it: its judgement
+    that the task is beyond it, taken as the call."""
+
+    reason: str
+
+
+@dataclass
+class TurnWatch:
+    """The hand-off signals of one local turn."""
+
+    offered: frozenset[str]
+    cut_short: bool
+    _calls: Counter[str] = field(default_factory=Counter)
+    _tried: list[str] = field(default_factory=list)
+    _failed_edits: dict[str, str] = field(default_factory=dict)
+    escalation_tool: str = ""
+    """The escalation tool's name when it is offered ("" when not)."""
+    change_requested: bool = False
+    """The user asked for a change (see `asks_for_change`): a turn that changes nothing
+    did not do what was asked."""
+    about_code: bool = False
+    """The user asked about the code (see `asks_about_code`): an answer needs a look."""
+    _changed: bool = False
+    _change_denied: bool = False
+    _change_nudged: bool = False
+    _nudged: bool = False
+    _looked_nudged: bool = False
+    _tool_names: re.Pattern[str] | None = None
+
+    @property
+    def tried(self) -> tuple[str, ...]:
+        return tuple(self._tried[:_TRIED_LIMIT]) + (
+            (f"… and {len(self._tried) - _TRIED_LIMIT} more calls",)
+            if len(self._tried) > _TRIED_LIMIT
+            else ()
+        )
+
+    def gave_up(self, signal: LocalSignal, detail: str) -> LocalGaveUp:
+        return LocalGaveUp(signal, detail, self.tried)
+
+    def before_call(self, name: str, arguments: dict[str, Any] | None) -> LocalGaveUp | None:
+        """A call is about to run: the signal that stops the loop first, if any."""
+        key = json.dumps([name, arguments], sort_keys=True, default=str)
+        self._calls[key] += 1
+        if not self.cut_short:
+            return None
+        if name not in self.offered:
+            return self.gave_up(
+                LocalSignal.UNKNOWN_TOOL,
+                f"the local model called a tool that does not exist: {_short(name, 80)}",
+            )
+        if self._calls[key] >= REPEAT_LIMIT:
+            return self.gave_up(
+                LocalSignal.REPEATED_CALL,
+                f"the local model made the same call {self._calls[key]} times: "
+                f"{_call_line(name, arguments)}",
+            )
+        return None
+
+    def after_call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        is_error: bool,
+        denied: bool,
+        output: str,
+    ) -> None:
+        """What a call did: failed edits are remembered until the same file is edited."""
+        if denied:
+            outcome = "denied by the user"
+        elif is_error:
+            outcome = "error: " + _short(output.removeprefix("error: "), 100)
+        else:
+            outcome = "ok"
+        self._tried.append(f"{_call_line(name, arguments)} → {outcome}")
+        if name in CHANGE_TOOLS:
+            self._change_denied |= denied
+            self._changed |= not (denied or is_error)
+        if name != EDIT_TOOL or arguments is None or denied:
+            return
+        path = str(arguments.get("path", ""))
+        if is_error:
+            self._failed_edits[path] = _short(output.removeprefix("error: "), 200)
+        else:
+            self._failed_edits.pop(path, None)
+
+    def round_limit(self, rounds: int) -> LocalGaveUp:
+        return self.gave_up(
+            LocalSignal.ROUND_LIMIT,
+            f"the local model was still calling tools after {rounds} rounds of tool calls "
+            f"(local.maxToolRounds = {rounds})",
+        )
+
+    def final_reply(
+        self, text: str, *, reasoned: bool
+    ) -> LocalGaveUp | Nudge | WrittenEscalation | None:
+        """A reply without tool calls ends the loop: is it a failure, worth one nudge, an
+        escalation written as text, or the answer?"""
+        visible = _MILK_TAGS.sub("", text).strip()
+        if self.escalation_tool and self.escalation_tool in visible:
+            return WrittenEscalation(_short(visible.replace(self.escalation_tool, " "), 600))
+        if not _WORD.search(visible) or _degenerate(visible):  # nothing, or "### ### ###"
+            return self.gave_up(
+                LocalSignal.EMPTY_REPLY,
+                "the local model gave only reasoning and no answer"
+                if reasoned
+                else "the local model returned an empty reply",
+            )
+        unrunnable = self._unrunnable_call(visible)
+        if unrunnable is not None:
+            return self.gave_up(LocalSignal.UNRUNNABLE_CALL, unrunnable)
+        if _ECHOED_MARKUP.search(visible):
+            return self.gave_up(
+                LocalSignal.UNRUNNABLE_CALL,
+                "the local model wrote tool-call markup (a tool result of its own) as its answer",
+            )
+        described = self._described_tool(visible)
+        if described is not None:
+            if not self._nudged:
+                self._nudged = True
+                return Nudge(NUDGE)
+            return self.gave_up(
+                LocalSignal.DESCRIBED_CALL,
+                f"the local model described a {described} call instead of making it",
+            )
+        if self._failed_edits:
+            path, why = next(iter(self._failed_edits.items()))
+            return self.gave_up(
+                LocalSignal.FAILED_EDIT,
+                f"the edit of {path or 'a file'} failed and was not redone: {why}",
+            )
+        if self.change_requested and not (self._changed or self._change_denied):
+            if not self._change_nudged and EDIT_TOOL in self.offered:
+                self._change_nudged = True
+                return Nudge(MAKE_THE_CHANGE)
+            return self.gave_up(
+                LocalSignal.EDIT_NOT_MADE,
+                "the user asked for a change and the local model changed no file",
+            )
+        if not self._tried and self.offered - {self.escalation_tool}:
+            # An answer about the code given without looking: small models answer from memory.
+            if self._looked_nudged:
+                if self.cut_short:  # told to check, and still did not: a guess
+                    return self.gave_up(
+                        LocalSignal.UNCHECKED_ANSWER,
+                        "the local model answered about the code without looking at it, twice",
+                    )
+            elif self.about_code or _CODE_CLAIM.search(visible):
+                self._looked_nudged = True
+                return Nudge(LOOK_FIRST)
+        return None
+
+    def _unrunnable_call(self, text: str) -> str | None:
+        """A call written as text that milk cannot run: an unknown tool, or arguments that
+        do not parse (a runnable one was already run by the loop)."""
+        names = [match.group(1) for match in _CALL_SHAPE.finditer(text)]
+        if not names:
+            return None
+        unknown = [name for name in names if name not in self.offered]
+        if unknown:
+            return f"the local model wrote a call to a tool that does not exist: {unknown[0]}"
+        if len(names) > 1:
+            return (
+                f"the local model wrote {len(names)} calls as text ({', '.join(names)}); milk "
+                "runs one call written as text, not a plan of several"
+            )
+        return f"the local model wrote a {names[0]} call as text that could not be run"
+
+    def _described_tool(self, text: str) -> str | None:
+        if self._tool_names is None:
+            names = "|".join(re.escape(name) for name in sorted(self.offered))
+            self._tool_names = re.compile(
+                rf"\b{_USE_VERB}\b[^.\n]{{0,60}}?\b({names})\b|\b({names})\s*\(",
+                re.IGNORECASE,
+            )
+        if not self.offered:
+            return None
+        match = self._tool_names.search(text)
+        if match is None:
+            return None
+        return match.group(1) or match.group(2)

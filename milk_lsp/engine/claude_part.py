@@ -1,0 +1,235 @@
+"""The Claude part of a turn: plan the hand-off context, run Claude Code, keep the books.
+
+ADR 0004 bookkeeping lives here: the conversation id captured from the stream, the hash
+of the last `<milk-context>` block, when the instructions last reached Claude, the brief
+cleared once delivered, and the fallback to a fresh start (with the full context) when
+Claude Code rejects the `--resume` id.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from contextlib import aclosing
+from pathlib import Path
+from typing import Literal, Protocol, TypeVar
+
+from milk_lsp.agents.base import ClaudeSessionStarted, FailureReason, TurnDone, TurnFailed
+from milk_lsp.agents.claude.agent import ClaudeAgent, ClaudeSettings, ClaudeTurnRequest
+from milk_lsp.config import MilkConfig
+from milk_lsp.engine.turn import Turn, TurnHost
+from milk_lsp.prompts.context import (
+    ContextInputs,
+    ContextMode,
+    ContextPlan,
+    generate_nonce,
+    plan_escalation,
+)
+from milk_lsp.sessions.bricks import ends_with_question
+from milk_lsp.sessions.model import Agent, Session, SessionState
+from milk_lsp.sessions.store import SessionStore
+from milk_lsp.wire import StopReason
+
+T = TypeVar("T")
+
+
+class EscalationHost(Protocol):
+    """What the Claude part of a turn needs from the engine (`Engine` fits), named here so
+    this module does not depend on the engine that uses it."""
+
+    config: MilkConfig
+    claude: ClaudeAgent
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    def storage(self, action: Callable[[], T]) -> T:
+        """Run a store call, its failure mapped to `storage_failed`."""
+        ...
+
+    async def stored(self, action: Callable[[], T]) -> T:
+        """`storage` in a worker thread (the turn's calls stay off the event loop)."""
+        ...
+
+    def claude_settings(self) -> ClaudeSettings: ...
+
+
+logger = logging.getLogger(__name__)
+
+
+def claude_prompt_for_escalate(current_need: str) -> str:
+    """What Claude is asked when the user escalates without typing anything."""
+    if current_need:
+        return f"Please take over and carry on with the current goal: {current_need}"
+    return "Please take over and carry on with what the session context above describes."
+
+
+class EscalationBook:
+    """Runs Claude for a turn on behalf of the engine."""
+
+    def __init__(self, engine: EscalationHost) -> None:
+        self._engine = engine
+
+    def context_inputs(
+        self, session: Session, *, resume_rejected: bool = False, in_turn: bool = False
+    ) -> ContextInputs:
+        """`in_turn`: the running turn's user record is already stored (counted in
+        `record_count`); a preview counts the turn about to run itself, so both agree."""
+        """What the ADR 0004 builders need, from the session and the workspace's percepts."""
+        engine = self._engine
+        if not session.escalation_nonce:  # a session stored before nonces existed
+            session.escalation_nonce = generate_nonce()
+            engine.storage(lambda: engine.store.save_session(session))
+        percepts = engine.storage(lambda: engine.store.percepts(session.workspace_folder))
+        need_ago = None
+        if session.current_need and session.current_need_set_at:
+            # Records since the need's user record, counting the turn about to run.
+            upcoming = 0 if in_turn else 1
+            need_ago = session.record_count + upcoming - (session.current_need_set_at - 1)
+        return ContextInputs(
+            nonce=session.escalation_nonce,
+            percepts=tuple(percepts),
+            current_need=session.current_need,
+            need_records_ago=need_ago,
+            escalation_brief=session.escalation_brief,
+            last_local_summary=session.last_local_summary,
+            last_claude_summary=session.last_claude_summary,
+            claude_session_id=session.claude_session_id,
+            waiting_on_claude=session.state is SessionState.ESCALATION_WAITING,
+            local_turns_since_claude=session.local_turns_since_claude,
+            need_changed_since_claude=session.need_changed_since_claude,
+            resume_rejected=resume_rejected,
+            last_resumed_context_hash=session.last_resumed_context_hash,
+            claude_turns_since_injection=session.claude_turn_count
+            - session.instructions_injected_at,
+            claude_bytes_since_injection=session.claude_bytes_since_injection,
+        )
+
+    def plan(
+        self,
+        session: Session,
+        *,
+        by_agent: bool,
+        resume_rejected: bool = False,
+        in_turn: bool = False,
+    ) -> ContextPlan:
+        inputs = self.context_inputs(session, resume_rejected=resume_rejected, in_turn=in_turn)
+        return plan_escalation(inputs, by_agent=by_agent)
+
+    def request(self, session: Session, plan: ContextPlan, prompt: str) -> ClaudeTurnRequest:
+        """The Claude run for `plan`; a new conversation uses the session's next id, which is
+        kept until a run uses it so that `milk/context` previews the argv exactly."""
+        engine = self._engine
+        fresh = plan.mode in (ContextMode.FIRST, ContextMode.FRESH)
+        if fresh:
+            self.reserve_conversation_id(session)
+        return ClaudeTurnRequest(
+            workspace=Path(session.workspace_folder),
+            prompt=plan.user_message_prefix + prompt,
+            context_file_text=plan.context_file,
+            session_id=session.next_claude_session_id if fresh else session.claude_session_id,
+            resume=not fresh,
+            settings=engine.claude_settings(),
+        )
+
+    def reserve_conversation_id(self, session: Session) -> None:
+        """Give the session the id its next new Claude conversation will use, and save it."""
+        engine = self._engine
+        if not session.next_claude_session_id:
+            session.next_claude_session_id = str(uuid.uuid4())
+            engine.storage(lambda: engine.store.save_session(session))
+
+    async def run(
+        self,
+        session: Session,
+        turn: Turn,
+        text: str,
+        by: Literal["user", "agent", "fallback"],
+        reason: str,
+    ) -> StopReason:
+        plan = self.plan(session, by_agent=by != "user", in_turn=True)
+        turn.update(
+            "escalated",
+            by=by,
+            reason=reason,
+            mode=plan.mode.value,
+            contextChars=len(plan.context_file) + len(plan.user_message_prefix),
+        )
+        session.state = SessionState.ESCALATION
+        attempt = await self._attempt(session, turn, text, plan)
+        if attempt == "resume_rejected":
+            turn.notice(
+                "warning",
+                "Claude Code no longer knows the previous conversation; starting a fresh one "
+                "with the full session context.",
+            )
+            turn.failure = None
+            plan = self.plan(session, by_agent=by != "user", resume_rejected=True, in_turn=True)
+            attempt = await self._attempt(session, turn, text, plan)
+        if attempt == "end_turn":
+            self._after_success(session, turn, plan)
+            return "end_turn"
+        if attempt == "resume_rejected":  # a fresh start is never rejected as a resume
+            turn.failure = turn.failure or (FailureReason.CLAUDE_FAILED, "Claude Code failed")
+        if session.state is SessionState.ESCALATION:
+            session.state = SessionState.ROUTING
+        return "error"
+
+    async def _attempt(
+        self, session: Session, turn: Turn, text: str, plan: ContextPlan
+    ) -> Literal["end_turn", "error", "resume_rejected"]:
+        engine = self._engine
+        request = self.request(session, plan, text)
+        previous_id = session.claude_session_id
+        if not request.resume:
+            # A `--session-id` can be used once: the next new conversation gets another.
+            session.next_claude_session_id = ""
+            session.claude_session_id = request.session_id
+            session.last_resumed_context_hash = ""
+        part = turn.part_of(Agent.CLAUDE) or turn.start_part(Agent.CLAUDE)
+        host = TurnHost(turn, engine.config.claude.permission_timeout_seconds)
+        failure: TurnFailed | None = None
+        seen_session = False
+        async with aclosing(engine.claude.run(request, host)) as events:
+            async for event in events:
+                match event:
+                    case ClaudeSessionStarted(session_id=claude_id):
+                        seen_session = True
+                        if claude_id and claude_id != session.claude_session_id:
+                            session.claude_session_id = claude_id
+                        await engine.stored(lambda: engine.store.save_session(session))
+                    case TurnFailed():
+                        failure = event
+                    case TurnDone():
+                        pass
+                    case _:
+                        turn.apply(event)
+        turn.flush_text()
+        if failure is None:
+            return "end_turn"
+        if failure.resume_rejected and request.resume and part.is_empty:
+            return "resume_rejected"
+        turn.failure = (failure.reason, failure.message)
+        if not request.resume and part.is_empty and not seen_session:
+            # Nothing was recorded under the new id: keep the conversation we had.
+            session.claude_session_id = previous_id
+        return "error"
+
+    def _after_success(self, session: Session, turn: Turn, plan: ContextPlan) -> None:
+        part = turn.part_of(Agent.CLAUDE)
+        reply = part.text if part is not None else ""
+        session.claude_turn_count += 1
+        if plan.mode in (ContextMode.FIRST, ContextMode.FRESH) or plan.reinjected_instructions:
+            session.instructions_injected_at = session.claude_turn_count
+            session.claude_bytes_since_injection = 0
+        session.claude_bytes_since_injection += len(reply.encode("utf-8"))
+        if plan.block_hash:
+            session.last_resumed_context_hash = plan.block_hash
+        if plan.delivered_brief:
+            session.escalation_brief = ""
+        session.need_changed_since_claude = False
+        session.local_turns_since_claude = 0
+        session.state = (
+            SessionState.ESCALATION_WAITING if ends_with_question(reply) else SessionState.ROUTING
+        )

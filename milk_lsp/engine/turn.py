@@ -1,0 +1,412 @@
+"""One running turn: its `milk/update` stream, its answers as they build up, its agent host.
+
+The engine creates a `Turn` per `milk/chat` / `milk/escalate`; agents' events are folded
+into it (`apply`), it numbers the updates without gaps, strips milk tags from text before
+anyone sees it, and it answers the agents' permission questions through the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from milk_lsp.agents.base import (
+    AgentEvent,
+    FailureReason,
+    NoticeEvent,
+    PermissionOption,
+    PermissionRequest,
+    PermissionTimedOut,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallEvent,
+    ToolResultEvent,
+    ToolStatus,
+    UsageEvent,
+)
+from milk_lsp.prompts.tags import TagInterceptor
+from milk_lsp.sessions.model import FINAL_TOOL_STATUSES, Agent, Role, ToolCallRecord, TurnRecord
+from milk_lsp.system.redact import redact_value
+from milk_lsp.wire import build_update
+from milk_lsp.workspace.edit_preview import FileEdit, capped, claude_edits, read_limited
+
+logger = logging.getLogger(__name__)
+
+TOOL_OUTPUT_WIRE_CHARS = 2000
+"""A `tool_result` update carries this much of the output, then a line saying how much was
+cut (`milk/session/get` has it whole)."""
+
+
+class ClientBridge(Protocol):
+    """What the server offers the engine: the editor side of the connection."""
+
+    def send_update(self, payload: dict[str, Any]) -> None: ...
+
+    async def ask_permission(self, params: dict[str, Any]) -> str:
+        """Ask the user; returns an optionId ("deny" when dismissed or on failure)."""
+        ...
+
+    def open_document_text(self, path: Path) -> str | None: ...
+
+    async def read_document(self, path: Path) -> str | None:
+        """`open_document_text`, or the editor's text asked for over the connection."""
+        ...
+
+    async def apply_edit(self, path: Path, new_text: str) -> bool: ...
+
+    async def progress_begin(self, title: str) -> object | None: ...
+
+    def progress_report(self, token: object | None, message: str) -> None: ...
+
+    def progress_end(self, token: object | None, message: str) -> None: ...
+
+
+@dataclass
+class UsageTotals:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def add(self, event: UsageEvent) -> None:
+        self.input_tokens += event.input_tokens
+        self.output_tokens += event.output_tokens
+        if event.cache_read_tokens is not None:
+            self.cache_read_tokens = (self.cache_read_tokens or 0) + event.cache_read_tokens
+        if event.cache_creation_tokens is not None:
+            self.cache_creation_tokens = (
+                self.cache_creation_tokens or 0
+            ) + event.cache_creation_tokens
+        if event.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + event.cost_usd
+
+    @property
+    def seen(self) -> bool:
+        return bool(self.input_tokens or self.output_tokens or self.cost_usd)
+
+
+@dataclass
+class AgentPart:
+    """What one agent said and did in this turn (becomes one assistant record)."""
+
+    agent: Agent
+    text_parts: list[str] = field(default_factory=list)
+    tool_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
+
+    def record(self, turn_id: str) -> TurnRecord:
+        return TurnRecord(
+            turn_id=turn_id,
+            role=Role.ASSISTANT,
+            agent=self.agent,
+            text=self.text,
+            tool_calls=list(self.tool_calls.values()),
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.text_parts and not self.tool_calls
+
+
+class Turn:
+    """State of one turn while it runs."""
+
+    def __init__(
+        self,
+        session_id: str,
+        turn_id: str,
+        nonce: str,
+        bridge: ClientBridge,
+        on_need: Callable[[str], None],
+        workspace: Path | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.workspace = workspace
+        """The session's workspace folder: edits outside it are not previewed."""
+        self.escalation_shown: dict[str, Any] | None = None
+        """The last `escalated` update's fields, as the user saw them."""
+        self.editor_edits: dict[Path, tuple[str | None, str]] = {}
+        """Files changed in the editor's buffer (not on disk): first text before, last after."""
+        self.turn_id = turn_id
+        self.bridge = bridge
+        self._seq = 0
+        self._nonce = nonce
+        self._on_need = on_need
+        self.parts: list[AgentPart] = []
+        self.usage = UsageTotals()
+        self.percepts: list[tuple[Agent, str]] = []
+        self.failure: tuple[FailureReason, str] | None = None
+        self.progress_token: object | None = None
+        self._interceptor: TagInterceptor | None = None
+        self._needs_seen = 0
+        self._percepts_seen = 0
+        self.allowed_tools: set[str] = set()
+        """Tools the user allowed for the whole session (shared with the session's turns)."""
+
+    # ---- updates ------------------------------------------------------------------------
+
+    def update(self, kind: str, **fields: Any) -> None:
+        self._seq += 1
+        payload = {"sessionId": self.session_id, "turnId": self.turn_id, "seq": self._seq}
+        payload["kind"] = kind
+        payload.update(
+            {key: redact_value(value) for key, value in fields.items() if value is not None}
+        )
+        wire_update = build_update(payload)
+        if kind == "escalated":  # kept for the turn's stored info (a reload shows it)
+            self.escalation_shown = {
+                key: wire_update[key] for key in ("by", "reason", "mode", "contextChars")
+            }
+        self.bridge.send_update(wire_update)
+
+    def notice(self, severity: str, message: str) -> None:
+        self.update("notice", severity=severity, message=message)
+
+    async def ask(self, params: dict[str, Any], timeout_seconds: float) -> str:
+        """Ask the user a permission-shaped question; the one place questions are timed.
+
+        Raises `PermissionTimedOut` (after telling the user) when nobody answers in time.
+        """
+        try:
+            return await asyncio.wait_for(self.bridge.ask_permission(params), timeout_seconds)
+        except TimeoutError:
+            self.notice(
+                "warning",
+                f"No answer to the permission question for {params.get('tool')} within "
+                f"{timeout_seconds:g} s; treated as deny.",
+            )
+            raise PermissionTimedOut(timeout_seconds) from None
+
+    def set_need(self, need: str) -> None:
+        """The session's goal, as milk itself took it from the user's request."""
+        self._on_need(need)
+
+    # ---- agent parts --------------------------------------------------------------------
+
+    def start_part(self, agent: Agent) -> AgentPart:
+        self.flush_text()
+        part = AgentPart(agent)
+        self.parts.append(part)
+        self._interceptor = TagInterceptor(self._nonce)
+        self._needs_seen = 0
+        self._percepts_seen = 0
+        return part
+
+    @property
+    def part(self) -> AgentPart:
+        return self.parts[-1]
+
+    def part_of(self, agent: Agent) -> AgentPart | None:
+        for part in self.parts:
+            if part.agent is agent:
+                return part
+        return None
+
+    def close_open_calls(self) -> None:
+        """A cancelled turn: calls that never finished end as cancelled (live and stored)."""
+        for part in self.parts:
+            for call in part.tool_calls.values():
+                if call.status is None:
+                    call.status = "cancelled"
+
+    @property
+    def text(self) -> str:
+        """All the text the user saw, in order, tags stripped."""
+        pieces = [part.text for part in self.parts if part.text]
+        return "\n\n".join(pieces)
+
+    def apply(self, event: AgentEvent) -> None:
+        """Fold a streamed agent event into the turn and tell the client."""
+        agent = self.part.agent.value
+        match event:
+            case TextDelta(text=text):
+                self._show_text(text)
+            case ThinkingDelta(text=text):
+                if text:
+                    self.update("thinking", agent=agent, delta=text)
+            case ToolCallEvent():
+                call = self.part.tool_calls.get(event.tool_call_id)
+                if call is None:
+                    call = ToolCallRecord(event.tool_call_id, event.name, dict(event.input))
+                    call.text_offset = sum(map(len, self.part.text_parts))
+                    self.part.tool_calls[event.tool_call_id] = call
+                else:
+                    call.input = dict(event.input) or call.input
+                    call.name = event.name or call.name
+                if event.status is ToolStatus.DENIED:
+                    call.is_error = True
+                    call.output = call.output or "denied by the user"
+                if event.status.value in FINAL_TOOL_STATUSES:
+                    call.status = event.status.value
+                self.update(
+                    "tool_call",
+                    agent=agent,
+                    toolCallId=event.tool_call_id,
+                    name=call.name,
+                    input=call.input,
+                    status=event.status.value,
+                )
+            case ToolResultEvent():
+                call = self.part.tool_calls.get(event.tool_call_id)
+                if call is not None:
+                    call.output = event.output
+                    call.is_error = event.is_error
+                    if call.status != ToolStatus.DENIED.value:
+                        call.status = "failed" if event.is_error else "completed"
+                self.update(
+                    "tool_result",
+                    agent=agent,
+                    toolCallId=event.tool_call_id,
+                    output=capped(event.output, TOOL_OUTPUT_WIRE_CHARS)[0],
+                    isError=event.is_error,
+                )
+            case UsageEvent():
+                self.usage.add(event)
+                self.update(
+                    "usage",
+                    agent=agent,
+                    inputTokens=event.input_tokens,
+                    outputTokens=event.output_tokens,
+                    cacheReadTokens=event.cache_read_tokens,
+                    cacheCreationTokens=event.cache_creation_tokens,
+                    costUsd=event.cost_usd,
+                )
+            case NoticeEvent(severity=severity, message=message):
+                self.notice(severity, message)
+            case _:
+                logger.debug("turn %s: event %r handled by the engine", self.turn_id, event)
+
+    def _show_text(self, text: str) -> None:
+        if self._interceptor is None:
+            return
+        visible = self._interceptor.feed(text)
+        self._emit_visible(visible)
+
+    def flush_text(self) -> None:
+        """End of an agent's stream: release text held back while it could have been a tag."""
+        if self._interceptor is not None and self.parts:
+            self._emit_visible(self._interceptor.flush())
+
+    def _emit_visible(self, visible: str) -> None:
+        interceptor = self._interceptor
+        if visible:
+            self.part.text_parts.append(visible)
+            self.update("text", agent=self.part.agent.value, delta=visible)
+        if interceptor is None:
+            return
+        for need in interceptor.needs[self._needs_seen :]:
+            self._on_need(need)
+        self._needs_seen = len(interceptor.needs)
+        for percept in interceptor.percepts[self._percepts_seen :]:
+            self.percepts.append((self.part.agent, percept))
+        self._percepts_seen = len(interceptor.percepts)
+
+
+class TurnHost:
+    """The `AgentHost` of one turn: permission questions, editor documents, edits."""
+
+    def __init__(self, turn: Turn, permission_timeout_seconds: float) -> None:
+        self._turn = turn
+        self._timeout = permission_timeout_seconds
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionOption:
+        turn = self._turn
+        if request.tool in turn.allowed_tools:
+            return PermissionOption.ALLOW_ONCE
+        params: dict[str, Any] = {
+            "sessionId": turn.session_id,
+            "turnId": turn.turn_id,
+            "agent": request.agent.value,
+            "toolCallId": request.tool_call_id,
+            "tool": request.tool,
+            "input": request.input,
+            "description": request.description or None,
+            "options": [option.value for option in request.options],
+        }
+        edits = await self._edits(request)
+        if edits:
+            params["edits"] = edits
+        turn.bridge.progress_report(turn.progress_token, "waiting for your permission")
+        local = request.agent is Agent.LOCAL
+        if local:  # Claude's agent reports its own statuses; the local loop leaves it to us
+            self._status(request, ToolStatus.PENDING)
+        try:
+            answer = await turn.ask(params, self._timeout)
+        except asyncio.CancelledError:
+            # The turn was cancelled with the question open: the question is withdrawn
+            # (the bridge cancels the client request) and the call counts as denied.
+            self._status(request, ToolStatus.DENIED)
+            raise
+        except PermissionTimedOut:
+            if local:
+                self._status(request, ToolStatus.DENIED)
+            raise
+        try:
+            option = PermissionOption(answer)
+        except ValueError:
+            option = PermissionOption.DENY
+        if option is PermissionOption.ALLOW_SESSION:
+            turn.allowed_tools.add(request.tool)
+        if local and option is not PermissionOption.DENY:
+            self._status(request, ToolStatus.RUNNING)
+        return option
+
+    async def _edits(self, request: PermissionRequest) -> list[dict[str, Any]]:
+        """The request's file edits as `milk/requestPermission` carries them (Claude's file
+        tools are previewed here from their input and the current text)."""
+        edits = list(request.edits)
+        workspace = self._turn.workspace
+        if not edits and request.agent is Agent.CLAUDE and workspace is not None:
+            try:
+                edits = await claude_edits(request.tool, request.input, workspace, self._read)
+            except Exception:  # a preview must never stop the question from being asked
+                logger.warning("no preview for %s", request.tool, exc_info=True)
+        return [_edit_wire(edit) for edit in edits]
+
+    async def _read(self, path: Path) -> str | None:
+        text = await self._turn.bridge.read_document(path)
+        if text is not None:
+            return text
+        return await read_limited(self._turn.workspace or path.parent, path)
+
+    def _status(self, request: PermissionRequest, status: ToolStatus) -> None:
+        if not self._turn.parts:  # no agent is speaking: nothing to attach the call to
+            return
+        self._turn.apply(
+            ToolCallEvent(request.tool_call_id, request.tool, dict(request.input), status)
+        )
+
+    def open_document_text(self, path: Path) -> str | None:
+        return self._turn.bridge.open_document_text(path)
+
+    async def read_document(self, path: Path) -> str | None:
+        return await self._turn.bridge.read_document(path)
+
+    async def apply_edit(self, path: Path, new_text: str) -> bool:
+        before = await self._read(path)
+        applied = await self._turn.bridge.apply_edit(path, new_text)
+        if applied:  # undo needs it: the disk checkpoint does not see an unsaved buffer
+            first = self._turn.editor_edits.get(path)
+            self._turn.editor_edits[path] = (before if first is None else first[0], new_text)
+        return applied
+
+
+def _edit_wire(edit: FileEdit) -> dict[str, Any]:
+    before, cut_before = capped(edit.before)
+    after, cut_after = capped(edit.after)
+    wire_edit: dict[str, Any] = {"uri": edit.path.as_uri()}
+    if before is not None:
+        wire_edit["before"] = before
+    if after is not None:
+        wire_edit["after"] = after
+    if cut_before or cut_after:
+        wire_edit["truncated"] = True
+    return wire_edit

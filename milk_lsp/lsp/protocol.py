@@ -1,0 +1,309 @@
+"""milk's JSON-RPC protocol: pygls' LanguageServerProtocol with the reading and writing hardened.
+
+* Reading: frames come from `framing.FrameReader` and are parsed by `jsonrpc.parse_message`
+  instead of pygls' `run_async` and `object_hook` guessing (see those modules for why). Every
+  request with an id gets an answer: -32700 (not JSON, not UTF-8), -32600 (not a request,
+  too large, too deep, after `shutdown`), -32602 (params the LSP types do not take),
+  -32002 (before `initialize`), or what its handler answers.
+* Dispatch goes straight to pygls' `_handle_request` / `_handle_notification` /
+  `_handle_response` with params structured here, so a request without `params` reaches its
+  handler as None.
+* Writing: every outgoing message is strict JSON (`jsonrpc.dumps_strict`): a NaN from a model
+  is sent as null instead of the bare `NaN` that breaks the client's parser.
+* Nudging: Emacs 28's jsonrpc.el 1.0.14 (eglot) stops reading a batch of messages at the
+  response to its synchronous request and reads the rest only when more output arrives. A permission
+  question sent just after the answer to `milk.ask` then waited unseen until its timeout. So
+  when output that followed a response goes quiet, `$/milk/nudge` (ignored by clients, as
+  every `$/` notification may be) is sent a few times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+import re
+import threading
+from collections.abc import Generator
+from concurrent.futures import Executor
+from typing import Any
+
+import attrs
+import cattrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from milk_lsp import wire
+from milk_lsp.jsonrpc import messages as jsonrpc
+from milk_lsp.jsonrpc.framing import Frame, FrameReader, Rejected
+
+logger = logging.getLogger(__name__)
+
+_SHOWN_PARAM_PROBLEMS = 3
+_SNAKE = re.compile(r"_([a-z0-9])")
+_INDEX = re.compile(r"\[(?:'([^']*)'|(\d+))\]")
+
+
+class _BadParams(Exception):
+    """Params the method's LSP type does not take; the message names the field."""
+
+
+class MilkProtocol(LanguageServerProtocol):
+    """Adds `capabilities.experimental.milk` to the initialize result, and the hardening above."""
+
+    def __init__(self, server: Any, converter: cattrs.Converter) -> None:
+        super().__init__(server, converter)
+        self.initialize_answered = False
+        """True once `initialize` succeeded; other requests before it get -32002."""
+        self._pending_writes: set[asyncio.Future[Any]] = set()
+        self._nudge_owed = False
+        """A response was written and output followed it: nudge once it goes quiet."""
+        self._nudge_step = 0
+        """Which of `NUDGE_DELAYS` the armed timer waits for."""
+        self._nudge_timer: asyncio.TimerHandle | None = None
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        result: types.InitializeResult = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {"milk": {"protocolVersion": wire.PROTOCOL_VERSION}}
+        self.initialize_answered = True
+        return result
+
+    # ---- reading -----------------------------------------------------------------------
+
+    def handle_frame(self, frame: Frame | Rejected) -> None:
+        """Take one frame from the reader; never raises, so the reading loop goes on."""
+        message: jsonrpc.Message | None = None
+        try:
+            if isinstance(frame, Rejected):
+                message = jsonrpc.invalid_from_prefix(frame.prefix, frame.reason)
+            else:
+                message = jsonrpc.parse_message(frame.body)
+            self.dispatch(message)
+        except Exception as exc:
+            logger.exception("could not handle a message")
+            if message is None or isinstance(message, jsonrpc.Request):
+                msg_id = message.id if message is not None else None
+                self.send_error(msg_id, jsonrpc.INTERNAL_ERROR, f"the server failed: {exc}")
+
+    def dispatch(self, message: jsonrpc.Message) -> None:
+        ctx = contextvars.copy_context()  # each handler runs in its own context, as in pygls
+        if isinstance(message, jsonrpc.Invalid):
+            self._handle_invalid(message)
+        elif isinstance(message, jsonrpc.Request):
+            error = self._refusal(message.method)
+            if error is not None:
+                self.send_error(message.id, *error)
+                return
+            try:
+                params = self._structure_params(message.method, message.params)
+            except _BadParams as exc:
+                self.send_error(message.id, jsonrpc.INVALID_PARAMS, str(exc))
+                return
+            ctx.run(self._handle_request, message.id, message.method, params)
+        elif isinstance(message, jsonrpc.Notification):
+            if self._drops_notification(message.method):
+                return
+            try:
+                params = self._structure_params(message.method, message.params)
+            except _BadParams as exc:
+                logger.warning("notification %s ignored: %s", message.method, exc)
+                return
+            ctx.run(self._handle_notification, message.method, params)
+        else:
+            ctx.run(self._take_response, message)
+
+    def _refusal(self, method: str) -> tuple[int, str] | None:
+        """Why a request is answered with an error before its handler, if it is."""
+        if self._shutdown:
+            return jsonrpc.INVALID_REQUEST, "the server is shutting down (after shutdown)"
+        if not self.initialize_answered and method != types.INITIALIZE:
+            return jsonrpc.SERVER_NOT_INITIALIZED, "the server is not initialized yet"
+        return None
+
+    def _drops_notification(self, method: str) -> bool:
+        """LSP: notifications before `initialize` or after `shutdown` are dropped, but `exit`."""
+        if method == types.EXIT:
+            return False
+        if not self.initialize_answered:
+            logger.warning("notification %s before initialize ignored", method)
+            return True
+        if self._shutdown:
+            logger.warning("notification %s after shutdown ignored", method)
+            return True
+        return False
+
+    def _structure_params(self, method: str, params: Any) -> Any:
+        """Params as the method's LSP type; custom methods (`milk/*`) keep the plain JSON."""
+        if method not in types.METHOD_TO_TYPES:
+            return params
+        params_type: Any = types.METHOD_TO_TYPES[method][2]
+        if params_type is None:
+            return None
+        if params is None:
+            raise _BadParams("invalid params: params: required")
+        if attrs.has(params_type) and not isinstance(params, dict):
+            raise _BadParams("invalid params: params: must be an object")
+        try:
+            return self._converter.structure(params, params_type)
+        except Exception as exc:
+            raise _BadParams("invalid params: " + _describe(exc)) from None
+
+    def _take_response(self, message: jsonrpc.Response) -> None:
+        if message.error is not None:
+            error = types.ResponseError(
+                code=message.error["code"],
+                message=message.error["message"],
+                data=message.error.get("data"),
+            )
+            self._handle_response(message.id, None, error)
+            return
+        result = message.result
+        response_type = self._result_types.pop(message.id, None)
+        if response_type is not None:
+            try:
+                result = self._converter.structure(
+                    {"jsonrpc": "2.0", "id": message.id, "result": result}, response_type
+                ).result
+            except Exception as exc:
+                self._fail_pending(message.id, "invalid result: " + _describe(exc))
+                return
+        self._handle_response(message.id, result)
+
+    def _handle_invalid(self, message: jsonrpc.Invalid) -> None:
+        if message.kind == "response":
+            logger.warning("malformed response from the client: %s", message.message)
+            if message.id is not None:
+                self._fail_pending(message.id, message.message)
+            return
+        if message.kind == "notification":
+            logger.warning("malformed notification ignored: %s", message.message)
+            return
+        logger.warning("answered %s to a malformed message: %s", message.code, message.message)
+        self.send_error(message.id, message.code, message.message)
+
+    def _fail_pending(self, msg_id: jsonrpc.MsgId, reason: str) -> None:
+        """The client's answer to our request was malformed: the request fails with why."""
+        self._result_types.pop(msg_id, None)
+        error = types.ResponseError(
+            code=jsonrpc.INVALID_REQUEST, message=f"the client's response was malformed: {reason}"
+        )
+        self._handle_response(msg_id, None, error)
+
+    def send_error(self, msg_id: jsonrpc.MsgId | None, code: int, message: str) -> None:
+        """An error response; `msg_id` None is sent as `"id": null` (JSON-RPC's unknown id)."""
+        self._send_data(
+            {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+        )
+
+    # ---- writing -----------------------------------------------------------------------
+
+    def _send_data(self, data: Any) -> None:
+        """pygls' `_send_data`, writing strict JSON and a byte-exact Content-Length."""
+        if not data:
+            return
+        if self.writer is None:
+            logger.error("cannot send a message: no transport")
+            return
+        try:
+            text, replaced = jsonrpc.dumps_strict(data, default=self._serialize_message)
+            if replaced:
+                logger.warning("a message held NaN or infinite numbers: sent as null")
+            body = text.encode("utf-8")
+            if self._include_headers:
+                header = (
+                    f"Content-Length: {len(body)}\r\n"
+                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+                )
+                body = header.encode("ascii") + body
+            written = self.writer.write(body)
+            if inspect.isawaitable(written):  # websocket writers; stdio writes at once
+                pending = asyncio.ensure_future(written)
+                self._pending_writes.add(pending)
+                pending.add_done_callback(self._pending_writes.discard)
+            self._after_write(data)
+        except BrokenPipeError:
+            logger.exception("cannot send a message: the client is gone")
+            raise
+        except Exception as error:
+            logger.exception("cannot send a message")
+            self._server._report_server_error(error, JsonRpcInternalError)
+
+    # ---- nudging (see the module docstring) ------------------------------------------------
+
+    NUDGE_DELAYS: tuple[float, ...] = (0.25, 1.0, 3.0)
+    """Seconds of quiet before each nudge: a client that reads late gets a later one."""
+
+    def _after_write(self, data: Any) -> None:
+        method = data.get("method") if isinstance(data, dict) else getattr(data, "method", None)
+        if method == wire.NUDGE:
+            return
+        if method is None:  # a response: what is written after it may wait unread
+            self._nudge_owed = True
+            return
+        if not self._nudge_owed:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # written outside the event loop: nothing can follow up
+            return
+        if self._nudge_timer is not None:
+            self._nudge_timer.cancel()
+        self._nudge_step = 0
+        self._nudge_timer = loop.call_later(self.NUDGE_DELAYS[0], self._nudge)
+
+    def _nudge(self) -> None:
+        self._nudge_timer = None
+        if self._shutdown or self.writer is None:
+            return
+        try:
+            self.notify(wire.NUDGE, {})
+        except OSError:  # the client is gone (logged by `_send_data`)
+            return
+        self._nudge_step += 1
+        if self._nudge_step < len(self.NUDGE_DELAYS):
+            delay = self.NUDGE_DELAYS[self._nudge_step]
+            self._nudge_timer = asyncio.get_running_loop().call_later(delay, self._nudge)
+        else:
+            self._nudge_owed = False
+
+
+def _describe(exc: Exception) -> str:
+    """cattrs' structuring error as `field: problem` with the wire's camelCase names."""
+    if isinstance(exc, cattrs.BaseValidationError):
+        problems = []
+        for line in cattrs.transform_error(exc, path="params"):
+            problem, _, where = line.rpartition(" @ ")
+            field = _SNAKE.sub(lambda m: m.group(1).upper(), where.removeprefix("params."))
+            field = _INDEX.sub(lambda m: "." + (m.group(1) or m.group(2)), field)
+            problems.append(f"{field}: {problem}" if problem else line)
+        shown = problems[:_SHOWN_PARAM_PROBLEMS]
+        if len(problems) > len(shown):
+            shown.append(f"and {len(problems) - len(shown)} more")
+        return "; ".join(shown)
+    return f"params: {exc}"
+
+
+async def serve_frames(
+    reader: FrameReader,
+    protocol: MilkProtocol,
+    stop_event: threading.Event,
+    executor: Executor,
+) -> None:
+    """The reading loop (pygls' `run_async` with milk's framing): one frame at a time, read in
+    a worker thread, handled on the event loop, until the input ends or the server stops."""
+    loop = asyncio.get_running_loop()
+    while not stop_event.is_set():
+        try:
+            frame = await loop.run_in_executor(executor, reader.next)
+        except OSError as exc:
+            logger.error("cannot read the client's messages: %s; stopping", exc)
+            return
+        if frame is None:
+            logger.info("the client closed the connection")
+            return
+        protocol.handle_frame(frame)

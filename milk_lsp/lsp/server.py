@@ -1,0 +1,309 @@
+"""The pygls glue: every handler parses its params, calls the engine and maps the result.
+
+This module, `protocol.py` (reading and writing messages), `editor.py` and `standard_lsp.py`
+(the `milk.*` commands, code actions and transcripts) are the only ones that import
+pygls/lsprotocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter
+from pygls.lsp.server import LanguageServer
+
+from milk_lsp import __version__, wire
+from milk_lsp.config import MilkConfig, load_user_file, merge_settings
+from milk_lsp.engine import Engine, EngineError
+from milk_lsp.engine.status import collect_status
+from milk_lsp.engine.views import context_preview, session_detail, session_info, turn_changes_result
+from milk_lsp.jsonrpc.framing import FrameReader
+from milk_lsp.lsp.editor import EditorBridge
+from milk_lsp.lsp.protocol import MilkProtocol, serve_frames
+from milk_lsp.lsp.standard.handlers import install as install_standard_lsp
+from milk_lsp.system.orphans import sweep as sweep_orphans
+from milk_lsp.workspace.paths import path_to_uri, uri_to_path
+
+logger = logging.getLogger(__name__)
+
+CONFIG_WAIT_SECONDS = 5.0
+
+
+class MilkServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "milk-lsp",
+            __version__,
+            protocol_cls=MilkProtocol,
+            converter_factory=get_converter,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.bridge = EditorBridge(self)
+        self.engine = Engine(MilkConfig(), self.bridge)
+        self._base_config = MilkConfig()
+        """Defaults < user file < initializationOptions: what workspace settings merge over."""
+        self.config_ready = asyncio.Event()
+        """Set once the settings pulled at `initialized` are in force; requests wait for it."""
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve on stdio, reading with milk's framing (`protocol.serve_frames`) in place of
+        pygls' reader, which dies on an absurd Content-Length and drops malformed messages."""
+        self._stop_event = threading.Event()
+        reader = FrameReader(stdin or sys.stdin.buffer)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        assert isinstance(self.protocol, MilkProtocol)
+        try:
+            asyncio.run(serve_frames(reader, self.protocol, self._stop_event, self.thread_pool))
+        except BrokenPipeError:
+            logger.error("the connection to the client is lost; stopping")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+    def settle_config(
+        self, raw: Any, source: str, over: MilkConfig, previous: MilkConfig | None = None
+    ) -> MilkConfig:
+        """Merge one settings source, telling the user about unknown and invalid keys."""
+        merged, problems = merge_settings(over, raw, source, previous)
+        for problem in problems:
+            if problem.unknown:
+                self.bridge.log(f"milk: unknown setting '{problem.key}' ignored ({source})", "warn")
+            else:
+                self.bridge.show(
+                    f"milk: setting '{problem.key}' is invalid ({problem.message}); "
+                    "keeping its previous value",
+                    "warn",
+                )
+        return merged
+
+    async def pull_configuration(self) -> None:
+        if not self.bridge.supports("workspace.configuration"):
+            return
+        try:
+            answer = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="milk")])
+            )
+        except Exception as exc:  # a client that fails here still gets a working server
+            logger.warning("workspace/configuration failed: %s", exc)
+            return
+        raw = answer[0] if answer else None
+        await self.engine.set_config(
+            self.settle_config(raw, "workspace settings", self._base_config, self.engine.config)
+        )
+
+    async def ready(self) -> None:
+        """Wait (briefly) for the settings pulled at `initialized` to be in force."""
+        try:
+            await asyncio.wait_for(self.config_ready.wait(), CONFIG_WAIT_SECONDS)
+        except TimeoutError:  # a client that never sent `initialized`: stop waiting for it
+            self.config_ready.set()
+
+
+server = MilkServer()
+standard_lsp = install_standard_lsp(server, server.engine, server.bridge, server.ready)
+"""The `milk.*` commands, code actions and transcripts (docs/protocol.md, "Standard LSP")."""
+
+
+async def _parsed(ls: MilkServer, model: type[wire.M], raw: Any) -> wire.M:
+    """Validate the params (-32602 naming the field), then wait for the settings."""
+    try:
+        parsed = wire.parse(model, _plain(raw))
+    except wire.ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    await ls.ready()
+    return parsed
+
+
+def _plain(raw: Any) -> Any:
+    """Params arrive as plain JSON values with lsprotocol's converter; guard the odd case."""
+    if raw is None or isinstance(raw, dict | list | str | int | float | bool):
+        return raw
+    return get_converter().unstructure(raw)
+
+
+@contextlib.contextmanager
+def _request_failed() -> Iterator[None]:
+    """A request the engine cannot serve answers RequestFailed (-32803) with its reason."""
+    try:
+        yield
+    except EngineError as exc:
+        raise JsonRpcException(
+            exc.message,
+            code=types.LSPErrorCodes.RequestFailed.value,
+            data={"reason": exc.reason, **exc.data},
+        ) from None
+
+
+# ---- lifecycle ---------------------------------------------------------------------------
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: MilkServer, params: types.InitializeParams) -> None:
+    sweep_orphans()  # kill what runs of dead milk-lsp servers left running (Linux)
+    ls.bridge.set_client_capabilities(params.capabilities)
+    folders = [f.uri for f in params.workspace_folders or []]
+    if not folders and params.root_uri:
+        folders = [params.root_uri]
+    paths = [str(p) for p in (uri_to_path(uri) for uri in folders) if p is not None]
+    ls.engine.set_workspaces(paths)
+    config = MilkConfig()
+    file_data, file_error = load_user_file()
+    if file_error:
+        ls.bridge.show(f"milk: {file_error}", "warn")
+    config = ls.settle_config(file_data, "config.json", over=config)
+    config = ls.settle_config(params.initialization_options, "initializationOptions", over=config)
+    ls._base_config = config
+    ls.engine.config = config
+
+
+@server.feature(types.INITIALIZED)
+async def on_initialized(ls: MilkServer, params: types.InitializedParams) -> None:
+    try:
+        await ls.pull_configuration()
+    finally:
+        ls.config_ready.set()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def on_did_change_configuration(
+    ls: MilkServer, params: types.DidChangeConfigurationParams
+) -> None:
+    if ls.bridge.supports("workspace.configuration"):
+        await ls.pull_configuration()
+        return
+    settings = params.settings
+    if isinstance(settings, dict) and "milk" in settings:
+        await ls.engine.set_config(
+            ls.settle_config(
+                settings["milk"], "didChangeConfiguration", ls._base_config, ls.engine.config
+            )
+        )
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def on_did_change_workspace_folders(
+    ls: MilkServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    current = list(ls.engine.workspaces)
+    for removed in params.event.removed:
+        path = uri_to_path(removed.uri)
+        if path is not None and str(path.resolve()) in current:
+            current.remove(str(path.resolve()))
+    for added in params.event.added:
+        path = uri_to_path(added.uri)
+        if path is not None:
+            current.append(str(path))
+    ls.engine.set_workspaces(current)
+
+
+@server.feature(types.SHUTDOWN)
+async def on_shutdown(ls: MilkServer, params: None) -> None:
+    await ls.engine.aclose()
+
+
+# ---- sessions ----------------------------------------------------------------------------
+
+
+@server.feature(wire.SESSION_NEW)
+async def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.SessionNewParams, params)
+    with _request_failed():
+        session = await asyncio.to_thread(
+            ls.engine.new_session, parsed.workspace_folder, parsed.title
+        )
+    return session_info(session).to_wire()
+
+
+@server.feature(wire.SESSION_LIST)
+async def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.SessionListParams, params)
+    with _request_failed():
+        sessions = await asyncio.to_thread(ls.engine.list_sessions, parsed.workspace_folder)
+    return {"sessions": [session_info(s).to_wire() for s in sessions]}
+
+
+@server.feature(wire.SESSION_GET)
+async def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.SessionGetParams, params)
+    with _request_failed():
+        session = await asyncio.to_thread(ls.engine.get_session, parsed.session_id)
+        records = await asyncio.to_thread(ls.engine.session_records, session.id, parsed.limit)
+        infos = await asyncio.to_thread(ls.engine.turn_infos, session.id, records)
+    return session_detail(session, records, infos).to_wire()
+
+
+@server.feature(wire.SESSION_DELETE)
+async def on_session_delete(ls: MilkServer, params: Any) -> None:
+    parsed = await _parsed(ls, wire.SessionIdParams, params)
+    with _request_failed():
+        await ls.engine.delete_session(parsed.session_id)
+    standard_lsp.door.book.drop(parsed.session_id)
+
+
+# ---- turns -------------------------------------------------------------------------------
+
+
+@server.feature(wire.CHAT)
+async def on_chat(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.ChatParams, params)
+    with _request_failed():
+        result = await ls.engine.chat(parsed)
+    return result.to_wire()
+
+
+@server.feature(wire.ESCALATE)
+async def on_escalate(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.EscalateParams, params)
+    with _request_failed():
+        result = await ls.engine.escalate(parsed)
+    return result.to_wire()
+
+
+@server.feature(wire.CANCEL)
+async def on_cancel(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.SessionIdParams, params)
+    return {"cancelled": await ls.engine.cancel(parsed.session_id)}
+
+
+@server.feature(wire.CONTEXT)
+async def on_context(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.ContextParams, params)
+    with _request_failed():
+        preview = context_preview(ls.engine, parsed.session_id, parsed.reason)
+    return preview.to_wire()
+
+
+@server.feature(wire.STATUS)
+async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
+    await _parsed(ls, wire.WireModel, params if isinstance(params, dict) else {})
+    status = await collect_status(ls.engine)
+    return status.to_wire()
+
+
+# ---- review and undo ---------------------------------------------------------------------
+
+
+@server.feature(wire.TURN_CHANGES)
+async def on_turn_changes(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.TurnParams, params)
+    with _request_failed():
+        changes, undone = await ls.engine.turn_changes(parsed.session_id, parsed.turn_id)
+    return turn_changes_result(changes, undone).to_wire()
+
+
+@server.feature(wire.TURN_UNDO)
+async def on_turn_undo(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.TurnUndoParams, params)
+    with _request_failed():
+        restored = await ls.engine.turn_undo(parsed.session_id, parsed.turn_id, parsed.force)
+    return wire.TurnUndoResult(restored=[path_to_uri(path) for path in restored]).to_wire()
