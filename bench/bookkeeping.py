@@ -82,7 +82,7 @@ def fill(store: SessionStore, workspace: str, turns: int) -> str:
 
 
 def one_turn(engine: Engine, session_id: str) -> float:
-    store = engine.store
+    store = engine.sessions.store
     session = store.get_session(session_id)
     assert session is not None
     turn_id = str(uuid.uuid4())
@@ -95,7 +95,9 @@ def one_turn(engine: Engine, session_id: str) -> float:
         "one more answer",
         [ToolCallRecord("c", "read_file", {"path": "a.py"}, "y" * 800)],
     )
-    store.finish_turn(session, turn_id, RecordStatus.OK, [answer], engine._rebuild_bricks)
+    store.finish_turn(
+        session, turn_id, RecordStatus.OK, [answer], budget_chars=engine.config.context_budget_chars
+    )
     return time.perf_counter() - started
 
 
@@ -117,7 +119,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config = MilkConfig(storage_dir=tmp)
         engine = Engine(config, _Quiet())  # type: ignore[arg-type]
-        ids = {size: fill(engine.store, "/bench", size) for size in SIZES}
+        ids = {size: fill(engine.sessions.store, "/bench", size) for size in SIZES}
         ours: dict[int, float] = {}
         naive: dict[int, float] = {}
         for size in SIZES:
@@ -130,7 +132,7 @@ def main() -> None:
         for size in SIZES:
             ours[size] = statistics.median(samples[size])
             naive[size] = statistics.median(
-                naive_turn(engine.store, ids[size], Path(tmp)) for _ in range(3)
+                naive_turn(engine.sessions.store, ids[size], Path(tmp)) for _ in range(3)
             )
         print("turns of history | milk-lsp per-turn bookkeeping | naive full rewrite")
         for size in SIZES:
@@ -140,7 +142,7 @@ def main() -> None:
             f"ratio {large:,} / {small:,} turns: milk-lsp {ours[large] / ours[small]:.2f}x "
             f"(target <= 1.5x), naive {naive[large] / naive[small]:.0f}x"
         )
-        session = engine.store.get_session(ids[large])
+        session = engine.sessions.store.get_session(ids[large])
         assert session is not None
         print(
             f"bricks after a turn at {large:,}: local {len(session.last_local_summary)} chars "

@@ -4,9 +4,9 @@ For sessions of 10, 100, 1,000 and 10,000 realistic local turns (a question, a f
 with real-sized results: files read, searches, directory listings, commands, edits; an answer)
 this builds the session in a scratch SQLite database (bulk insert, like bench/bookkeeping.py),
 then runs the engine's real end-of-turn path
-(`begin_turn` + `finish_turn` with `Engine._rebuild_bricks`) for the last turns so the bricks
+(`begin_turn` + `finish_turn`, which rebuilds the bricks) for the last turns so the bricks
 are current, and asks the engine what the next escalation would send:
-`engine.escalations.plan(session, by_agent=False)` -> len(context_file) + len(user_message_prefix).
+`engine.claude.plan(session, by_agent=False)` -> len(context_file) + len(user_message_prefix).
 
 Two situations per length:
 
@@ -31,6 +31,7 @@ results). Target at 10,000 turns: within the bound and >= 100x smaller than the 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import sys
@@ -214,7 +215,7 @@ def real_turn(engine: Engine, session: Session, agent: Agent, i: int, rng: rando
     """One turn through the engine's real end-of-turn path (records + brick rebuild + save)."""
     turn_id = str(uuid.uuid4())
     (_, _, question, _), (_, _, answer, calls) = _turn(rng, i, agent)
-    engine.store.begin_turn(session, TurnRecord(turn_id, Role.USER, agent, question))
+    engine.sessions.store.begin_turn(session, TurnRecord(turn_id, Role.USER, agent, question))
     record = TurnRecord(
         turn_id,
         Role.ASSISTANT,
@@ -222,12 +223,14 @@ def real_turn(engine: Engine, session: Session, agent: Agent, i: int, rng: rando
         answer,
         [ToolCallRecord(c["id"], c["name"], c["input"], c["output"], c["isError"]) for c in calls],
     )
-    engine.store.finish_turn(session, turn_id, RecordStatus.OK, [record], engine._rebuild_bricks)
+    engine.sessions.store.finish_turn(
+        session, turn_id, RecordStatus.OK, [record], budget_chars=engine.config.context_budget_chars
+    )
 
 
 def worst_case(engine: Engine, workspace: str, rng: random.Random) -> tuple[int, int, int]:
     """Both bricks at their budget and an agent escalation with a brief: (chars, local, claude)."""
-    store = engine.store
+    store = engine.sessions.store
     sid = fill(store, workspace, 40, rng, with_claude=False)
     session = store.get_session(sid)
     assert session is not None
@@ -241,7 +244,9 @@ def worst_case(engine: Engine, workspace: str, rng: random.Random) -> tuple[int,
         _prose(rng, 3 * engine.config.context_budget_chars),
         [_tool_call(rng, 0, k) for k in range(12)],
     )
-    store.finish_turn(session, turn_id, RecordStatus.OK, [huge], engine._rebuild_bricks)
+    store.finish_turn(
+        session, turn_id, RecordStatus.OK, [huge], budget_chars=engine.config.context_budget_chars
+    )
     for k in range(TAIL_LOCAL_TURNS - 1):
         real_turn(engine, session, Agent.LOCAL, 2 * 10**6 + k, rng)
     turn_id = str(uuid.uuid4())  # a last local answer pasting a long file: cut to the budget
@@ -249,11 +254,13 @@ def worst_case(engine: Engine, workspace: str, rng: random.Random) -> tuple[int,
     long = TurnRecord(
         turn_id, Role.ASSISTANT, Agent.LOCAL, _code(rng, 3 * engine.config.context_budget_chars)
     )
-    store.finish_turn(session, turn_id, RecordStatus.OK, [long], engine._rebuild_bricks)
+    store.finish_turn(
+        session, turn_id, RecordStatus.OK, [long], budget_chars=engine.config.context_budget_chars
+    )
     session.claude_session_id = str(uuid.uuid4())
     session.local_turns_since_claude = TAIL_LOCAL_TURNS
     session.escalation_brief = "The user needs " + _prose(rng, 280)
-    plan = engine.escalations.plan(session, by_agent=True)
+    plan = asyncio.run(engine.claude.plan(session, by_agent=True))
     assert plan.mode is ContextMode.FRESH
     chars = len(plan.context_file) + len(plan.user_message_prefix)
     return chars, len(session.last_local_summary), len(session.last_claude_summary)
@@ -286,7 +293,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="milk-bench-ctx-") as tmp:
         config = MilkConfig(storage_dir=tmp)
         engine = Engine(config, _Quiet())  # type: ignore[arg-type]
-        store = engine.store
+        store = engine.sessions.store
         workspace = str(Path(tmp) / "ws")
         store.add_percepts(workspace, list(PERCEPTS), Agent.LOCAL)
         budget = config.context_budget_chars
@@ -303,7 +310,7 @@ def main() -> None:
             # "first": the tail is all local, no Claude conversation yet.
             for k in range(1 + TAIL_LOCAL_TURNS):
                 real_turn(engine, session, Agent.LOCAL, 10**6 + k, rng)
-            first = engine.escalations.plan(session, by_agent=False)
+            first = asyncio.run(engine.claude.plan(session, by_agent=False))
             assert first.mode is ContextMode.FIRST
             first_chars = len(first.context_file) + len(first.user_message_prefix)
             # "fresh": the same session where the turn before the 8 local ones was Claude's.
@@ -316,7 +323,7 @@ def main() -> None:
                 real_turn(engine, session2, Agent.LOCAL, 10**6 + 1 + k, rng)
             session2.claude_session_id = str(uuid.uuid4())
             session2.local_turns_since_claude = TAIL_LOCAL_TURNS
-            fresh = engine.escalations.plan(session2, by_agent=False)
+            fresh = asyncio.run(engine.claude.plan(session2, by_agent=False))
             assert fresh.mode is ContextMode.FRESH, fresh.mode
             fresh_chars = len(fresh.context_file) + len(fresh.user_message_prefix)
             full, text_only = transcript(store, sid2)

@@ -63,8 +63,8 @@ from bench._harness import (
     paired_ratio,
     process_cpu,
 )
-from milk_lsp.agents.claude.agent import ClaudeSettings, build_env
 from milk_lsp.agents.claude.cli import bundled_cli_path
+from milk_lsp.agents.claude.command import ClaudeSettings, build_env
 from milk_lsp.config import MilkConfig
 from milk_lsp.prompts import context as ctx
 from tests.fakes.anthropic_api import appended_system_text

@@ -12,7 +12,6 @@ import asyncio
 import logging
 import logging.handlers
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -171,29 +170,21 @@ def main(argv: list[str] | None = None) -> int:
 
         return asyncio.run(run_doctor(_settings_from_args(args)))
     setup_logging(args.verbose)
-    if args.command == "acp":
-        from milk_lsp.acp.server import serve as serve_acp  # the ACP SDK loads only here
+    from milk_lsp.agents.claude.processes import kill_all_running
+    from milk_lsp.agents.local.commands import kill_running_commands
+    from milk_lsp.system.orphans import guard
 
-        return serve_acp(_settings_from_args(args))
-    return serve()
+    with guard(kill_all_running, kill_running_commands):  # both serving modes
+        if args.command == "acp":
+            from milk_lsp.acp.server import serve as serve_acp  # the ACP SDK loads only here
+
+            return serve_acp(_settings_from_args(args))
+        return serve()
 
 
 def serve() -> int:
-    from milk_lsp.agents.claude.processes import kill_all_running
-    from milk_lsp.agents.local.commands import kill_running_commands
     from milk_lsp.lsp.server import server
 
-    def on_term(signum: int, frame: object) -> None:
-        # A killed host must not leave Claude Code or a command running until it ends.
-        kill_all_running()
-        kill_running_commands()
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_term)
     logger.info("milk-lsp %s serving on stdio", __version__)
-    try:
-        server.start_io()
-    finally:
-        kill_all_running()
-        kill_running_commands()
+    server.start_io()
     return 0

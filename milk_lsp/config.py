@@ -1,9 +1,12 @@
 """Settings: the PROTOCOL.md configuration table as pydantic models, and how sources merge.
 
 Sources, later wins: defaults < user `config.json` < `initializationOptions` <
-`workspace/configuration` section `milk`. Each source is merged key by key: an unknown key
+`workspace/configuration` section `milk` (the ACP server and `milk-lsp doctor` take the
+command-line flags after the file instead). Each source is merged key by key: an unknown key
 is reported and ignored, a value of the wrong type is reported and the key keeps its
 previous value, so one typo never throws away the rest of the user's settings.
+`load_sources` does it all for a server's or a command's start; each front end tells the
+user of the problems in its own way.
 """
 
 from __future__ import annotations
@@ -115,6 +118,23 @@ class SettingProblem:
     key: str
     message: str
     unknown: bool
+    source: str
+    """The source it was found in ("config.json", "initializationOptions", ...)."""
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """What `load_sources` made of the user's config file and the other sources."""
+
+    config: MilkConfig
+    problems: list[SettingProblem]
+    """Unknown and invalid keys, in merge order (the file's first)."""
+    file: Path
+    """The user config file (`MILK_CONFIG_FILE`, else the platform's config dir)."""
+    file_used: bool
+    """The file held settings (False: absent, unreadable or `null`)."""
+    file_error: str | None
+    """Why the file could not be used (unreadable, not JSON); None when absent or fine."""
 
 
 def default_threads() -> int:
@@ -161,7 +181,9 @@ def merge_settings(
     if raw is None:
         return current, problems
     if not isinstance(raw, dict):
-        problems.append(SettingProblem(source, "settings must be an object", unknown=False))
+        problems.append(
+            SettingProblem(source, "settings must be an object", unknown=False, source=source)
+        )
         return current, problems
     merged = current.model_copy(deep=True)
     kept = previous or current
@@ -171,14 +193,18 @@ def merge_settings(
         if key in _SECTIONS:
             if not isinstance(value, dict):
                 if value is not None:
-                    problems.append(SettingProblem(key, "must be an object", unknown=False))
+                    problems.append(
+                        SettingProblem(key, "must be an object", unknown=False, source=source)
+                    )
                 continue
             fields = _fields_by_alias(_SECTIONS[key])
             for raw_sub, sub_value in value.items():
                 sub = _camel(str(raw_sub))
                 dotted = f"{key}.{sub}"
                 if sub not in fields:
-                    problems.append(SettingProblem(dotted, "unknown setting", unknown=True))
+                    problems.append(
+                        SettingProblem(dotted, "unknown setting", unknown=True, source=source)
+                    )
                     continue
                 _assign(
                     getattr(merged, key),
@@ -186,12 +212,13 @@ def merge_settings(
                     fields[sub],
                     sub_value,
                     dotted,
+                    source,
                     problems,
                 )
         elif key in top_fields:
-            _assign(merged, kept, top_fields[key], value, key, problems)
+            _assign(merged, kept, top_fields[key], value, key, source, problems)
         else:
-            problems.append(SettingProblem(key, "unknown setting", unknown=True))
+            problems.append(SettingProblem(key, "unknown setting", unknown=True, source=source))
     return merged, problems
 
 
@@ -201,6 +228,7 @@ def _assign(
     field: str,
     value: Any,
     dotted: str,
+    source: str,
     problems: list[SettingProblem],
 ) -> None:
     try:
@@ -208,13 +236,20 @@ def _assign(
     except ValidationError as exc:
         reason = exc.errors()[0]["msg"] if exc.errors() else "invalid value"
         shown = "(hidden)" if field == "api_key" else repr(value)
-        problems.append(SettingProblem(dotted, f"{reason} (got {shown})", unknown=False))
+        problems.append(
+            SettingProblem(dotted, f"{reason} (got {shown})", unknown=False, source=source)
+        )
         setattr(target, field, getattr(kept, field))
+
+
+def config_file() -> Path:
+    """The user's config file: `MILK_CONFIG_FILE`, else config.json in the config dir."""
+    return Path(os.environ.get("MILK_CONFIG_FILE") or user_config_file())
 
 
 def load_user_file(path: Path | None = None) -> tuple[Any, str | None]:
     """Read the user's config.json; returns (data or None, error message or None)."""
-    file = path or Path(os.environ.get("MILK_CONFIG_FILE") or user_config_file())
+    file = path or config_file()
     try:
         text = file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -225,3 +260,17 @@ def load_user_file(path: Path | None = None) -> tuple[Any, str | None]:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
         return None, f"{file} is not valid JSON (line {exc.lineno}): fix or remove it"
+
+
+def load_sources(*sources: tuple[str, Any]) -> LoadedSettings:
+    """Defaults < the user's config file < each of `sources` ((name, raw settings), in
+    order; None adds nothing): the settings a server or command starts with, and every
+    problem found on the way."""
+    file = config_file()
+    data, error = load_user_file(file)
+    config = MilkConfig()
+    problems: list[SettingProblem] = []
+    for source, raw in (("config.json", data), *sources):
+        config, found = merge_settings(config, raw, source)
+        problems.extend(found)
+    return LoadedSettings(config, problems, file, data is not None, error)

@@ -46,17 +46,15 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.claude import cli as claude_cli
 from milk_lsp.agents.claude import processes as claude_processes
-from milk_lsp.agents.claude.agent import (
+from milk_lsp.agents.claude.agent import DENIED_MESSAGE, ClaudeAgent, timeout_message
+from milk_lsp.agents.claude.cli import bundled_cli_path, cli_version, resolve_cli
+from milk_lsp.agents.claude.command import (
     CONTEXT_FILE_PLACEHOLDER,
-    DENIED_MESSAGE,
-    ClaudeAgent,
     ClaudeSettings,
     ClaudeTurnRequest,
     build_argv,
     build_env,
-    timeout_message,
 )
-from milk_lsp.agents.claude.cli import bundled_cli_path, cli_version, resolve_cli
 from milk_lsp.agents.claude.processes import kill_all_running, running_pids
 from milk_lsp.sessions.model import Agent
 from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text, user_text

@@ -17,10 +17,10 @@ from milk_lsp.prompts.context import (
     build_static,
     choose_mode,
     combine_context_file,
-    generate_nonce,
     plan_escalation,
     wrap_turn_context,
 )
+from milk_lsp.sessions.model import generate_nonce
 
 NONCE = "n0nce1"
 BRIEF = "stuck on nil pointer in auth.go"

@@ -11,6 +11,7 @@ import pytest
 from milk_lsp import wire
 from milk_lsp.agents.base import FailureReason
 from milk_lsp.config import LocalConfig, MilkConfig, merge_settings
+from milk_lsp.engine.status import describe
 from milk_lsp.local_model import embedded
 from milk_lsp.local_model.download import QWEN_CODER_0_5B, QWEN_CODER_1_5B, hub_installed
 from milk_lsp.local_model.embedded import (
@@ -24,7 +25,6 @@ from milk_lsp.local_model.embedded import (
     planned_model,
     resolve_provider,
 )
-from milk_lsp.terminal.doctor import describe
 from tests.fakes.openai_server import FakeOpenAIServer
 
 

@@ -24,7 +24,7 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
-from milk_lsp.agents.claude.agent import ClaudeTurnRequest
+from milk_lsp.agents.claude.command import ClaudeTurnRequest
 from milk_lsp.config import MilkConfig
 from milk_lsp.engine import Engine
 from milk_lsp.engine.routing import Plan, RoutingState, escalate_plan, route_turn
@@ -84,7 +84,7 @@ def engine_for(
         local=local,  # type: ignore[arg-type]
         claude=claude,  # type: ignore[arg-type]
     )
-    engine.set_workspaces([str(workspace)])
+    engine.sessions.set_workspaces([str(workspace)])
     return engine, bridge
 
 
@@ -155,7 +155,7 @@ async def test_a_rejected_resume_is_retried_as_a_fresh_conversation(tmp_path: Pa
     assert fresh.context_file_text, "the fresh start carries the full context"
     warnings = [u["message"] for u in bridge.of_kind("notice") if u["severity"] == "warning"]
     assert any("no longer knows the previous conversation" in w for w in warnings)
-    session = engine.get_session(first.session_id)
+    session = await engine.sessions.get(first.session_id)
     assert session.claude_session_id == "conv-2"
 
 
@@ -167,7 +167,7 @@ async def test_end_turn_is_stored_ok(tmp_path: Path) -> None:
     result = await engine.chat(ChatParams(text="hi"))
     assert (result.stop_reason, result.agent, result.error) == ("end_turn", "local", None)
     assert bridge.kinds()[0] == "turn_started" and bridge.kinds()[-1] == "turn_ended"
-    records = engine.session_records(result.session_id, 5)
+    records = await engine.sessions.records(result.session_id, 5)
     assert [r.status for r in records] == [RecordStatus.OK, RecordStatus.OK]
 
 
@@ -181,7 +181,7 @@ async def test_a_failure_is_stored_error_with_its_reason_and_notice(tmp_path: Pa
     assert result.error is not None and result.error.reason == "internal"
     assert result.text == "partial", "the text so far is kept"
     assert bridge.kinds()[-2:] == ["notice", "turn_ended"]
-    records = engine.session_records(result.session_id, 5)
+    records = await engine.sessions.records(result.session_id, 5)
     assert {r.status for r in records} == {RecordStatus.ERROR}
 
 
@@ -224,7 +224,7 @@ async def test_a_cancel_is_stored_cancelled(tmp_path: Path) -> None:
     result = await task
     assert result.stop_reason == "cancelled"
     assert bridge.kinds()[-1] == "turn_ended"
-    records = engine.session_records(session_id, 5)
+    records = await engine.sessions.records(session_id, 5)
     assert {r.status for r in records} == {RecordStatus.CANCELLED}
 
 
@@ -236,7 +236,7 @@ async def test_a_cancel_while_the_message_is_being_stored_still_ends_the_turn(
     import threading
 
     engine, bridge = engine_for(tmp_path, local=ScriptedLocal([TextDelta("x"), TurnDone()]))
-    store = engine.store
+    store = engine.sessions.store
     entered, release = threading.Event(), threading.Event()
     real_begin = store.begin_turn
 
@@ -246,7 +246,7 @@ async def test_a_cancel_while_the_message_is_being_stored_still_ends_the_turn(
         real_begin(*args)
 
     store.begin_turn = slow_begin  # type: ignore[method-assign]
-    session = engine.new_session(None, None)
+    session = await engine.sessions.new(None, None)
     task = asyncio.create_task(engine.chat(ChatParams(session_id=session.id, text="hi")))
     await asyncio.to_thread(entered.wait, 10)
     cancel = asyncio.create_task(engine.cancel(session.id))

@@ -18,8 +18,8 @@ from milk_lsp.sessions.model import (
     ToolCallRecord,
     TurnRecord,
 )
+from milk_lsp.sessions.schema import SCHEMA_VERSION
 from milk_lsp.sessions.store import (
-    SCHEMA_VERSION,
     SessionClaimed,
     SessionStore,
     StorageError,
@@ -171,10 +171,10 @@ def test_v1_database_from_before_bricks_migrates(tmp_path: Path) -> None:
     """A session stored before the brick columns existed loads with empty bricks."""
     path = tmp_path / "db" / "sessions.sqlite3"
     path.parent.mkdir()
-    from milk_lsp.sessions import store as store_module
+    from milk_lsp.sessions import schema
 
     conn = sqlite3.connect(path)
-    conn.executescript(store_module._MIGRATIONS[1])
+    conn.executescript(schema.MIGRATIONS[1])
     conn.execute(
         "INSERT INTO sessions (id, workspace, title, created_at, updated_at, turn_count,"
         " record_count) VALUES ('old', '/ws', 'old one', '2026-01-01T00:00:00Z',"

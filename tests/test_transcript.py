@@ -12,7 +12,6 @@ from milk_lsp.lsp.standard.transcript import (
     MARKER,
     TranscriptRenderer,
     chars_words,
-    fence_for,
     header,
     join_document,
     question_line,
@@ -22,6 +21,7 @@ from milk_lsp.lsp.standard.transcript import (
     transcript_path,
 )
 from milk_lsp.sessions.model import Agent, RecordStatus, Role, ToolCallRecord, TurnRecord
+from milk_lsp.text import fence_for
 
 NOW = datetime(2026, 5, 1, 12, 30, tzinfo=UTC)
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from milk_lsp.lsp.standard.edits import Edit, Plan, plan_edits, position_at, units
+from milk_lsp.lsp.positions import position_at, units
+from milk_lsp.lsp.standard.edits import Edit, Plan, plan_edits
 from milk_lsp.lsp.standard.sync import write_atomic
 from milk_lsp.lsp.standard.transcript import MARKER, join_document
 

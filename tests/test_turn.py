@@ -25,7 +25,8 @@ from milk_lsp.agents.base import (
     ToolStatus,
     UsageEvent,
 )
-from milk_lsp.engine.turn import TOOL_OUTPUT_WIRE_CHARS, AgentPart, Turn, TurnHost, UsageTotals
+from milk_lsp.engine.agent_host import TurnHost
+from milk_lsp.engine.turn import TOOL_OUTPUT_WIRE_CHARS, AgentPart, Turn, UsageTotals
 from milk_lsp.sessions.model import Agent, Role
 
 NONCE = "n0nce42"

@@ -4,9 +4,10 @@ loads here, and the other way round). docs/acp.md is the reference.
 
 The SDK (`agent-client-protocol`) provides the schema models, the method router and the
 JSON-RPC `Connection`; milk adds its stdio framing (`transport`), the engine's bridge
-(`bridge`), its errors (`errors`) and these handlers. A turn that fails after it started is
-answered with a -32603 error carrying the turn id and milk's reason, after the turn's
-updates; the turn is stored like any other.
+(`bridge`), its errors (`errors`), the slash commands and `_milk/*` extensions (`commands`)
+and these handlers. A turn that fails after it started is answered with a -32603 error
+carrying the turn id and milk's reason, after the turn's updates; the turn is stored like
+any other.
 
 Modes: `auto`, `local`, `claude` are milk's routes; a prompt is sent with the session's mode
 as its route. While an `auto` session is with Claude (the user escalated, or Claude asked a
@@ -16,9 +17,8 @@ question), the mode shows `claude` (`current_mode_update`), and `auto` again onc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import os
-import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -31,11 +31,7 @@ from acp.interfaces import Agent as AcpAgent
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
-    AvailableCommand,
-    AvailableCommandInput,
-    AvailableCommandsUpdate,
     ClientCapabilities,
-    CurrentModeUpdate,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -45,36 +41,32 @@ from acp.schema import (
     PromptResponse,
     SessionCapabilities,
     SessionInfo,
-    SessionInfoUpdate,
     SessionListCapabilities,
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
-    UnstructuredCommandInput,
     Usage,
 )
 
 from milk_lsp import __version__, wire
+from milk_lsp.acp import commands
 from milk_lsp.acp.bridge import AcpBridge, OpenSession, current_session
 from milk_lsp.acp.errors import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     busy,
     checked,
     engine_errors,
     invalid_params,
 )
-from milk_lsp.acp.prompt import COMMANDS, ContentBlock, Prompt, PromptError, context_item
+from milk_lsp.acp.prompt import ContentBlock, Prompt, PromptError, context_item
 from milk_lsp.acp.prompt import read_prompt as read_prompt_blocks
 from milk_lsp.acp.transport import StdioTransport
-from milk_lsp.acp.updates import UpdateMapper, message, replay
-from milk_lsp.config import MilkConfig, load_user_file, merge_settings
-from milk_lsp.engine import Engine, EngineError
-from milk_lsp.engine.routing import RoutingState, route_turn
-from milk_lsp.engine.status import collect_status
-from milk_lsp.engine.views import context_preview, iso, turn_changes_result
-from milk_lsp.sessions.model import Agent, Session
-from milk_lsp.workspace.paths import path_to_uri, shown_path
+from milk_lsp.acp.updates import UpdateMapper, replay
+from milk_lsp.config import MilkConfig, load_sources
+from milk_lsp.engine import Engine
+from milk_lsp.engine.views import iso
+from milk_lsp.sessions.model import Session
+from milk_lsp.workspace.paths import path_to_uri
 
 logger = logging.getLogger(__name__)
 
@@ -146,16 +138,14 @@ class MilkAgent:
     ) -> NewSessionResponse:
         folder = _absolute(cwd, "cwd")
         with engine_errors("cwd"):
-            stored = await asyncio.to_thread(
-                self.engine.new_session, path_to_uri(str(folder)), None
-            )
+            stored = await self.engine.sessions.new(path_to_uri(str(folder)), None)
         session = self._open(stored)
         meta: dict[str, Any] = {"milk": {"workspaceFolder": path_to_uri(stored.workspace_folder)}}
         if mcp_servers:
             names = [str(getattr(server, "name", "?")) for server in mcp_servers]
             logger.warning("MCP servers from the client are not used by milk: %s", names)
             meta["milk"]["ignoredMcpServers"] = names
-        self._after_response(lambda: self._announce(session))
+        self._after_response(lambda: commands.announce(self.bridge, session))
         return NewSessionResponse(session_id=stored.id, modes=_modes(session), field_meta=meta)
 
     async def load_session(
@@ -165,14 +155,12 @@ class MilkAgent:
         if running is not None and running.prompt is not None and not running.prompt.done():
             raise busy(session_id)
         with engine_errors("sessionId"):
-            stored = await asyncio.to_thread(self.engine.get_session, session_id)
-            records = await asyncio.to_thread(
-                self.engine.session_records, stored.id, max(stored.turn_count, 1)
-            )
+            stored = await self.engine.sessions.get(session_id)
+            records = await self.engine.sessions.records(stored.id, max(stored.turn_count, 1))
         session = self._open(stored)
         for update in replay(records, session.workspace):
             self.bridge.notify(session, update)
-        self._after_response(lambda: self._announce(session))
+        self._after_response(lambda: commands.announce(self.bridge, session))
         return LoadSessionResponse(modes=_modes(session))
 
     async def list_sessions(
@@ -185,7 +173,7 @@ class MilkAgent:
                 raise invalid_params("cursor", "not a cursor from a session/list answer")
             offset = int(cursor)
         with engine_errors("cwd"):
-            sessions = await asyncio.to_thread(self.engine.list_sessions, uri)
+            sessions = await self.engine.sessions.of_workspace(uri)
         page = sessions[offset : offset + LIST_PAGE]
         more = offset + LIST_PAGE < len(sessions)
         return ListSessionsResponse(
@@ -211,7 +199,8 @@ class MilkAgent:
             )
         session.mode = mode_id
         session.shown_mode = mode_id
-        self._after_response(lambda: self._show_mode(session))  # `claude` while with Claude
+        # `claude` while with Claude
+        self._after_response(lambda: commands.show_mode(self.engine, self.bridge, session))
         return SetSessionModeResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -245,7 +234,7 @@ class MilkAgent:
         except asyncio.CancelledError:
             this = asyncio.current_task()
             if task.cancelled() and (this is None or not this.cancelling()):
-                self._show_mode(session)
+                commands.show_mode(self.engine, self.bridge, session)
                 return PromptResponse(stop_reason="cancelled")  # session/cancel
             raise
         finally:
@@ -268,14 +257,9 @@ class MilkAgent:
             with engine_errors("sessionId"):
                 escalate = wire.EscalateParams(session_id=session.milk_id)
                 return self._finished(session, await self.engine.escalate(escalate))
-        if command == "local" and not argument:
-            return self._to_local(session)
-        if command == "context":
-            return self._show_context(session, argument or None)
-        if command == "new":
-            return self._new_milk_session(session, argument or None)
-        if command == "undo":
-            return await self._undo(session, argument)
+        answer = await commands.run_command(self.engine, self.bridge, session, command, argument)
+        if answer is not None:
+            return answer
         route = {"escalate": "claude", "local": "local"}.get(command or "", session.mode)
         chat = _chat_params(session.milk_id, argument if command else parsed.text, route, items)
         with engine_errors("sessionId"):
@@ -283,8 +267,8 @@ class MilkAgent:
 
     def _finished(self, session: OpenSession, result: wire.TurnResult) -> PromptResponse:
         """After the turn's updates: the mode and title as they are now, then the answer."""
-        self._show_mode(session)
-        self._show_title(session)
+        commands.show_mode(self.engine, self.bridge, session)
+        commands.show_title(self.engine, self.bridge, session)
         meta: dict[str, Any] = {"milk": {"turnId": result.turn_id, "agent": result.agent}}
         if result.escalated is not None:
             meta["milk"]["escalated"] = result.escalated.to_wire()
@@ -311,121 +295,17 @@ class MilkAgent:
         stop = STOP_REASONS.get(result.stop_reason, "end_turn")
         return PromptResponse(stop_reason=stop, usage=usage, field_meta=meta)
 
-    # ---- commands -----------------------------------------------------------------------
-
-    def _to_local(self, session: OpenSession) -> PromptResponse:
-        """`/local` without a message: every message goes to the local model from now on."""
-        session.mode = "local"
-        self._show_mode(session)
-        self.bridge.notify(
-            session, message("Mode: local. Your messages go to the local model from now on.")
-        )
-        return PromptResponse(stop_reason="end_turn")
-
-    def _show_context(self, session: OpenSession, reason: str | None) -> PromptResponse:
-        with engine_errors("sessionId"):
-            preview = context_preview(self.engine, session.milk_id, reason)
-        fence = "`" * max(3, _longest_backticks(preview.context_file) + 1)
-        lines = [
-            f"**What Claude would receive** ({preview.mode}: "
-            f"{preview.chars.context_file} characters appended to its system prompt"
-            + (
-                f", {preview.chars.user_message_prefix} in front of your message)"
-                if preview.user_message_prefix
-                else ")"
-            ),
-            "",
-            "`" + " ".join(preview.argv) + "`",
-            "",
-            f"{fence}\n{preview.context_file}\n{fence}",
-        ]
-        if preview.user_message_prefix:
-            prefix_fence = "`" * max(3, _longest_backticks(preview.user_message_prefix) + 1)
-            lines += ["", f"{prefix_fence}\n{preview.user_message_prefix}\n{prefix_fence}"]
-        self.bridge.notify(session, message("\n".join(lines) + "\n", {"milk": {"kind": "context"}}))
-        return PromptResponse(stop_reason="end_turn")
-
-    async def _undo(self, session: OpenSession, argument: str) -> PromptResponse:
-        """`/undo [force]`: the session's last turn with changes, put back; a conflict is
-        told with the files and how to force it."""
-        if argument.strip() not in ("", "force"):
-            raise invalid_params("prompt", "/undo takes nothing, or `force`", reason="bad_command")
-        force = argument.strip() == "force"
-        turn_id = await asyncio.to_thread(self.engine.last_undoable_turn, session.milk_id)
-        if turn_id is None:
-            text = "Nothing to undo: no recent turn of this session changed files."
-        else:
-            try:
-                restored = await self.engine.turn_undo(session.milk_id, turn_id, force)
-            except EngineError as exc:
-                if exc.reason is not wire.RequestErrorReason.UNDO_CONFLICT:
-                    with engine_errors("sessionId"):
-                        raise
-                text = f"Not undone: {exc.message} Type `/undo force` to do it anyway."
-            else:
-                names = ", ".join(f"`{shown_path(path, session.workspace)}`" for path in restored)
-                text = f"Undone: {names or 'nothing was left to restore'}."
-        self.bridge.notify(session, message(text + "\n", {"milk": {"kind": "undo"}}))
-        return PromptResponse(stop_reason="end_turn")
-
-    def _new_milk_session(self, session: OpenSession, title: str | None) -> PromptResponse:
-        old = session.milk_id
-        with engine_errors("sessionId"):
-            stored = self.engine.new_session(path_to_uri(str(session.workspace)), title)
-        self.bridge.rebind(session, stored.id)
-        session.mode = self.engine.config.route
-        self._show_mode(session)
-        text = (
-            f"Started a new milk session ({stored.id}); this chat goes on in it. "
-            f"The previous one ({old}) stays in the session list."
-        )
-        self.bridge.notify(session, message(text, {"milk": {"sessionId": stored.id}}))
-        self._show_title(session)
-        return PromptResponse(stop_reason="end_turn", field_meta={"milk": {"sessionId": stored.id}})
-
     # ---- extensions ---------------------------------------------------------------------
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "milk/context":
-            try:
-                parsed = wire.parse(wire.ContextParams, params)
-            except wire.ParamsError as exc:
-                raise RequestError(INVALID_PARAMS, str(exc), {"reason": "invalid_params"}) from None
-            open_session = self.bridge.sessions.get(parsed.session_id)
-            milk_id = open_session.milk_id if open_session is not None else parsed.session_id
-            with engine_errors("sessionId"):
-                return context_preview(self.engine, milk_id, parsed.reason).to_wire()
-        if method == "milk/turn/changes":
-            turn = self._turn_params(wire.TurnParams, params)
-            with engine_errors("sessionId"):
-                changes, undone = await self.engine.turn_changes(turn.session_id, turn.turn_id)
-            return turn_changes_result(changes, undone).to_wire()
-        if method == "milk/turn/undo":
-            undo = self._turn_params(wire.TurnUndoParams, params)
-            with engine_errors("sessionId"):
-                restored = await self.engine.turn_undo(undo.session_id, undo.turn_id, undo.force)
-            return wire.TurnUndoResult(restored=[path_to_uri(path) for path in restored]).to_wire()
-        if method == "milk/status":
-            status = (await collect_status(self.engine)).to_wire()
-            status["settingsProblems"] = self.settings_problems
-            return status
-        raise RequestError.method_not_found(f"_{method}")
+        return await commands.ext_method(
+            self.engine, self.bridge, method, params, self.settings_problems
+        )
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         logger.debug("ignored extension notification _%s", method)
 
     # ---- helpers ------------------------------------------------------------------------
-
-    def _turn_params(self, model: type[wire.M], params: dict[str, Any]) -> wire.M:
-        """Params of `_milk/turn/*`, their ACP session id mapped to milk's."""
-        try:
-            parsed = wire.parse(model, params)
-        except wire.ParamsError as exc:
-            raise RequestError(INVALID_PARAMS, str(exc), {"reason": "invalid_params"}) from None
-        open_session = self.bridge.sessions.get(str(params.get("sessionId")))
-        if open_session is not None:
-            parsed = parsed.model_copy(update={"session_id": open_session.milk_id})
-        return parsed
 
     def _session(self, session_id: str) -> OpenSession:
         session = self.bridge.sessions.get(session_id)
@@ -447,65 +327,14 @@ class MilkAgent:
             mode=self.engine.config.route,
             mapper=UpdateMapper(workspace),
         )
-        session.shown_mode = self._effective_mode(session, stored)
+        session.shown_mode = commands.effective_mode(self.engine, session, stored)
         self.bridge.open(session)
         return session
-
-    def _effective_mode(self, session: OpenSession, stored: Session | None = None) -> str:
-        if session.mode != "auto":
-            return session.mode
-        if stored is None:
-            try:
-                stored = self.engine.get_session(session.milk_id)
-            except EngineError:
-                return "auto"
-        return "claude" if with_claude(stored) else "auto"
-
-    def _show_mode(self, session: OpenSession) -> None:
-        shown = self._effective_mode(session)
-        if shown != session.shown_mode:
-            session.shown_mode = shown
-            update = CurrentModeUpdate(session_update="current_mode_update", current_mode_id=shown)
-            self.bridge.notify(session, update)
-
-    def _show_title(self, session: OpenSession) -> None:
-        try:
-            stored = self.engine.get_session(session.milk_id)
-        except EngineError:
-            return
-        update = SessionInfoUpdate(
-            session_update="session_info_update",
-            title=stored.title or None,
-            updated_at=iso(stored.updated_at),
-        )
-        self.bridge.notify(session, update)
-
-    def _announce(self, session: OpenSession) -> None:
-        """After session/new or session/load answered: the commands the chat offers."""
-        commands = [
-            AvailableCommand(
-                name=name,
-                description=description,
-                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)),
-            )
-            for name, (description, hint) in COMMANDS.items()
-        ]
-        update = AvailableCommandsUpdate(
-            session_update="available_commands_update", available_commands=commands
-        )
-        self.bridge.notify(session, update)
 
     def _after_response(self, action: Callable[[], None]) -> None:
         """Run `action` once the current request's answer is written (it is written in the
         same step as the handler returns; this runs on the loop's next turn)."""
         asyncio.get_running_loop().call_soon(action)
-
-
-def with_claude(session: Session) -> bool:
-    """Whether an `auto` turn of this session would go to Claude (the engine's routing)."""
-    current = RoutingState(session.state, session.user_escalated, bool(session.claude_session_id))
-    plan, _ = route_turn(current, "auto")
-    return plan.agent is Agent.CLAUDE
 
 
 def _modes(session: OpenSession) -> SessionModeState:
@@ -534,14 +363,6 @@ def _absolute(raw: str, field: str) -> Path:
     return Path(raw)
 
 
-def _longest_backticks(text: str) -> int:
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return longest
-
-
 # ---- serving -----------------------------------------------------------------------------
 
 
@@ -564,19 +385,14 @@ class _Link:
 def load_config(cli_settings: dict[str, Any]) -> tuple[MilkConfig, list[str]]:
     """Defaults < config.json < command-line flags; problems are logged and kept for
     `_milk/status` (ACP has no settings channel, so nobody else would see them)."""
-    problems: list[str] = []
-    config = MilkConfig()
-    data, error = load_user_file()
-    if error:
-        problems.append(error)
-    for raw, source in ((data, "config.json"), (cli_settings, "command line")):
-        config, found = merge_settings(config, raw, source)
-        for problem in found:
-            what = "unknown setting" if problem.unknown else f"invalid ({problem.message})"
-            problems.append(f"{problem.key}: {what} ({source})")
+    loaded = load_sources(("command line", cli_settings))
+    problems = [loaded.file_error] if loaded.file_error else []
+    for problem in loaded.problems:
+        what = "unknown setting" if problem.unknown else f"invalid ({problem.message})"
+        problems.append(f"{problem.key}: {what} ({problem.source})")
     for line in problems:
         logger.warning("milk: %s", line)
-    return config, problems
+    return loaded.config, problems
 
 
 async def run(cli_settings: dict[str, Any]) -> None:
@@ -601,22 +417,10 @@ async def run(cli_settings: dict[str, Any]) -> None:
 
 
 def serve(cli_settings: dict[str, Any]) -> int:
-    from milk_lsp.agents.claude.processes import kill_all_running
-    from milk_lsp.agents.local.commands import kill_running_commands
+    """Serve ACP on stdio (`cli.main` runs this inside `system.orphans.guard`)."""
     from milk_lsp.system.orphans import sweep as sweep_orphans
 
-    def on_term(signum: int, frame: object) -> None:
-        kill_all_running()  # a killed host must not leave Claude Code or a command running
-        kill_running_commands()
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_term)
     sweep_orphans()  # kill what runs of dead milk-lsp servers left running (Linux)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run(cli_settings))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        kill_all_running()
-        kill_running_commands()
     return 0

@@ -15,7 +15,6 @@ Claude's `TodoWrite` also becomes a `plan`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +37,11 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from milk_lsp.agents.local import tools as local_tools
+from milk_lsp.agents.local import tool_specs
 from milk_lsp.agents.local.agent import ESCALATE_TOOL_NAME
 from milk_lsp.engine.handoff import HAND_OFF_TOOL
 from milk_lsp.sessions.model import Role, ToolCallRecord, TurnRecord, in_shown_order
+from milk_lsp.text import cut, one_line
 
 SessionUpdate = (
     AgentMessageChunk
@@ -100,23 +100,23 @@ def tool_view(name: str, tool_input: dict[str, Any], workspace: Path) -> ToolVie
     here = [ToolCallLocation(path=str(path))] if path is not None else []
     shown = arg.shown_path()
     match name:
-        case local_tools.READ_FILE | "Read":
+        case tool_specs.READ_FILE | "Read":
             start = arg.int("start_line") or arg.int("offset")
             if start is not None and path is not None:
                 here = [ToolCallLocation(path=str(path), line=max(start - 1, 0))]
             return ToolView(f"Read {shown}".strip(), "read", here, [])
-        case local_tools.EDIT_FILE:
+        case tool_specs.EDIT_FILE:
             old = arg.text("old_text")
             diffs = _diff(path, old or None, arg.text("new_text"))
             return ToolView(f"{'Edit' if old else 'Create'} {shown}".strip(), "edit", here, diffs)
         case "Edit" | "Write" | "MultiEdit" | "NotebookEdit":
             return ToolView(f"{name} {shown}".strip(), "edit", here, _claude_diffs(name, arg, path))
-        case local_tools.LIST_DIRECTORY | "LS":
+        case tool_specs.LIST_DIRECTORY | "LS":
             return ToolView(f"List {shown or '.'}", "search", here, [])
-        case local_tools.SEARCH_TEXT | "Grep" | "Glob":
+        case tool_specs.SEARCH_TEXT | "Grep" | "Glob":
             where = f" in {shown}" if shown else ""
             return ToolView(f"Search {_short(arg.text('pattern'))}{where}", "search", here, [])
-        case local_tools.RUN_COMMAND | "Bash":
+        case tool_specs.RUN_COMMAND | "Bash":
             title = arg.text("description") or f"Run `{_short(arg.text('command'))}`"
             return ToolView(title, "execute", here, [])
         case "WebFetch" | "WebSearch":
@@ -168,8 +168,7 @@ class _Input:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= TITLE_INPUT_CHARS else text[: TITLE_INPUT_CHARS - 1] + "…"
+    return cut(one_line(text), TITLE_INPUT_CHARS)
 
 
 def _diff(path: Path | None, old: str | None, new: str) -> list[FileEditToolCallContent]:
@@ -429,8 +428,3 @@ def _stored_call(call: ToolCallRecord, workspace: Path, meta: dict[str, Any]) ->
         content=content or None,
         field_meta=meta,
     )
-
-
-def short_json(value: Any, limit: int = 300) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + "…"

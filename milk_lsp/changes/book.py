@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from milk_lsp.changes.blobs import CheckpointUnavailable
 from milk_lsp.changes.tracker import (
@@ -25,30 +25,32 @@ from milk_lsp.changes.tracker import (
     stored_changes,
 )
 from milk_lsp.config import MilkConfig
-from milk_lsp.engine.turn import ClientBridge, Turn
-from milk_lsp.sessions.model import Session
-from milk_lsp.sessions.store import SessionStore
+from milk_lsp.errors import EngineError, unknown_turn
+from milk_lsp.sessions.model import Session, turn_ids
+from milk_lsp.sessions.service import Sessions
+from milk_lsp.wire import RequestErrorReason
 from milk_lsp.workspace.confined import ConfinedRoot
 from milk_lsp.workspace.edit_preview import capped
+from milk_lsp.workspace.paths import shown_path
 
 if TYPE_CHECKING:
     from milk_lsp.changes.checkpoints import Snapshot
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
+UNDO_LOOKBACK_TURNS = 50
+"""How far back "undo the last turn" looks for a turn with changes."""
+
+EditorEdits = dict[Path, tuple[str | None, str]]
+"""Files a turn changed in the editor's buffer (not on disk): first text before, last after."""
 
 
-class ChangeHost(Protocol):
-    """What the book needs from the engine (`Engine` fits)."""
+class EditorDocuments(Protocol):
+    """The editor's open documents, as undo needs them (the door's bridge fits)."""
 
-    config: MilkConfig
-    bridge: ClientBridge
+    def open_document_text(self, path: Path) -> str | None: ...
 
-    @property
-    def store(self) -> SessionStore: ...
-
-    async def stored(self, action: Callable[[], T]) -> T: ...
+    async def apply_edit(self, path: Path, new_text: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -69,14 +71,24 @@ class ChangeTexts:
 
 
 class ChangeBook:
-    def __init__(self, host: ChangeHost) -> None:
-        self._host = host
+    """Checkpoints around turns, and the `milk/turn/changes` / `milk/turn/undo` requests."""
+
+    def __init__(
+        self,
+        config: Callable[[], MilkConfig],
+        sessions: Sessions,
+        documents: EditorDocuments,
+    ) -> None:
+        """`config` gives the storage path (the checkpoints live next to the database)."""
+        self._config = config
+        self._sessions = sessions
+        self._documents = documents
         self._trackers: dict[Path, ChangeTracker] = {}
         self._warned: set[str] = set()
         """Workspaces whose 'cannot checkpoint' warning was shown (once per server)."""
 
     def tracker(self) -> ChangeTracker:
-        root = self._host.config.storage_path().parent / "checkpoints"
+        root = self._config().storage_path().parent / "checkpoints"
         tracker = self._trackers.get(root)
         if tracker is None:
             tracker = self._trackers[root] = ChangeTracker(root)
@@ -103,24 +115,28 @@ class ChangeBook:
             )
         return Before(snapshot), None
 
-    def after_turn(self, session: Session, turn: Turn, before: Before | None) -> list[TurnChange]:
+    def after_turn(
+        self, workspace: str, turn_id: str, before: Before | None, editor_edits: EditorEdits
+    ) -> list[TurnChange]:
         """The turn's changes (a worker thread: it checkpoints the workspace again)."""
         snapshot = before.snapshot if before is not None else None
         try:
-            return self.tracker().changes(session.workspace_folder, snapshot, turn.editor_edits)
+            return self.tracker().changes(workspace, snapshot, editor_edits)
         except Exception as exc:  # a failure here must not lose the turn being saved
-            logger.warning("turn %s: changes not recorded: %s", turn.turn_id, exc)
+            logger.warning("turn %s: changes not recorded: %s", turn_id, exc)
         try:
-            return self.tracker().changes(session.workspace_folder, None, turn.editor_edits)
+            return self.tracker().changes(workspace, None, editor_edits)
         except Exception:
-            logger.exception("turn %s: editor edits not recorded", turn.turn_id)
+            logger.exception("turn %s: editor edits not recorded", turn_id)
             return []
 
     def prune(self, workspace: str) -> None:
         """After a session was deleted: drop the copies only its turns needed (a worker
         thread; a failure is logged, the copies stay)."""
         try:
-            infos = list(self._host.store.workspace_turn_infos(workspace))
+            infos = self._sessions.call_now(
+                lambda store: list(store.workspace_turn_infos(workspace))
+            )
             removed = self.tracker().prune(workspace, infos)
         except Exception:
             logger.exception("pruning the checkpoints of %s failed", workspace)
@@ -129,8 +145,19 @@ class ChangeBook:
 
     # ---- requests ----------------------------------------------------------------------
 
+    async def last_undoable_turn(self, session_id: str) -> str | None:
+        """The newest of the session's recent turns that changed files and is not undone."""
+        records = await self._sessions.records(session_id, UNDO_LOOKBACK_TURNS)
+        infos = await self._sessions.turn_infos(session_id, records)
+        for turn_id in reversed(turn_ids(records)):
+            info = infos.get(turn_id) or {}
+            if info.get("changes") and info.get("undone") is not True:
+                return turn_id
+        return None
+
     async def changes(self, session: Session, turn_id: str) -> tuple[list[ChangeTexts], bool]:
-        """The turn's changes with their texts, and whether it was undone."""
+        """`milk/turn/changes`: the turn's changes with their texts, and whether it was
+        undone; `turn_not_found` for a turn without a record of its changes."""
         info = await self._info(session, turn_id)
         tracker = self.tracker()
         found: list[ChangeTexts] = []
@@ -142,9 +169,24 @@ class ChangeBook:
         return found, info.get("undone") is True
 
     async def undo(self, session: Session, turn_id: str, force: bool) -> list[str]:
-        """Put the turn's files back; raises `UndoConflict` (unless `force`) or
-        `CheckpointUnavailable` (a pre-image was not kept). An undone turn answers with
-        nothing restored."""
+        """`milk/turn/undo`: put the turn's files back; the paths restored. An undone turn
+        answers with nothing restored. `undo_conflict` (with the files) when a file changed
+        since, unless `force`; `undo_unavailable` when a pre-image was not kept."""
+        try:
+            return await self._undo(session, turn_id, force)
+        except UndoConflict as exc:
+            uris = [Path(path).as_uri() for path in exc.paths]
+            names = ", ".join(shown_path(path, session.workspace_folder) for path in exc.paths)
+            raise EngineError(
+                RequestErrorReason.UNDO_CONFLICT,
+                f"{len(uris)} file(s) changed after the turn: {names}. Undo with force "
+                "to put the turn's versions back anyway (the later changes are lost).",
+                {"files": uris},
+            ) from None
+        except CheckpointUnavailable as exc:
+            raise EngineError(RequestErrorReason.UNDO_UNAVAILABLE, f"cannot undo: {exc}") from None
+
+    async def _undo(self, session: Session, turn_id: str, force: bool) -> list[str]:
         info = await self._info(session, turn_id)
         if info.get("undone") is True:
             return []
@@ -153,9 +195,7 @@ class ChangeBook:
             return []
         workspace = session.workspace_folder
         tracker = self.tracker()
-        later = await self._host.stored(
-            lambda: self._host.store.turn_infos_after(session.id, turn_id)
-        )
+        later = await self._sessions.turn_infos_after(session.id, turn_id)
         conflicts = set(later_touches(changes, later))
         conflicts.update(await asyncio.to_thread(tracker.disk_conflicts, workspace, changes))
         for change in changes:
@@ -169,18 +209,17 @@ class ChangeBook:
                 await self._restore_editor(workspace, change)
                 restored.append(change.path)
         info["undone"] = True
-        await self._host.stored(lambda: self._host.store.set_turn_info(session.id, turn_id, info))
+        await self._sessions.set_turn_info(session.id, turn_id, info)
         return restored
 
     async def _info(self, session: Session, turn_id: str) -> dict[str, Any]:
-        infos = await self._host.stored(lambda: self._host.store.turn_infos(session.id, [turn_id]))
-        info = infos.get(turn_id)
+        info = await self._sessions.turn_info(session.id, turn_id)
         if info is None:
-            raise LookupError(turn_id)
+            raise unknown_turn(session.id, turn_id)
         return info
 
     async def _editor_text(self, path: Path) -> str | None:
-        text = self._host.bridge.open_document_text(path)
+        text = self._documents.open_document_text(path)
         if text is not None:
             return text
         try:
@@ -191,7 +230,7 @@ class ChangeBook:
     async def _restore_editor(self, workspace: str, change: TurnChange) -> None:
         """An unsaved buffer edit goes back through the editor; once saved or closed, on disk."""
         path = Path(change.path)
-        if change.before_text is not None and await self._host.bridge.apply_edit(
+        if change.before_text is not None and await self._documents.apply_edit(
             path, change.before_text
         ):
             return
@@ -215,4 +254,4 @@ def _write_back(workspace: str, path: Path, text: str | None) -> None:
         os.close(directory)
 
 
-__all__ = ["Before", "ChangeBook", "ChangeTexts", "UndoConflict"]
+__all__ = ["Before", "ChangeBook", "ChangeTexts", "EditorDocuments"]

@@ -10,52 +10,51 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from contextlib import aclosing
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
+from milk_lsp import wire
 from milk_lsp.agents.base import ClaudeSessionStarted, FailureReason, TurnDone, TurnFailed
-from milk_lsp.agents.claude.agent import ClaudeAgent, ClaudeSettings, ClaudeTurnRequest
-from milk_lsp.config import MilkConfig
-from milk_lsp.engine.turn import Turn, TurnHost
+from milk_lsp.agents.claude.agent import ClaudeAgent
+from milk_lsp.agents.claude.cli import resolve_cli
+from milk_lsp.agents.claude.command import (
+    CONTEXT_FILE_PLACEHOLDER,
+    ClaudeSettings,
+    ClaudeTurnRequest,
+    build_argv,
+)
+from milk_lsp.config import ClaudeConfig
+from milk_lsp.engine.agent_host import TurnHost
+from milk_lsp.engine.turn import Turn
 from milk_lsp.prompts.context import (
     ContextInputs,
     ContextMode,
     ContextPlan,
-    generate_nonce,
     plan_escalation,
 )
 from milk_lsp.sessions.bricks import ends_with_question
-from milk_lsp.sessions.model import Agent, Session, SessionState
-from milk_lsp.sessions.store import SessionStore
+from milk_lsp.sessions.model import Agent, Session, SessionState, generate_nonce
+from milk_lsp.sessions.service import Sessions
 from milk_lsp.wire import StopReason
 
-T = TypeVar("T")
-
-
-class EscalationHost(Protocol):
-    """What the Claude part of a turn needs from the engine (`Engine` fits), named here so
-    this module does not depend on the engine that uses it."""
-
-    config: MilkConfig
-    claude: ClaudeAgent
-
-    @property
-    def store(self) -> SessionStore: ...
-
-    def storage(self, action: Callable[[], T]) -> T:
-        """Run a store call, its failure mapped to `storage_failed`."""
-        ...
-
-    async def stored(self, action: Callable[[], T]) -> T:
-        """`storage` in a worker thread (the turn's calls stay off the event loop)."""
-        ...
-
-    def claude_settings(self) -> ClaudeSettings: ...
-
-
 logger = logging.getLogger(__name__)
+
+
+def claude_settings(cfg: ClaudeConfig) -> ClaudeSettings:
+    return ClaudeSettings(
+        path=cfg.path,
+        model=cfg.model,
+        allowed_tools=tuple(cfg.allowed_tools),
+        add_dirs=tuple(cfg.add_dirs),
+        skip_permissions=cfg.skip_permissions,
+    )
+
+
+def claude_path(cfg: ClaudeConfig) -> str | None:
+    """The `claude` CLI these settings run (None: not found)."""
+    return resolve_cli(claude_settings(cfg)).path
 
 
 def claude_prompt_for_escalate(current_need: str) -> str:
@@ -65,23 +64,23 @@ def claude_prompt_for_escalate(current_need: str) -> str:
     return "Please take over and carry on with what the session context above describes."
 
 
-class EscalationBook:
-    """Runs Claude for a turn on behalf of the engine."""
+class ClaudePart:
+    """Runs Claude for a turn, and previews what the next escalation would hand it."""
 
-    def __init__(self, engine: EscalationHost) -> None:
-        self._engine = engine
+    def __init__(self, sessions: Sessions, claude: ClaudeAgent) -> None:
+        self._sessions = sessions
+        self._claude = claude
 
-    def context_inputs(
+    async def context_inputs(
         self, session: Session, *, resume_rejected: bool = False, in_turn: bool = False
     ) -> ContextInputs:
         """`in_turn`: the running turn's user record is already stored (counted in
         `record_count`); a preview counts the turn about to run itself, so both agree."""
         """What the ADR 0004 builders need, from the session and the workspace's percepts."""
-        engine = self._engine
         if not session.escalation_nonce:  # a session stored before nonces existed
             session.escalation_nonce = generate_nonce()
-            engine.storage(lambda: engine.store.save_session(session))
-        percepts = engine.storage(lambda: engine.store.percepts(session.workspace_folder))
+            await self._sessions.save(session)
+        percepts = await self._sessions.percepts(session.workspace_folder)
         need_ago = None
         if session.current_need and session.current_need_set_at:
             # Records since the need's user record, counting the turn about to run.
@@ -106,7 +105,7 @@ class EscalationBook:
             claude_bytes_since_injection=session.claude_bytes_since_injection,
         )
 
-    def plan(
+    async def plan(
         self,
         session: Session,
         *,
@@ -114,31 +113,55 @@ class EscalationBook:
         resume_rejected: bool = False,
         in_turn: bool = False,
     ) -> ContextPlan:
-        inputs = self.context_inputs(session, resume_rejected=resume_rejected, in_turn=in_turn)
+        inputs = await self.context_inputs(
+            session, resume_rejected=resume_rejected, in_turn=in_turn
+        )
         return plan_escalation(inputs, by_agent=by_agent)
 
-    def request(self, session: Session, plan: ContextPlan, prompt: str) -> ClaudeTurnRequest:
+    async def request(
+        self, session: Session, plan: ContextPlan, prompt: str, cfg: ClaudeConfig
+    ) -> ClaudeTurnRequest:
         """The Claude run for `plan`; a new conversation uses the session's next id, which is
         kept until a run uses it so that `milk/context` previews the argv exactly."""
-        engine = self._engine
         fresh = plan.mode in (ContextMode.FIRST, ContextMode.FRESH)
         if fresh:
-            self.reserve_conversation_id(session)
+            await self.reserve_conversation_id(session)
         return ClaudeTurnRequest(
             workspace=Path(session.workspace_folder),
             prompt=plan.user_message_prefix + prompt,
             context_file_text=plan.context_file,
             session_id=session.next_claude_session_id if fresh else session.claude_session_id,
             resume=not fresh,
-            settings=engine.claude_settings(),
+            settings=claude_settings(cfg),
         )
 
-    def reserve_conversation_id(self, session: Session) -> None:
+    async def reserve_conversation_id(self, session: Session) -> None:
         """Give the session the id its next new Claude conversation will use, and save it."""
-        engine = self._engine
         if not session.next_claude_session_id:
             session.next_claude_session_id = str(uuid.uuid4())
-            engine.storage(lambda: engine.store.save_session(session))
+            await self._sessions.save(session)
+
+    async def preview(
+        self, session: Session, reason: str | None, cfg: ClaudeConfig
+    ) -> wire.ContextPreview:
+        """Exactly what the next escalation would hand Claude, without running anything;
+        `reason`: as if the local agent escalated now (its reason becomes the brief, not
+        stored)."""
+        await self.reserve_conversation_id(session)
+        preview_session = session if reason is None else replace(session, escalation_brief=reason)
+        plan = await self.plan(preview_session, by_agent=reason is not None)
+        request = await self.request(preview_session, plan, "", cfg)
+        argv = build_argv(request, claude_path(cfg) or "claude", CONTEXT_FILE_PLACEHOLDER)
+        return wire.ContextPreview(
+            mode=plan.mode.value,
+            argv=argv,
+            context_file=plan.context_file,
+            user_message_prefix=plan.user_message_prefix,
+            chars=wire.ContextChars(
+                context_file=len(plan.context_file),
+                user_message_prefix=len(plan.user_message_prefix),
+            ),
+        )
 
     async def run(
         self,
@@ -148,7 +171,7 @@ class EscalationBook:
         by: Literal["user", "agent", "fallback"],
         reason: str,
     ) -> StopReason:
-        plan = self.plan(session, by_agent=by != "user", in_turn=True)
+        plan = await self.plan(session, by_agent=by != "user", in_turn=True)
         turn.update(
             "escalated",
             by=by,
@@ -165,7 +188,9 @@ class EscalationBook:
                 "with the full session context.",
             )
             turn.failure = None
-            plan = self.plan(session, by_agent=by != "user", resume_rejected=True, in_turn=True)
+            plan = await self.plan(
+                session, by_agent=by != "user", resume_rejected=True, in_turn=True
+            )
             attempt = await self._attempt(session, turn, text, plan)
         if attempt == "end_turn":
             self._after_success(session, turn, plan)
@@ -179,8 +204,7 @@ class EscalationBook:
     async def _attempt(
         self, session: Session, turn: Turn, text: str, plan: ContextPlan
     ) -> Literal["end_turn", "error", "resume_rejected"]:
-        engine = self._engine
-        request = self.request(session, plan, text)
+        request = await self.request(session, plan, text, turn.config.claude)
         previous_id = session.claude_session_id
         if not request.resume:
             # A `--session-id` can be used once: the next new conversation gets another.
@@ -188,17 +212,17 @@ class EscalationBook:
             session.claude_session_id = request.session_id
             session.last_resumed_context_hash = ""
         part = turn.part_of(Agent.CLAUDE) or turn.start_part(Agent.CLAUDE)
-        host = TurnHost(turn, engine.config.claude.permission_timeout_seconds)
+        host = TurnHost(turn, turn.config.claude.permission_timeout_seconds)
         failure: TurnFailed | None = None
         seen_session = False
-        async with aclosing(engine.claude.run(request, host)) as events:
+        async with aclosing(self._claude.run(request, host)) as events:
             async for event in events:
                 match event:
                     case ClaudeSessionStarted(session_id=claude_id):
                         seen_session = True
                         if claude_id and claude_id != session.claude_session_id:
                             session.claude_session_id = claude_id
-                        await engine.stored(lambda: engine.store.save_session(session))
+                        await self._sessions.save(session)
                     case TurnFailed():
                         failure = event
                     case TurnDone():

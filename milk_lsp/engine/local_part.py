@@ -1,21 +1,21 @@
 """The local part of a turn: the local agent's conversation, its events folded into the
-turn, and what happens when it fails (the twin of `escalation.py`, the Claude part).
+turn, and what happens when it fails (the twin of `claude_part.py`).
 
-`LocalBook.run` builds the messages (the cache-stable system prompt, the history tail, the
+`LocalPart.run` builds the messages (the cache-stable system prompt, the history tail, the
 user's text with the session notes), runs the local agent with the workspace tools and
 returns what ended the part: an `escalate_to_claude` call, a hand-off signal
 (`LocalGaveUp`, also made from a failed request to the model server), or nothing.
-`LocalBook.hand_off` then decides, per `local.handOff`, whether Claude takes over; if not,
+`LocalPart.hand_off` then decides, per `local.handOff`, whether Claude takes over; if not,
 the turn's failure says why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, aclosing
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
+from typing import Literal
 
 from milk_lsp.agents.base import (
     ClaudeSessionStarted,
@@ -27,73 +27,54 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.agents.local.watch import asks_about_code, asks_for_change
-from milk_lsp.config import MilkConfig
 from milk_lsp.engine import handoff
+from milk_lsp.engine.agent_host import TurnHost
 from milk_lsp.engine.routing import Plan
-from milk_lsp.engine.turn import Turn, TurnHost
+from milk_lsp.engine.turn import Turn
+from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.prompts import local as prompts
 from milk_lsp.sessions.model import Agent, Session, SessionState
-from milk_lsp.sessions.store import SessionStore
+from milk_lsp.sessions.service import Sessions
+from milk_lsp.text import cut
 
-if TYPE_CHECKING:  # httpx loads with the agent, on the first local turn
-    from milk_lsp.agents.local.agent import LocalAgent
-
-T = TypeVar("T")
 LocalOutcome = EscalationRequested | LocalGaveUp | None
 
-
-class LocalHost(Protocol):
-    """What the local part needs from the engine (`Engine` fits)."""
-
-    config: MilkConfig
-
-    @property
-    def store(self) -> SessionStore: ...
-
-    @property
-    def local(self) -> LocalAgent: ...
-
-    async def stored(self, action: Callable[[], T]) -> T:
-        """A store call in a worker thread, its failure mapped to `storage_failed`."""
-        ...
-
-    def claude_path(self) -> str | None: ...
-
-    def local_model(self, turn: Turn) -> AbstractAsyncContextManager[TurnFailed | None]:
-        """Held around the local agent's run: its model ready (the embedded one started),
-        or why it could not be."""
-        ...
+BRIEF_MAX_CHARS = 1000
+"""Cap on `escalate_to_claude(reason)`, which becomes the brief in Claude's context."""
 
 
 @dataclass(frozen=True)
 class HandOff:
-    """Claude takes over the turn: who decided, the `escalated.reason`, the brief."""
+    """Claude takes over the turn: who decided and the `escalated.reason`; the session
+    already holds the brief, the goal and the refreshed local brick."""
 
     by: Literal["agent", "fallback"]
     reason: str
-    brief: str
 
 
-class LocalBook:
-    """Runs the local agent for a turn on behalf of the engine."""
+class LocalPart:
+    """Runs the local agent for a turn, and decides whether Claude takes over."""
 
-    def __init__(self, host: LocalHost) -> None:
-        self._host = host
+    def __init__(
+        self, sessions: Sessions, models: LocalModels, claude_path: Callable[[], str | None]
+    ) -> None:
+        """`claude_path`: where the `claude` CLI is (None: not found, so no hand-off)."""
+        self._sessions = sessions
+        self._models = models
+        self._claude_path = claude_path
 
     async def run(
         self, session: Session, turn: Turn, text: str, plan: Plan, user_ask: str
     ) -> LocalOutcome:
         """The local agent's part of the turn: its escalation or failure signal, if any.
         `text` is what the model gets (with attachments), `user_ask` what the user typed."""
-        host = self._host
+        config = turn.config
         turn.start_part(Agent.LOCAL)
         session.state = SessionState.LOCAL
-        percepts = await host.stored(lambda: host.store.percepts(session.workspace_folder))
-        history = await host.stored(
-            lambda: host.store.recent_turn_records(session.id, prompts.HISTORY_TURNS + 1)
-        )
+        percepts = await self._sessions.percepts(session.workspace_folder)
+        history = await self._sessions.records(session.id, prompts.HISTORY_TURNS + 1)
         history = [record for record in history if record.turn_id != turn.turn_id]
-        memory_tags = host.config.local.memory_tags
+        memory_tags = config.local.memory_tags
         goal = session.current_need
         if not memory_tags and (not session.current_need or asks_for_change(user_ask)):
             turn.set_need(user_ask)  # no tags from the model: a new request is the goal
@@ -109,13 +90,14 @@ class LocalBook:
         ]
         tools = WorkspaceTools(
             Path(session.workspace_folder),
-            TurnHost(turn, host.config.claude.permission_timeout_seconds),
+            TurnHost(turn, config.claude.permission_timeout_seconds),
         )
         outcome: LocalOutcome = None
-        async with host.local_model(turn) as not_started:
-            if not_started is not None:  # the embedded model could not start
-                return handoff.from_model_failure(not_started)
-            run = host.local.run(
+        progress = self._progress(turn)
+        async with self._models.around(progress, turn.notice) as agent:
+            if isinstance(agent, TurnFailed):  # the embedded model could not start
+                return handoff.from_model_failure(agent)
+            run = agent.run(
                 messages,
                 tools,
                 offer_escalation=plan.offer_escalation,
@@ -123,51 +105,66 @@ class LocalBook:
                 change_requested=asks_for_change(user_ask),
                 about_code=asks_about_code(user_ask),
             )
-            async with aclosing(run) as events:
-                async for event in events:
-                    if isinstance(event, EscalationRequested | LocalGaveUp):
-                        outcome = event
-                        break
-                    if isinstance(event, TurnFailed):
-                        outcome = handoff.from_model_failure(event)
-                        if outcome is not None:
+            try:
+                async with aclosing(run) as events:
+                    async for event in events:
+                        if isinstance(event, EscalationRequested | LocalGaveUp):
+                            outcome = event
                             break
-                        turn.failure = (event.reason, event.message)
-                    elif not isinstance(event, TurnDone | ClaudeSessionStarted):
-                        turn.apply(event)
+                        if isinstance(event, TurnFailed):
+                            outcome = handoff.from_model_failure(event)
+                            if outcome is not None:
+                                break
+                            turn.failure = (event.reason, event.message)
+                        elif not isinstance(event, TurnDone | ClaudeSessionStarted):
+                            turn.apply(event)
+            finally:  # the turn's info names the model, however the part ended
+                turn.local_model = agent.model_in_use or None
         turn.flush_text()
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
         return outcome
 
     async def hand_off(
-        self, turn: Turn, plan: Plan, outcome: LocalOutcome, user_ask: str
+        self, session: Session, turn: Turn, plan: Plan, outcome: LocalOutcome, user_ask: str
     ) -> HandOff | None:
-        """Whether Claude takes this turn over; when a failure is not handed off, the
-        turn's failure says why."""
+        """Whether Claude takes this turn over. If so, the session is ready for it: the
+        brief, a goal (at least the user's ask) and a local brick with this very turn's local
+        part (not stored yet). When a failure is not handed off, the turn's failure says why."""
         if isinstance(outcome, EscalationRequested):
-            return HandOff("agent", outcome.reason, outcome.reason)
-        if isinstance(outcome, LocalGaveUp) and await self._fallback_wanted(turn, plan, outcome):
-            reason = handoff.reason_text(outcome)
-            return HandOff("fallback", reason, handoff.brief(outcome, user_ask))
-        return None
+            hand_off, brief = HandOff("agent", outcome.reason), outcome.reason
+        elif isinstance(outcome, LocalGaveUp) and await self._fallback_wanted(turn, plan, outcome):
+            hand_off = HandOff("fallback", handoff.reason_text(outcome))
+            brief = handoff.brief(outcome, user_ask)
+        else:
+            return None
+        session.escalation_brief = cut(brief, BRIEF_MAX_CHARS)
+        if not session.current_need:  # Claude gets at least the user's ask as goal
+            turn.set_need(user_ask, news_for_claude=False)
+        local_part = turn.part_of(Agent.LOCAL)
+        pending = [] if local_part is None else [local_part.record(turn.turn_id)]
+        session.last_local_summary = self._sessions.local_brick(session, pending)
+        return hand_off
+
+    @staticmethod
+    def _progress(turn: Turn) -> Callable[[str], None]:
+        return lambda message: turn.bridge.progress_report(turn.progress_token, message)
 
     async def _fallback_wanted(self, turn: Turn, plan: Plan, gave_up: LocalGaveUp) -> bool:
-        host = self._host
-        mode = host.config.local.hand_off
-        timeout = host.config.claude.permission_timeout_seconds
+        mode = turn.config.local.hand_off
+        timeout = turn.config.claude.permission_timeout_seconds
         if not plan.watches_local:
             kept = ""  # the user chose the local model
         elif mode == "off":
             kept = "Hand-off to Claude is off (local.handOff)."
-        elif host.claude_path() is None:
+        elif self._claude_path() is None:
             kept = "Claude Code was not found, so it could not take over."
         elif mode == "auto" or await handoff.ask_user(turn, gave_up, timeout):
             return True
         else:
             kept = "You kept the local answer."
         turn.failure = handoff.failure(gave_up, kept)
-        if gave_up.signal is LocalSignal.MODEL_UNREACHABLE and host.claude_path() is not None:
+        if gave_up.signal is LocalSignal.MODEL_UNREACHABLE and self._claude_path() is not None:
             turn.notice(
                 "info",
                 "The local model is unreachable; you can still ask Claude (Escalate, or route "

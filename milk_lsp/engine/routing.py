@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from milk_lsp.sessions.model import Agent, SessionState
+from milk_lsp.sessions.model import Agent, Session, SessionState
 
 Route = Literal["auto", "local", "claude"]
 
@@ -43,6 +43,10 @@ class RoutingState:
     state: SessionState
     user_escalated: bool
     has_claude_conversation: bool
+
+    @classmethod
+    def of(cls, session: Session) -> RoutingState:
+        return cls(session.state, session.user_escalated, bool(session.claude_session_id))
 
 
 def route_turn(current: RoutingState, requested: Route) -> tuple[Plan, RoutingState]:
@@ -79,6 +83,13 @@ def route_turn(current: RoutingState, requested: Route) -> tuple[Plan, RoutingSt
         )
         return plan, current
     return Plan(Agent.LOCAL, "auto", "default", True), current
+
+
+def plan_for(session: Session, requested: Route) -> Plan:
+    """The plan for the session's next turn; the session takes the routing state it leaves."""
+    plan, after = route_turn(RoutingState.of(session), requested)
+    session.state, session.user_escalated = after.state, after.user_escalated
+    return plan
 
 
 def escalate_plan(reason: str) -> Plan:

@@ -1,8 +1,9 @@
-"""One running turn: its `milk/update` stream, its answers as they build up, its agent host.
+"""One running turn: its `milk/update` stream and its answers as they build up.
 
-The engine creates a `Turn` per `milk/chat` / `milk/escalate`; agents' events are folded
+The runner creates a `Turn` per `milk/chat` / `milk/escalate`; agents' events are folded
 into it (`apply`), it numbers the updates without gaps, strips milk tags from text before
-anyone sees it, and it answers the agents' permission questions through the client.
+anyone sees it, and records the goal (`<milk-need>`) on the session it holds. Events go up
+through it; nothing in a part calls back into the engine.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from milk_lsp.agents.base import (
     AgentEvent,
     FailureReason,
     NoticeEvent,
-    PermissionOption,
-    PermissionRequest,
     PermissionTimedOut,
     TextDelta,
     ThinkingDelta,
@@ -28,13 +27,25 @@ from milk_lsp.agents.base import (
     ToolStatus,
     UsageEvent,
 )
+from milk_lsp.config import MilkConfig
 from milk_lsp.prompts.tags import TagInterceptor
-from milk_lsp.sessions.model import FINAL_TOOL_STATUSES, Agent, Role, ToolCallRecord, TurnRecord
+from milk_lsp.sessions.model import (
+    FINAL_TOOL_STATUSES,
+    Agent,
+    Role,
+    Session,
+    ToolCallRecord,
+    TurnRecord,
+)
 from milk_lsp.system.redact import redact_value
-from milk_lsp.wire import build_update
-from milk_lsp.workspace.edit_preview import FileEdit, capped, claude_edits, read_limited
+from milk_lsp.text import cut, one_line
+from milk_lsp.wire import StopReason, TurnError, build_update
+from milk_lsp.workspace.edit_preview import capped
 
 logger = logging.getLogger(__name__)
+
+NEED_MAX_CHARS = 400
+"""The need is one sentence; a runaway tag body must not swell every hand-off."""
 
 TOOL_OUTPUT_WIRE_CHARS = 2000
 """A `tool_result` update carries this much of the output, then a line saying how much was
@@ -125,10 +136,22 @@ class Turn:
         turn_id: str,
         nonce: str,
         bridge: ClientBridge,
-        on_need: Callable[[str], None],
+        on_need: Callable[[str], None] | None = None,
         workspace: Path | None = None,
+        *,
+        session: Session | None = None,
+        user_record: TurnRecord | None = None,
+        config: MilkConfig | None = None,
     ) -> None:
+        """`session` and `user_record`: the goal a part finds is recorded on the session
+        (set at the user's record); `on_need` is told each goal too. `config` is the
+        settings the whole turn runs with (one snapshot)."""
         self.session_id = session_id
+        self.session = session
+        self._user_record = user_record
+        self.config = config or MilkConfig()
+        self.local_model: str | None = None
+        """The model the local part ran on, as the server named it (for the turn's info)."""
         self.workspace = workspace
         """The session's workspace folder: edits outside it are not previewed."""
         self.escalation_shown: dict[str, Any] | None = None
@@ -167,6 +190,37 @@ class Turn:
             }
         self.bridge.send_update(wire_update)
 
+    def started(self, agent: Agent, route: str, reason: str, warning: str | None) -> None:
+        """`turn_started`, then what the user must know before the agents speak: a warning
+        from checkpointing, and a session whose stored state was partly unreadable."""
+        self.update("turn_started", agent=agent.value, route=route, reason=reason)
+        if warning:
+            self.notice("warning", warning)
+        if self.session is not None and self.session.damaged:
+            # The end of this turn writes the session's fields back whole.
+            self.notice(
+                "warning",
+                f"Part of this session's stored state could not be read "
+                f"({', '.join(self.session.damaged)}) and was replaced by defaults; this turn "
+                "saves the session again.",
+            )
+
+    def ended(
+        self,
+        agent: Agent,
+        stop: StopReason,
+        changes: list[dict[str, Any]],
+        error: TurnError | None,
+    ) -> None:
+        """The turn's last updates: the files it changed, its error, `turn_ended`; and the
+        progress ends."""
+        if changes:
+            self.update("changes", changes=changes)
+        if error is not None:
+            self.notice("error", error.message)
+        self.update("turn_ended", agent=agent.value, stopReason=stop)
+        self.bridge.progress_end(self.progress_token, stop.replace("_", " "))
+
     def notice(self, severity: str, message: str) -> None:
         self.update("notice", severity=severity, message=message)
 
@@ -185,9 +239,21 @@ class Turn:
             )
             raise PermissionTimedOut(timeout_seconds) from None
 
-    def set_need(self, need: str) -> None:
-        """The session's goal, as milk itself took it from the user's request."""
-        self._on_need(need)
+    def set_need(self, need: str, *, news_for_claude: bool = True) -> None:
+        """The session's goal, as milk itself took it from the user's request (or a part
+        found in a `<milk-need>` tag): stored on the session, shown as a `need` update."""
+        session = self.session
+        if session is not None:
+            need = cut(one_line(need), NEED_MAX_CHARS)
+            if need and need != session.current_need:
+                session.current_need = need
+                if self._user_record is not None:
+                    session.current_need_set_at = self._user_record.position
+                if news_for_claude and self.parts and self.part.agent is Agent.LOCAL:
+                    session.need_changed_since_claude = True
+                self.update("need", currentNeed=need)
+        if self._on_need is not None:
+            self._on_need(need)
 
     # ---- agent parts --------------------------------------------------------------------
 
@@ -303,110 +369,8 @@ class Turn:
         if interceptor is None:
             return
         for need in interceptor.needs[self._needs_seen :]:
-            self._on_need(need)
+            self.set_need(need)
         self._needs_seen = len(interceptor.needs)
         for percept in interceptor.percepts[self._percepts_seen :]:
             self.percepts.append((self.part.agent, percept))
         self._percepts_seen = len(interceptor.percepts)
-
-
-class TurnHost:
-    """The `AgentHost` of one turn: permission questions, editor documents, edits."""
-
-    def __init__(self, turn: Turn, permission_timeout_seconds: float) -> None:
-        self._turn = turn
-        self._timeout = permission_timeout_seconds
-
-    async def request_permission(self, request: PermissionRequest) -> PermissionOption:
-        turn = self._turn
-        if request.tool in turn.allowed_tools:
-            return PermissionOption.ALLOW_ONCE
-        params: dict[str, Any] = {
-            "sessionId": turn.session_id,
-            "turnId": turn.turn_id,
-            "agent": request.agent.value,
-            "toolCallId": request.tool_call_id,
-            "tool": request.tool,
-            "input": request.input,
-            "description": request.description or None,
-            "options": [option.value for option in request.options],
-        }
-        edits = await self._edits(request)
-        if edits:
-            params["edits"] = edits
-        turn.bridge.progress_report(turn.progress_token, "waiting for your permission")
-        local = request.agent is Agent.LOCAL
-        if local:  # Claude's agent reports its own statuses; the local loop leaves it to us
-            self._status(request, ToolStatus.PENDING)
-        try:
-            answer = await turn.ask(params, self._timeout)
-        except asyncio.CancelledError:
-            # The turn was cancelled with the question open: the question is withdrawn
-            # (the bridge cancels the client request) and the call counts as denied.
-            self._status(request, ToolStatus.DENIED)
-            raise
-        except PermissionTimedOut:
-            if local:
-                self._status(request, ToolStatus.DENIED)
-            raise
-        try:
-            option = PermissionOption(answer)
-        except ValueError:
-            option = PermissionOption.DENY
-        if option is PermissionOption.ALLOW_SESSION:
-            turn.allowed_tools.add(request.tool)
-        if local and option is not PermissionOption.DENY:
-            self._status(request, ToolStatus.RUNNING)
-        return option
-
-    async def _edits(self, request: PermissionRequest) -> list[dict[str, Any]]:
-        """The request's file edits as `milk/requestPermission` carries them (Claude's file
-        tools are previewed here from their input and the current text)."""
-        edits = list(request.edits)
-        workspace = self._turn.workspace
-        if not edits and request.agent is Agent.CLAUDE and workspace is not None:
-            try:
-                edits = await claude_edits(request.tool, request.input, workspace, self._read)
-            except Exception:  # a preview must never stop the question from being asked
-                logger.warning("no preview for %s", request.tool, exc_info=True)
-        return [_edit_wire(edit) for edit in edits]
-
-    async def _read(self, path: Path) -> str | None:
-        text = await self._turn.bridge.read_document(path)
-        if text is not None:
-            return text
-        return await read_limited(self._turn.workspace or path.parent, path)
-
-    def _status(self, request: PermissionRequest, status: ToolStatus) -> None:
-        if not self._turn.parts:  # no agent is speaking: nothing to attach the call to
-            return
-        self._turn.apply(
-            ToolCallEvent(request.tool_call_id, request.tool, dict(request.input), status)
-        )
-
-    def open_document_text(self, path: Path) -> str | None:
-        return self._turn.bridge.open_document_text(path)
-
-    async def read_document(self, path: Path) -> str | None:
-        return await self._turn.bridge.read_document(path)
-
-    async def apply_edit(self, path: Path, new_text: str) -> bool:
-        before = await self._read(path)
-        applied = await self._turn.bridge.apply_edit(path, new_text)
-        if applied:  # undo needs it: the disk checkpoint does not see an unsaved buffer
-            first = self._turn.editor_edits.get(path)
-            self._turn.editor_edits[path] = (before if first is None else first[0], new_text)
-        return applied
-
-
-def _edit_wire(edit: FileEdit) -> dict[str, Any]:
-    before, cut_before = capped(edit.before)
-    after, cut_after = capped(edit.after)
-    wire_edit: dict[str, Any] = {"uri": edit.path.as_uri()}
-    if before is not None:
-        wire_edit["before"] = before
-    if after is not None:
-        wire_edit["after"] = after
-    if cut_before or cut_after:
-        wire_edit["truncated"] = True
-    return wire_edit

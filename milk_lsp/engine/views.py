@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -11,23 +10,23 @@ from typing import Any
 from milk_lsp import wire
 from milk_lsp.changes.book import ChangeTexts
 from milk_lsp.changes.tracker import stored_changes
-from milk_lsp.engine import Engine, EngineError
 from milk_lsp.engine.routing import RoutingState, next_route
 from milk_lsp.sessions.model import Session, TurnRecord, in_shown_order, turn_ids
 
 logger = logging.getLogger(__name__)
-
-CONTEXT_FILE_PLACEHOLDER = "<context-file>"
 
 
 def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
+def next_route_of(session: Session) -> wire.NextRoute:
+    """Where the session's next message goes, and why (`nextRoute`)."""
+    agent, reason = next_route(RoutingState.of(session))
+    return wire.NextRoute(agent=agent.value, reason=reason)
+
+
 def session_info(session: Session) -> wire.SessionInfo:
-    agent, reason = next_route(
-        RoutingState(session.state, session.user_escalated, bool(session.claude_session_id))
-    )
     return wire.SessionInfo(
         session_id=session.id,
         workspace_folder=Path(session.workspace_folder).as_uri(),
@@ -40,7 +39,7 @@ def session_info(session: Session) -> wire.SessionInfo:
         current_need=session.current_need or None,
         claude_session_id=session.claude_session_id or None,
         damaged=list(session.damaged) or None,
-        next_route=wire.NextRoute(agent=agent.value, reason=reason),
+        next_route=next_route_of(session),
     )
 
 
@@ -142,33 +141,4 @@ def turn_changes_result(changes: list[ChangeTexts], undone: bool) -> wire.TurnCh
             for item in changes
         ],
         undone=undone or None,
-    )
-
-
-def context_preview(engine: Engine, session_id: str, reason: str | None) -> wire.ContextPreview:
-    """Exactly what the next escalation would hand Claude, without running anything."""
-    from milk_lsp.agents.claude.agent import build_argv
-
-    session = engine.get_session(session_id)
-    if engine.is_busy(session_id):
-        raise EngineError(
-            wire.RequestErrorReason.SESSION_BUSY, f"session {session_id} is running a turn"
-        )
-    engine.escalations.reserve_conversation_id(session)
-    preview_session = session
-    if reason is not None:
-        # As if the local agent escalated now: its reason becomes the brief (not stored).
-        preview_session = replace(session, escalation_brief=reason)
-    plan = engine.escalations.plan(preview_session, by_agent=reason is not None)
-    request = engine.escalations.request(preview_session, plan, "")
-    argv = build_argv(request, engine.claude_path() or "claude", CONTEXT_FILE_PLACEHOLDER)
-    return wire.ContextPreview(
-        mode=plan.mode.value,
-        argv=argv,
-        context_file=plan.context_file,
-        user_message_prefix=plan.user_message_prefix,
-        chars=wire.ContextChars(
-            context_file=len(plan.context_file),
-            user_message_prefix=len(plan.user_message_prefix),
-        ),
     )

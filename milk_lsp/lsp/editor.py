@@ -1,11 +1,17 @@
-"""The editor side of the engine's `ClientBridge`: updates, permission prompts, documents,
-edits and work-done progress, each mapped onto what this client supports."""
+"""The client as the server sees it: `Editor`, over one pygls server.
+
+One object for the three sides of the connection milk uses: the engine's `ClientBridge`
+(updates, permission questions, open-document text, edits of the user's files, work-done
+progress), the standard door's `FrontClient` (messages, `window/showDocument`, a choice with
+buttons, a turn's status words) and the transcripts' `DocumentPort` (the negotiated position
+encoding, edits of a transcript, the client's changes), each mapped onto what this client
+supports.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -17,6 +23,9 @@ from pygls.capabilities import get_capability
 
 from milk_lsp import wire
 from milk_lsp.agents.base import EditRejected
+from milk_lsp.lsp.positions import Encoding
+from milk_lsp.lsp.standard.edits import Edit
+from milk_lsp.text import short_json
 from milk_lsp.workspace.edit_preview import wire_edit_diff
 
 if TYPE_CHECKING:
@@ -33,10 +42,12 @@ _SEVERITY = {
     "warn": types.MessageType.Warning,
     "info": types.MessageType.Info,
 }
+_ENCODINGS: dict[str, Encoding] = {"utf-8": "utf-8", "utf-16": "utf-16", "utf-32": "utf-32"}
 
 
-class EditorBridge:
-    """Implements `milk_lsp.engine.turn.ClientBridge` over a pygls server."""
+class Editor:
+    """The client of one pygls server: `milk_lsp.engine.turn.ClientBridge`,
+    `lsp.standard.door.FrontClient` and `lsp.standard.sync.DocumentPort`."""
 
     def __init__(self, server: LanguageServer) -> None:
         self._server = server
@@ -45,6 +56,10 @@ class EditorBridge:
         """Called with every `milk/update` after it is sent (the transcripts, `$/progress`)."""
         self._turn_progress: dict[str, str] = {}
         """Turn id → its work-done progress token, while the turn runs."""
+        self._changed: dict[str, asyncio.Event] = {}
+        """Document URI → set by the client's next change of it (`changed` waits for it)."""
+
+    # ---- capabilities -------------------------------------------------------------------
 
     def set_client_capabilities(self, capabilities: types.ClientCapabilities) -> None:
         self._capabilities = capabilities
@@ -59,6 +74,9 @@ class EditorBridge:
             return False
         milk = experimental.get("milk")
         return isinstance(milk, dict) and bool(milk.get("requestPermission"))
+
+    def shows_documents(self) -> bool:
+        return self.supports("window.show_document.support")
 
     # ---- messages ---------------------------------------------------------------------
 
@@ -88,7 +106,23 @@ class EditorBridge:
             )
         )
 
-    # ---- permissions ------------------------------------------------------------------
+    async def show_document(self, path: Path, take_focus: bool, line: int | None) -> bool:
+        selection = None
+        if line is not None:
+            at = types.Position(line=line, character=0)
+            selection = types.Range(start=at, end=at)
+        params = types.ShowDocumentParams(
+            uri=path.as_uri(), take_focus=take_focus, selection=selection
+        )
+        try:
+            result = await self._server.window_show_document_async(params)
+        except Exception as exc:  # the document is still on disk; say where
+            logger.warning("window/showDocument failed: %s", exc)
+            self.show(f"milk: could not open {path}: {exc}", "warn")
+            return False
+        return bool(getattr(result, "success", False))
+
+    # ---- questions ----------------------------------------------------------------------
 
     async def ask_permission(self, params: dict[str, Any]) -> str:
         """milk/requestPermission, or window/showMessageRequest for clients without it."""
@@ -128,17 +162,32 @@ class EditorBridge:
             logger.warning("%s failed: %s", method, exc)
             return None
 
+    async def choose(self, message: str, titles: list[str]) -> str | None:
+        """Ask with buttons (`window/showMessageRequest`); None when dismissed."""
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType.Info,
+            message=message,
+            actions=[types.MessageActionItem(title=title) for title in titles],
+        )
+        try:
+            answer = await self._server.window_show_message_request_async(params)
+        except Exception as exc:
+            logger.warning("window/showMessageRequest failed: %s", exc)
+            return None
+        title = getattr(answer, "title", None)
+        return title if isinstance(title, str) else None
+
     # ---- documents --------------------------------------------------------------------
 
-    def _document(self, path: Path) -> Any:
-        """The open document of `path`, matched by URI, else by resolved path."""
-        wanted = path.resolve()
-        docs = self._server.workspace.text_documents
-        if wanted.as_uri() in docs:
-            return docs[wanted.as_uri()]
-        for doc in docs.values():
-            if doc.path and Path(doc.path).resolve() == wanted:
-                return doc
+    def document(self, path: Path) -> Any:
+        """The client's open document of `path`: by URI, else by resolved path."""
+        documents = self._server.workspace.text_documents
+        if path.as_uri() in documents:
+            return documents[path.as_uri()]
+        wanted = _resolved(path)
+        for document in documents.values():
+            if document.path and _resolved(Path(document.path)) == wanted:
+                return document
         return None
 
     async def read_document(self, path: Path) -> str | None:
@@ -146,37 +195,80 @@ class EditorBridge:
         return self.open_document_text(path)
 
     def open_document_text(self, path: Path) -> str | None:
-        doc = self._document(path)
+        doc = self.document(path)
         return None if doc is None else str(doc.source)
 
     async def apply_edit(self, path: Path, new_text: str) -> bool:
+        """A file's whole text replaced in the client's buffer (the engine's edits)."""
         if not self.supports("workspace.apply_edit"):
             return False
-        doc = self._document(path)
+        doc = self.document(path)
         if doc is None:
             return False
-        lines = doc.lines
-        end = types.Position(line=len(lines), character=0)
-        edit = types.WorkspaceEdit(
-            changes={
-                doc.uri: [
-                    types.TextEdit(
-                        range=types.Range(start=types.Position(line=0, character=0), end=end),
-                        new_text=new_text,
-                    )
-                ]
-            }
+        whole = types.Range(
+            start=types.Position(line=0, character=0),
+            end=types.Position(line=len(doc.lines), character=0),
         )
-        try:
-            result = await self._server.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(edit=edit, label="milk: edit file")
-            )
-        except Exception as exc:
-            logger.warning("workspace/applyEdit failed: %s", exc)
+        edit = types.TextEdit(range=whole, new_text=new_text)
+        result = await self._apply_edits(doc.uri, [edit], "milk: edit file")
+        if result is None:
             return False
         if getattr(result, "applied", False):
             return True
         raise EditRejected(getattr(result, "failure_reason", None) or "the edit was not applied")
+
+    async def _apply_edits(self, uri: str, edits: list[types.TextEdit], label: str) -> Any:
+        """`workspace/applyEdit` of one document; the client's answer, None when it failed."""
+        params = types.ApplyWorkspaceEditParams(
+            edit=types.WorkspaceEdit(changes={uri: edits}), label=label
+        )
+        try:
+            return await self._server.workspace_apply_edit_async(params)
+        except Exception as exc:
+            logger.warning("workspace/applyEdit (%s) failed: %s", label, exc)
+            return None
+
+    # ---- transcript documents -------------------------------------------------------------
+
+    @property
+    def encoding(self) -> Encoding:
+        negotiated = self._server.workspace.position_encoding
+        return _ENCODINGS.get(str(getattr(negotiated, "value", negotiated)), "utf-16")
+
+    def open_text(self, path: Path) -> tuple[str, str] | None:
+        if not self.supports("workspace.apply_edit"):
+            return None  # its buffer cannot be updated: the file on disk is the transcript
+        document = self.document(path)
+        return None if document is None else (document.uri, document.source)
+
+    async def apply(self, uri: str, edits: list[Edit]) -> bool:
+        text_edits = [
+            types.TextEdit(
+                range=types.Range(
+                    start=types.Position(line=edit.start[0], character=edit.start[1]),
+                    end=types.Position(line=edit.end[0], character=edit.end[1]),
+                ),
+                new_text=edit.new_text,
+            )
+            for edit in edits
+        ]
+        result = await self._apply_edits(uri, text_edits, "milk: transcript")
+        return bool(getattr(result, "applied", False))
+
+    async def changed(self, uri: str, timeout_seconds: float) -> bool:
+        event = self._changed.setdefault(uri, asyncio.Event())
+        event.clear()
+        try:
+            await asyncio.wait_for(event.wait(), timeout_seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    def document_changed(self, uri: str) -> None:
+        """The client reported a change of `uri` (`didChange`)."""
+        event = self._changed.get(uri)
+        if event is not None:
+            event.set()
 
     # ---- progress ---------------------------------------------------------------------
 
@@ -197,7 +289,7 @@ class EditorBridge:
             self._turn_progress[turn_id] = token
         return token
 
-    def report_turn_status(self, turn_id: str, message: str) -> None:
+    def report_status(self, turn_id: str, message: str) -> None:
         """A progress report on the turn's own token (none yet, or ended: nothing)."""
         self.progress_report(self._turn_progress.get(turn_id), message)
 
@@ -231,13 +323,15 @@ def _question_text(params: dict[str, Any]) -> str:
     if isinstance(command, str):
         shown = f"run `{command}`"
     else:
-        shown = f"use {params['tool']}: {_short_json(tool_input)}"
+        shown = f"use {params['tool']}: {short_json(tool_input)}"
     message = f"{agent} wants to {shown}"
     if params.get("description"):
         message = f"{message}\n{params['description']}"
     return message
 
 
-def _short_json(value: Any, limit: int = 300) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit] + "…"
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path

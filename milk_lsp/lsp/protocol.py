@@ -10,6 +10,8 @@
   handler as None.
 * Writing: every outgoing message is strict JSON (`jsonrpc.dumps_strict`): a NaN from a model
   is sent as null instead of the bare `NaN` that breaks the client's parser.
+* Engine refusals: an `EngineError` a handler raises answers RequestFailed (-32803) with
+  its reason in `data` (`request_failed`, the one mapping both LSP doors use).
 * Nudging: Emacs 28's jsonrpc.el 1.0.14 (eglot) stops reading a batch of messages at the
   response to its synchronous request and reads the rest only when more output arrives. A permission
   question sent just after the answer to `milk.ask` then waited unseen until its timeout. So
@@ -20,22 +22,24 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import logging
 import re
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Executor
 from typing import Any
 
 import attrs
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from milk_lsp import wire
+from milk_lsp.errors import EngineError
 from milk_lsp.jsonrpc import messages as jsonrpc
 from milk_lsp.jsonrpc.framing import Frame, FrameReader, Rejected
 
@@ -44,6 +48,25 @@ logger = logging.getLogger(__name__)
 _SHOWN_PARAM_PROBLEMS = 3
 _SNAKE = re.compile(r"_([a-z0-9])")
 _INDEX = re.compile(r"\[(?:'([^']*)'|(\d+))\]")
+
+
+def request_failed(exc: EngineError) -> JsonRpcException:
+    """A request the engine cannot serve, as RequestFailed (-32803) with its reason (and
+    whatever more the error carries) in `data`."""
+    return JsonRpcException(
+        exc.message,
+        code=types.LSPErrorCodes.RequestFailed.value,
+        data={"reason": exc.reason, **exc.data},
+    )
+
+
+@contextlib.contextmanager
+def refusals_answered() -> Iterator[None]:
+    """An `EngineError` raised inside answers the request as `request_failed`."""
+    try:
+        yield
+    except EngineError as exc:
+        raise request_failed(exc) from None
 
 
 class _BadParams(Exception):

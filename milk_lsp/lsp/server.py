@@ -1,34 +1,31 @@
 """The pygls glue: every handler parses its params, calls the engine and maps the result.
 
-This module, `protocol.py` (reading and writing messages), `editor.py` and `standard_lsp.py`
-(the `milk.*` commands, code actions and transcripts) are the only ones that import
-pygls/lsprotocol.
+This module, `protocol.py` (reading and writing messages), `editor.py` (the client as the
+server sees it) and `standard/handlers.py` (the `milk.*` commands, code actions and
+transcripts) are the only ones that import pygls/lsprotocol.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from milk_lsp import __version__, wire
-from milk_lsp.config import MilkConfig, load_user_file, merge_settings
-from milk_lsp.engine import Engine, EngineError
-from milk_lsp.engine.status import collect_status
-from milk_lsp.engine.views import context_preview, session_detail, session_info, turn_changes_result
+from milk_lsp.config import MilkConfig, SettingProblem, load_sources, merge_settings
+from milk_lsp.engine import Engine
+from milk_lsp.engine.views import session_detail, session_info, turn_changes_result
 from milk_lsp.jsonrpc.framing import FrameReader
-from milk_lsp.lsp.editor import EditorBridge
-from milk_lsp.lsp.protocol import MilkProtocol, serve_frames
+from milk_lsp.lsp.editor import Editor
+from milk_lsp.lsp.protocol import MilkProtocol, refusals_answered, serve_frames
 from milk_lsp.lsp.standard.handlers import install as install_standard_lsp
 from milk_lsp.system.orphans import sweep as sweep_orphans
 from milk_lsp.workspace.paths import path_to_uri, uri_to_path
@@ -47,8 +44,8 @@ class MilkServer(LanguageServer):
             converter_factory=get_converter,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
-        self.bridge = EditorBridge(self)
-        self.engine = Engine(MilkConfig(), self.bridge)
+        self.editor = Editor(self)
+        self.engine = Engine(MilkConfig(), self.editor)
         self._base_config = MilkConfig()
         """Defaults < user file < initializationOptions: what workspace settings merge over."""
         self.config_ready = asyncio.Event()
@@ -70,24 +67,37 @@ class MilkServer(LanguageServer):
         finally:
             self.shutdown()  # type: ignore[no-untyped-call]
 
-    def settle_config(
-        self, raw: Any, source: str, over: MilkConfig, previous: MilkConfig | None = None
-    ) -> MilkConfig:
-        """Merge one settings source, telling the user about unknown and invalid keys."""
-        merged, problems = merge_settings(over, raw, source, previous)
+    def start_config(self, initialization_options: Any) -> None:
+        """Defaults < the user file < `initializationOptions`, the problems told the user."""
+        loaded = load_sources(("initializationOptions", initialization_options))
+        if loaded.file_error:
+            self.editor.show(f"milk: {loaded.file_error}", "warn")
+        self.tell_problems(loaded.problems)
+        self._base_config = loaded.config
+        self.engine.config = loaded.config
+
+    def settle_config(self, raw: Any, source: str) -> MilkConfig:
+        """Workspace settings over the start's, an invalid key keeping the value in force."""
+        merged, problems = merge_settings(self._base_config, raw, source, self.engine.config)
+        self.tell_problems(problems)
+        return merged
+
+    def tell_problems(self, problems: list[SettingProblem]) -> None:
+        """Unknown keys go to the log, invalid values are shown."""
         for problem in problems:
             if problem.unknown:
-                self.bridge.log(f"milk: unknown setting '{problem.key}' ignored ({source})", "warn")
+                self.editor.log(
+                    f"milk: unknown setting '{problem.key}' ignored ({problem.source})", "warn"
+                )
             else:
-                self.bridge.show(
+                self.editor.show(
                     f"milk: setting '{problem.key}' is invalid ({problem.message}); "
                     "keeping its previous value",
                     "warn",
                 )
-        return merged
 
     async def pull_configuration(self) -> None:
-        if not self.bridge.supports("workspace.configuration"):
+        if not self.editor.supports("workspace.configuration"):
             return
         try:
             answer = await self.workspace_configuration_async(
@@ -97,9 +107,7 @@ class MilkServer(LanguageServer):
             logger.warning("workspace/configuration failed: %s", exc)
             return
         raw = answer[0] if answer else None
-        await self.engine.set_config(
-            self.settle_config(raw, "workspace settings", self._base_config, self.engine.config)
-        )
+        await self.engine.set_config(self.settle_config(raw, "workspace settings"))
 
     async def ready(self) -> None:
         """Wait (briefly) for the settings pulled at `initialized` to be in force."""
@@ -110,7 +118,7 @@ class MilkServer(LanguageServer):
 
 
 server = MilkServer()
-standard_lsp = install_standard_lsp(server, server.engine, server.bridge, server.ready)
+standard_lsp = install_standard_lsp(server, server.engine, server.editor, server.ready)
 """The `milk.*` commands, code actions and transcripts (docs/protocol.md, "Standard LSP")."""
 
 
@@ -131,39 +139,19 @@ def _plain(raw: Any) -> Any:
     return get_converter().unstructure(raw)
 
 
-@contextlib.contextmanager
-def _request_failed() -> Iterator[None]:
-    """A request the engine cannot serve answers RequestFailed (-32803) with its reason."""
-    try:
-        yield
-    except EngineError as exc:
-        raise JsonRpcException(
-            exc.message,
-            code=types.LSPErrorCodes.RequestFailed.value,
-            data={"reason": exc.reason, **exc.data},
-        ) from None
-
-
 # ---- lifecycle ---------------------------------------------------------------------------
 
 
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: MilkServer, params: types.InitializeParams) -> None:
     sweep_orphans()  # kill what runs of dead milk-lsp servers left running (Linux)
-    ls.bridge.set_client_capabilities(params.capabilities)
+    ls.editor.set_client_capabilities(params.capabilities)
     folders = [f.uri for f in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [params.root_uri]
     paths = [str(p) for p in (uri_to_path(uri) for uri in folders) if p is not None]
-    ls.engine.set_workspaces(paths)
-    config = MilkConfig()
-    file_data, file_error = load_user_file()
-    if file_error:
-        ls.bridge.show(f"milk: {file_error}", "warn")
-    config = ls.settle_config(file_data, "config.json", over=config)
-    config = ls.settle_config(params.initialization_options, "initializationOptions", over=config)
-    ls._base_config = config
-    ls.engine.config = config
+    ls.engine.sessions.set_workspaces(paths)
+    ls.start_config(params.initialization_options)
 
 
 @server.feature(types.INITIALIZED)
@@ -178,23 +166,19 @@ async def on_initialized(ls: MilkServer, params: types.InitializedParams) -> Non
 async def on_did_change_configuration(
     ls: MilkServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    if ls.bridge.supports("workspace.configuration"):
+    if ls.editor.supports("workspace.configuration"):
         await ls.pull_configuration()
         return
     settings = params.settings
     if isinstance(settings, dict) and "milk" in settings:
-        await ls.engine.set_config(
-            ls.settle_config(
-                settings["milk"], "didChangeConfiguration", ls._base_config, ls.engine.config
-            )
-        )
+        await ls.engine.set_config(ls.settle_config(settings["milk"], "didChangeConfiguration"))
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
 def on_did_change_workspace_folders(
     ls: MilkServer, params: types.DidChangeWorkspaceFoldersParams
 ) -> None:
-    current = list(ls.engine.workspaces)
+    current = list(ls.engine.sessions.workspaces)
     for removed in params.event.removed:
         path = uri_to_path(removed.uri)
         if path is not None and str(path.resolve()) in current:
@@ -203,7 +187,7 @@ def on_did_change_workspace_folders(
         path = uri_to_path(added.uri)
         if path is not None:
             current.append(str(path))
-    ls.engine.set_workspaces(current)
+    ls.engine.sessions.set_workspaces(current)
 
 
 @server.feature(types.SHUTDOWN)
@@ -217,35 +201,33 @@ async def on_shutdown(ls: MilkServer, params: None) -> None:
 @server.feature(wire.SESSION_NEW)
 async def on_session_new(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.SessionNewParams, params)
-    with _request_failed():
-        session = await asyncio.to_thread(
-            ls.engine.new_session, parsed.workspace_folder, parsed.title
-        )
+    with refusals_answered():
+        session = await ls.engine.sessions.new(parsed.workspace_folder, parsed.title)
     return session_info(session).to_wire()
 
 
 @server.feature(wire.SESSION_LIST)
 async def on_session_list(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.SessionListParams, params)
-    with _request_failed():
-        sessions = await asyncio.to_thread(ls.engine.list_sessions, parsed.workspace_folder)
+    with refusals_answered():
+        sessions = await ls.engine.sessions.of_workspace(parsed.workspace_folder)
     return {"sessions": [session_info(s).to_wire() for s in sessions]}
 
 
 @server.feature(wire.SESSION_GET)
 async def on_session_get(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.SessionGetParams, params)
-    with _request_failed():
-        session = await asyncio.to_thread(ls.engine.get_session, parsed.session_id)
-        records = await asyncio.to_thread(ls.engine.session_records, session.id, parsed.limit)
-        infos = await asyncio.to_thread(ls.engine.turn_infos, session.id, records)
+    with refusals_answered():
+        session = await ls.engine.sessions.get(parsed.session_id)
+        records = await ls.engine.sessions.records(session.id, parsed.limit)
+        infos = await ls.engine.sessions.turn_infos(session.id, records)
     return session_detail(session, records, infos).to_wire()
 
 
 @server.feature(wire.SESSION_DELETE)
 async def on_session_delete(ls: MilkServer, params: Any) -> None:
     parsed = await _parsed(ls, wire.SessionIdParams, params)
-    with _request_failed():
+    with refusals_answered():
         await ls.engine.delete_session(parsed.session_id)
     standard_lsp.door.book.drop(parsed.session_id)
 
@@ -256,7 +238,7 @@ async def on_session_delete(ls: MilkServer, params: Any) -> None:
 @server.feature(wire.CHAT)
 async def on_chat(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.ChatParams, params)
-    with _request_failed():
+    with refusals_answered():
         result = await ls.engine.chat(parsed)
     return result.to_wire()
 
@@ -264,7 +246,7 @@ async def on_chat(ls: MilkServer, params: Any) -> dict[str, Any]:
 @server.feature(wire.ESCALATE)
 async def on_escalate(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.EscalateParams, params)
-    with _request_failed():
+    with refusals_answered():
         result = await ls.engine.escalate(parsed)
     return result.to_wire()
 
@@ -278,15 +260,15 @@ async def on_cancel(ls: MilkServer, params: Any) -> dict[str, Any]:
 @server.feature(wire.CONTEXT)
 async def on_context(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.ContextParams, params)
-    with _request_failed():
-        preview = context_preview(ls.engine, parsed.session_id, parsed.reason)
+    with refusals_answered():
+        preview = await ls.engine.context_preview(parsed.session_id, parsed.reason)
     return preview.to_wire()
 
 
 @server.feature(wire.STATUS)
 async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
     await _parsed(ls, wire.WireModel, params if isinstance(params, dict) else {})
-    status = await collect_status(ls.engine)
+    status = await ls.engine.status()
     return status.to_wire()
 
 
@@ -296,7 +278,7 @@ async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
 @server.feature(wire.TURN_CHANGES)
 async def on_turn_changes(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.TurnParams, params)
-    with _request_failed():
+    with refusals_answered():
         changes, undone = await ls.engine.turn_changes(parsed.session_id, parsed.turn_id)
     return turn_changes_result(changes, undone).to_wire()
 
@@ -304,6 +286,6 @@ async def on_turn_changes(ls: MilkServer, params: Any) -> dict[str, Any]:
 @server.feature(wire.TURN_UNDO)
 async def on_turn_undo(ls: MilkServer, params: Any) -> dict[str, Any]:
     parsed = await _parsed(ls, wire.TurnUndoParams, params)
-    with _request_failed():
+    with refusals_answered():
         restored = await ls.engine.turn_undo(parsed.session_id, parsed.turn_id, parsed.force)
     return wire.TurnUndoResult(restored=[path_to_uri(path) for path in restored]).to_wire()

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import secrets
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,10 +25,6 @@ REINJECT_CLAUDE_TURNS = 20
 REINJECT_CLAUDE_BYTES = 40000
 STALE_NEED_RECORDS = 4
 """Records since the need was set from which it may already be fulfilled."""
-NONCE_CHARS = 6
-
-_NONCE_ALPHABET = string.ascii_lowercase + string.digits
-
 IDENTITY_HEADER = "[Milk agent context]"
 NEED_INSTRUCTION_HEADER = "[Milk current-need tracking]"
 MEMORY_INSTRUCTION_HEADER = "[Milk shared memory]"
@@ -117,11 +111,6 @@ class ContextPlan:
     """The need/memory instructions reach Claude this turn (new conversation's file, or block)."""
     delivered_brief: bool
     """The escalation brief is in what is sent."""
-
-
-def generate_nonce() -> str:
-    """A new tag nonce: 6 characters of `[a-z0-9]` from `secrets` (P16)."""
-    return "".join(secrets.choice(_NONCE_ALPHABET) for _ in range(NONCE_CHARS))
 
 
 def choose_mode(inputs: ContextInputs) -> ContextMode:

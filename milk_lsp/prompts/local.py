@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from milk_lsp.sessions.model import Agent, Role, TurnRecord
+from milk_lsp.text import fence_for
 from milk_lsp.wire import ContextItem
 
 HISTORY_BUDGET_CHARS = 24000
@@ -125,7 +126,7 @@ def user_message(text: str, context: Sequence[ContextItem], workspace: str) -> s
         if len(body) > ATTACHMENT_CAP_CHARS:
             body = body[:ATTACHMENT_CAP_CHARS] + "\n… (cut)"
         if body:
-            fence = "`" * max(3, _longest_backtick_run(body) + 1)
+            fence = fence_for(body)
             blocks.append(f"Attached {label}:\n{fence}\n{body}\n{fence}")
         else:
             blocks.append(f"Attached file: {label}")
@@ -138,14 +139,6 @@ def _line_span(item: ContextItem) -> tuple[int, int]:
     start = item.range.start.line + 1
     end = item.range.end.line + (0 if item.range.end.character == 0 else 1)
     return start, max(start, end)
-
-
-def _longest_backtick_run(text: str) -> int:
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return longest
 
 
 def _display_path(uri: str, workspace: str) -> str:

@@ -8,9 +8,20 @@ onto the camelCase protocol types.
 from __future__ import annotations
 
 import enum
+import secrets
+import string
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+NONCE_CHARS = 6
+_NONCE_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def generate_nonce() -> str:
+    """A new tag nonce (a session's `escalation_nonce`): 6 characters of `[a-z0-9]` from
+    `secrets` (P16)."""
+    return "".join(secrets.choice(_NONCE_ALPHABET) for _ in range(NONCE_CHARS))
 
 
 class Agent(enum.StrEnum):

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from milk_lsp.sessions import bricks
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
@@ -39,87 +40,13 @@ from milk_lsp.sessions.rows import (
     session_from_row,
     tool_call_dict,
 )
+from milk_lsp.sessions.schema import MIGRATIONS, SCHEMA_VERSION
 from milk_lsp.system.orphans import process_alive, process_start
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
 BUSY_TIMEOUT_SECONDS = 10.0
 PAGE_RECORDS = 64
-
-# v1 is the schema from before bricks existed; v2 adds the ADR 0029 / ADR 0004 columns;
-# v3 the claims of running turns; v4 the requests to cancel a turn run by another process;
-# v5 how each turn ended (stop reason, escalation, error, usage, the files it changed).
-_MIGRATIONS: dict[int, str] = {
-    1: """
-        CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            workspace TEXT NOT NULL,
-            title TEXT NOT NULL DEFAULT '',
-            state TEXT NOT NULL DEFAULT 'routing',
-            active_agent TEXT NOT NULL DEFAULT 'local',
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            turn_count INTEGER NOT NULL DEFAULT 0,
-            record_count INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE INDEX sessions_by_workspace ON sessions (workspace, updated_at);
-        CREATE TABLE records (
-            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            turn_id TEXT NOT NULL,
-            role TEXT NOT NULL,
-            agent TEXT NOT NULL,
-            text TEXT NOT NULL,
-            tool_calls TEXT NOT NULL DEFAULT '[]',
-            status TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            PRIMARY KEY (session_id, position)
-        );
-        CREATE INDEX records_by_agent ON records (session_id, role, agent, position);
-        CREATE INDEX records_by_turn ON records (turn_id);
-        CREATE TABLE percepts (
-            workspace TEXT NOT NULL,
-            text TEXT NOT NULL,
-            agent TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            UNIQUE (workspace, text)
-        );
-    """,
-    2: """
-        ALTER TABLE sessions ADD COLUMN current_need TEXT;
-        ALTER TABLE sessions ADD COLUMN current_need_set_at INTEGER;
-        ALTER TABLE sessions ADD COLUMN escalation_brief TEXT;
-        ALTER TABLE sessions ADD COLUMN last_local_summary TEXT;
-        ALTER TABLE sessions ADD COLUMN last_claude_summary TEXT;
-        ALTER TABLE sessions ADD COLUMN handoff TEXT;
-    """,
-    3: """
-        CREATE TABLE running_turns (
-            session_id TEXT PRIMARY KEY,
-            turn_id TEXT NOT NULL,
-            pid INTEGER NOT NULL,
-            process_start TEXT NOT NULL DEFAULT '',
-            started_at TEXT NOT NULL
-        );
-    """,
-    4: """
-        CREATE TABLE cancel_requests (
-            session_id TEXT NOT NULL,
-            turn_id TEXT NOT NULL,
-            requested_at TEXT NOT NULL,
-            PRIMARY KEY (session_id, turn_id)
-        );
-    """,
-    5: """
-        CREATE TABLE turn_info (
-            session_id TEXT NOT NULL,
-            turn_id TEXT NOT NULL,
-            info TEXT NOT NULL,
-            PRIMARY KEY (session_id, turn_id)
-        );
-    """,
-}
 
 
 class StorageError(RuntimeError):
@@ -130,6 +57,8 @@ class SessionClaimed(RuntimeError):
     """Another live server process is running a turn on this session."""
 
 
+DEFAULT_BRICK_BUDGET_CHARS = 12000
+"""`contextBudgetChars` when the caller does not say (the settings' default)."""
 BrickBuilder = Callable[["StoreReader", Session], tuple[str, str]]
 """Given read access inside the turn's transaction, returns (local, claude) summaries."""
 
@@ -210,7 +139,7 @@ class SessionStore:
                     f"{self.path} was written by a newer milk-lsp (schema {version}); upgrade"
                 )
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target].split(";"):
+                for statement in MIGRATIONS[target].split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {target}")
@@ -402,13 +331,17 @@ class SessionStore:
         turn_id: str,
         status: RecordStatus,
         answers: Sequence[TurnRecord],
-        rebuild_bricks: BrickBuilder,
+        rebuild_bricks: BrickBuilder | None = None,
         on_positions: Callable[[Session], None] | None = None,
         info: dict[str, Any] | None = None,
+        *,
+        budget_chars: int = DEFAULT_BRICK_BUDGET_CHARS,
     ) -> None:
         """Store the answers and the final status, rebuild the bricks, save the session.
 
-        `info` is how the turn ended (`turn_info`), kept so a reloaded chat shows it.
+        The bricks are rebuilt here, inside the transaction, by `bricks.rebuild_bricks` with
+        `budget_chars` (`rebuild_bricks` replaces it, for tests). `info` is how the turn
+        ended (`turn_info`), kept so a reloaded chat shows it.
 
         `on_positions` runs after the answers have their positions and before the bricks
         are rebuilt, so that the caller can update counters that depend on them.
@@ -436,7 +369,11 @@ class SessionStore:
             if info is not None:
                 _write_turn_info(conn, session.id, turn_id, info)
             _release_claim(conn, session.id, turn_id)
-            local, claude = rebuild_bricks(StoreReader(conn, self.path), session)
+            reader = StoreReader(conn, self.path)
+            if rebuild_bricks is None:
+                local, claude = bricks.rebuild_bricks(reader, session, budget_chars)
+            else:
+                local, claude = rebuild_bricks(reader, session)
             session.last_local_summary = local
             session.last_claude_summary = claude
             session.bricks_built = True

@@ -17,8 +17,12 @@ Two guards, because neither covers everything alone:
   processes, this process, its ancestors and whatever carries a token this process itself
   inherited are never touched.
 
-Elsewhere (macOS) neither exists: the Claude CLI sees stdin EOF when the server dies and
-exits after finishing the response in flight, and nothing is swept.
+While a server runs, `guard()` stops its children itself: on SIGTERM (then the process exits
+at once) and when serving ends, the kill functions it is given (every live Claude Code run,
+every `run_command`) are called.
+
+Elsewhere (macOS) neither of the two guards exists: the Claude CLI sees stdin EOF when the
+server dies and exits after finishing the response in flight, and nothing is swept.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "RUN_ENVS",
     "die_with_parent",
     "environments",
+    "guard",
     "new_run_token",
     "process_alive",
     "process_start",
@@ -289,3 +294,28 @@ def _own_environ() -> bytes:
         return (PROC / "self" / "environ").read_bytes()
     except OSError:
         return b""
+
+
+# -- while serving ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def guard(*kill_children: Callable[[], object]) -> Iterator[None]:
+    """Serve inside this. `kill_children` kill what the server started (Claude Code runs,
+    `run_command` shells): on SIGTERM, before the process exits with 128 + the signal at
+    once, and when the block is left, however it is left. A killed host must not leave
+    them running until they end."""
+
+    def kill() -> None:
+        for kill_some in kill_children:
+            kill_some()
+
+    def on_term(signum: int, frame: object) -> None:
+        kill()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        kill()

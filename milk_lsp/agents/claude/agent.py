@@ -5,9 +5,9 @@ out), not through `claude-agent-sdk`. The SDK is still used for one thing: its w
 the `claude` binary, which is the fallback when `claude.path` is unset and no `claude` is on
 PATH (found on disk without importing the SDK, in `claude_cli`). Why not the SDK's client:
 
-* `build_argv` must be exactly the command that runs (``milk/context`` previews it). The SDK
-  builds its command line privately (`SubprocessCLITransport._build_command`) and adds flags
-  of its own, so a preview could only match by calling private API.
+* `command.build_argv` must be exactly the command that runs (``milk/context`` previews
+  it). The SDK builds its command line privately (`SubprocessCLITransport._build_command`)
+  and adds flags of its own, so a preview could only match by calling private API.
 * Cancellation must interrupt, then SIGTERM/SIGKILL the CLI's *process group*, and the server
   must be able to kill every live CLI on exit. The SDK spawns without a new session (no
   group of its own to signal), exposes no hook to tag the process tree, and its close waits
@@ -17,19 +17,10 @@ PATH (found on disk without importing the SDK, in `claude_cli`). Why not the SDK
 
 What the driver does, per turn (one process per turn; no CLI outlives its turn):
 
-* argv: ``--print``, stream-json input and output, ``--verbose``, partial messages, user
-  setting sources (user, project, local), ``--permission-prompt-tool stdio`` (permission
-  questions arrive as ``can_use_tool`` control requests on stdout) or
-  ``--dangerously-skip-permissions``, ``--model``/``--allowedTools``/``--add-dir`` from the
-  settings, ``--session-id=`` (first/fresh) or ``--resume=``, and ONE
-  ``--append-system-prompt-file`` (only the last such flag counts). Claude Code's preset
-  system prompt is kept (no ``--system-prompt``). Values use the ``--flag=value`` form so
-  they can never be read as flags.
+* argv and environment: `milk_lsp.agents.claude.command` (exactly what runs).
 * The prompt goes to stdin as a stream-json user message marked ``client_composed`` (the
   CLI then sends it verbatim: no ``@path`` expansion). No user text is ever on the argv.
 * The context file lives in a private temp dir (0700, file 0600) removed after the run.
-* Environment: inherited, minus ``CLAUDE_CODE_SESSION_ID``, ``CLAUDE_CODE_ENTRYPOINT`` and
-  ``CLAUDECODE``, with ``CLAUDE_CODE_MAX_RETRIES`` bounded (a dead API fails in seconds).
 * stdout lines up to 16 MiB; stderr captured and quoted (its tail) in failures.
 * Permission questions go to `AgentHost.request_permission`; the host times them (one
   timeout path for both agents) and a `PermissionTimedOut` is a deny that tells Claude
@@ -71,7 +62,13 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
-from milk_lsp.agents.claude.cli import ClaudeSettings, not_found_message, resolve_cli
+from milk_lsp.agents.claude.cli import not_found_message, resolve_cli
+from milk_lsp.agents.claude.command import (
+    CONTEXT_FILE_PLACEHOLDER,
+    ClaudeTurnRequest,
+    build_argv,
+    build_env,
+)
 from milk_lsp.agents.claude.processes import (
     RUN_TAG_ENV,
     cli_preexec,
@@ -99,13 +96,8 @@ from milk_lsp.agents.claude.stream import (
 from milk_lsp.sessions.model import Agent
 
 __all__ = [
-    "CONTEXT_FILE_PLACEHOLDER",
     "DENIED_MESSAGE",
     "ClaudeAgent",
-    "ClaudeSettings",
-    "ClaudeTurnRequest",
-    "build_argv",
-    "build_env",
 ]
 
 logger = logging.getLogger(__name__)
@@ -124,85 +116,13 @@ DRAIN_SECONDS = 1.0
 """After the process is gone, how long the pipe readers get to reach EOF."""
 WRITE_TIMEOUT_SECONDS = 10.0
 """How long a write to the CLI's stdin may wait for the pipe to drain."""
-CONTEXT_FILE_PLACEHOLDER = "<context-file>"
 CONTEXT_FILE_NAME = "milk-context.md"
-SETTING_SOURCES = "user,project,local"
 DENIED_MESSAGE = "The user denied this tool use in the editor."
 CANCELLED_MESSAGE = "The user cancelled the turn in the editor."
 ASK_IN_TEXT_MESSAGE = (
     "The editor cannot show this question dialog. Ask your questions in your reply "
     "instead and end your turn; the user will answer in the chat."
 )
-DROPPED_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDECODE")
-"""Inherited variables that would make the CLI think it runs inside another Claude Code."""
-
-
-@dataclass(frozen=True)
-class ClaudeTurnRequest:
-    workspace: Path
-    prompt: str
-    """The user's text, already prefixed with any ``<milk-context>`` block."""
-    context_file_text: str
-    """The one ``--append-system-prompt-file`` content ("" → no flag)."""
-    session_id: str
-    """A new uuid4 for a first/fresh start (``--session-id``), or the id to ``--resume``."""
-    resume: bool
-    settings: ClaudeSettings
-
-
-# -- the command line and environment -------------------------------------------------------------
-
-
-def build_argv(request: ClaudeTurnRequest, cli_path: str, context_file_path: str) -> list[str]:
-    """The exact argv of the turn; ``milk/context`` previews it with ``"<context-file>"``."""
-    settings = request.settings
-    argv = [
-        cli_path,
-        "--print",
-        "--output-format",
-        "stream-json",
-        "--input-format",
-        "stream-json",
-        "--verbose",
-        "--include-partial-messages",
-        f"--setting-sources={SETTING_SOURCES}",
-    ]
-    if settings.skip_permissions:
-        argv.append("--dangerously-skip-permissions")
-    else:
-        argv += ["--permission-prompt-tool", "stdio"]
-    if settings.model:
-        argv.append(f"--model={settings.model}")
-    if settings.allowed_tools:
-        argv.append(f"--allowedTools={','.join(settings.allowed_tools)}")
-    argv += [f"--add-dir={directory}" for directory in settings.add_dirs]
-    if request.resume:
-        argv.append(f"--resume={request.session_id}")
-    else:
-        argv.append(f"--session-id={request.session_id}")
-    if request.context_file_text:
-        argv.append(f"--append-system-prompt-file={context_file_path}")
-    return argv
-
-
-def build_env(
-    settings: ClaudeSettings,
-    workspace: Path,
-    overrides: Mapping[str, str] | None = None,
-    base: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """The CLI's environment: inherited, minus the nested-session variables, retries bounded."""
-    env = dict(os.environ if base is None else base)
-    for name in DROPPED_ENV:
-        env.pop(name, None)
-    if overrides:
-        env.update(overrides)
-    env["CLAUDE_CODE_MAX_RETRIES"] = str(max(0, settings.max_retries))
-    env["PWD"] = str(workspace)
-    return env
-
-
-# -- the agent ------------------------------------------------------------------------------------
 
 
 def timeout_message(seconds: float) -> str:

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from milk_lsp.agents.claude.command import ClaudeSettings
 from milk_lsp.agents.claude.processes import cli_preexec, signal_group
 from milk_lsp.agents.claude.stream import INSTALL_HINT
 
@@ -36,19 +37,6 @@ class ResolvedCli:
     path: str | None
     source: str
     """"setting" | "path" | "bundled" | "missing"."""
-
-
-@dataclass(frozen=True)
-class ClaudeSettings:
-    """The ``claude.*`` settings that shape a run."""
-
-    path: str | None = None
-    model: str | None = None
-    allowed_tools: tuple[str, ...] = ()
-    add_dirs: tuple[str, ...] = ()
-    skip_permissions: bool = False
-    max_retries: int = 2
-    """``CLAUDE_CODE_MAX_RETRIES`` for the CLI (its default of 10 takes ~3 minutes)."""
 
 
 def bundled_cli_path() -> str | None:

@@ -20,6 +20,7 @@ from milk_lsp.agents.base import (
     ThinkingDelta,
     UsageEvent,
 )
+from milk_lsp.text import cut, one_line
 
 __all__ = [
     "LocalModelError",
@@ -146,8 +147,7 @@ def error_text(error: Any) -> str:
 
 def short(text: str, limit: int = _DETAIL_CHARS) -> str:
     """`text` on one line, cut to `limit` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(one_line(text), limit)
 
 
 def final_reply_notices(reply: Reply) -> list[NoticeEvent]:

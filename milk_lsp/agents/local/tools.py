@@ -10,18 +10,17 @@ through the `AgentHost`; an edit of a file open in the editor goes through the e
 unsaved text and undo history are kept. Tool failures, bad arguments included, come back as
 error outcomes for the model to read, never as exceptions. `escalate_to_claude` is not here:
 the local agent owns it. Running an approved command (process group, timeout, output cap) is
-`milk_lsp.agents.local.commands`.
+`milk_lsp.agents.local.commands`; the names and JSON schemas the model sees are
+`milk_lsp.agents.local.tool_specs`, and edit_file's matching is `milk_lsp.agents.local.replace`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import enum
 import logging
 import os
-import re
 import stat
 import threading
 import time
@@ -38,6 +37,17 @@ from milk_lsp.agents.base import (
     PermissionTimedOut,
 )
 from milk_lsp.agents.local.commands import CommandNotStarted, run_shell
+from milk_lsp.agents.local.replace import EditDoesNotApply, replace_once, split_lines
+from milk_lsp.agents.local.tool_specs import (
+    EDIT_FILE,
+    LIST_DIRECTORY,
+    MAX_SEARCH_MATCHES,
+    READ_FILE,
+    RUN_COMMAND,
+    SEARCH_TEXT,
+    TOOL_ORDER,
+    tool_specs,
+)
 from milk_lsp.sessions.model import Agent
 from milk_lsp.workspace.confined import (
     ConfinedRoot,
@@ -51,7 +61,6 @@ from milk_lsp.workspace.edit_preview import FileEdit
 logger = logging.getLogger(__name__)
 
 MAX_LIST_ENTRIES = 1000
-MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_LINE_CHARS = 300
 MAX_SEARCH_FILE_BYTES = 2_000_000
 """Bigger files are skipped by search_text: they are data or generated, rarely what is sought."""
@@ -66,20 +75,6 @@ SEARCH_TIME_LIMIT_SECONDS = 5.0
 """One search_text call's time: the walk stops (with what it found) once it is spent, and each
 regex match gets what is left of it as its timeout. `regex` counts that timeout in CPU time,
 so on a busy machine one match can last longer by the clock."""
-CLOSEST_TEXT_MAX_LINES = 12
-"""Lines of the file shown when an edit's old_text is not found."""
-CLOSEST_TEXT_CANDIDATES = 20
-CLOSEST_TEXT_PROBE_LINES = 50
-CLOSEST_TEXT_MAX_POSTINGS = 200
-"""Finding the closest text: windows compared with difflib, lines of old_text used, and how
-many lines a word may be on and still point somewhere."""
-_WORD = re.compile(r"\w+")
-
-READ_FILE = "read_file"
-LIST_DIRECTORY = "list_directory"
-SEARCH_TEXT = "search_text"
-EDIT_FILE = "edit_file"
-RUN_COMMAND = "run_command"
 
 
 @dataclass(frozen=True)
@@ -160,13 +155,13 @@ class WorkspaceTools:
         The same bytes for every workspace and session (the local model server caches the
         prompt prefix they are part of): nothing here depends on the folder or the turn.
         """
-        return _tool_specs(self._command_timeout_seconds)
+        return tool_specs(self._command_timeout_seconds)
 
     async def call(self, tool_call_id: str, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Run one tool call; every failure becomes an error outcome."""
         handler = self._handlers.get(name)
         if handler is None:
-            known = ", ".join(_TOOL_ORDER)
+            known = ", ".join(TOOL_ORDER)
             return ToolOutcome(f"Unknown tool {name!r}. The tools are: {known}.", is_error=True)
         untrusted: object = arguments  # parsed from the model's JSON: any shape
         if not isinstance(untrusted, dict):
@@ -175,7 +170,7 @@ class WorkspaceTools:
             return await handler(tool_call_id, _Arguments(arguments))
         except _BadArgument as exc:
             return ToolOutcome(f"Bad arguments for {name}: {exc}", is_error=True)
-        except (_ToolFailed, ValueError) as exc:
+        except (_ToolFailed, EditDoesNotApply, ValueError) as exc:
             return ToolOutcome(str(exc), is_error=True)
         except OSError as exc:
             return ToolOutcome(f"{name} failed: {exc}", is_error=True)
@@ -204,7 +199,7 @@ class WorkspaceTools:
             return ToolOutcome(
                 _cap(text, self._output_cap_chars, "read further with start_line/end_line")
             )
-        lines = _split_lines(text)
+        lines = split_lines(text)
         if not lines:
             return ToolOutcome(f"({where} is empty)")
         first = start_line or 1
@@ -266,7 +261,7 @@ class WorkspaceTools:
             raise _BadArgument("old_text and new_text are the same; there is nothing to change")
         where = shown(parts)
         current, _ = await self._text_for_edit(parts)
-        new_full_text = await asyncio.to_thread(_replace_once, current, old_text, new_text, where)
+        new_full_text = await asyncio.to_thread(replace_once, current, old_text, new_text, where)
         if current is None:
             description = f"Create {where} ({_count_lines(new_full_text)} lines)"
         else:
@@ -286,7 +281,7 @@ class WorkspaceTools:
                 " asked; nothing was written."
             )
         current, in_editor = await self._text_for_edit(parts)
-        new_full_text = await asyncio.to_thread(_replace_once, current, old_text, new_text, where)
+        new_full_text = await asyncio.to_thread(replace_once, current, old_text, new_text, where)
         verb = "Created" if current is None else "Edited"
         if in_editor:
             try:
@@ -363,7 +358,7 @@ class WorkspaceTools:
                     return found, _SearchEnd.OUT_OF_TIME
                 if b"\x00" in data[:BINARY_SNIFF_BYTES]:
                     continue
-                for number, line in enumerate(_split_lines(data.decode("utf-8", "replace")), 1):
+                for number, line in enumerate(split_lines(data.decode("utf-8", "replace")), 1):
                     left = deadline - time.monotonic()
                     if left <= 0 or stop.is_set():  # stopped: the caller is gone
                         return found, _SearchEnd.OUT_OF_TIME
@@ -519,122 +514,8 @@ def _regex_matcher(pattern: str) -> Matcher:
     return lambda line, seconds: compiled.search(line, timeout=seconds) is not None
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines with their endings, split at `\\n` only (as editors number them)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
 def _count_lines(text: str) -> int:
-    return len(_split_lines(text))
-
-
-def _replace_once(current: str | None, old_text: str, new_text: str, where: str) -> str:
-    """The new whole text, or a `_ToolFailed` saying why the edit cannot apply (with the
-    closest text of the file, or where the several matches are, for the model to retry)."""
-    if current is None:
-        if old_text:
-            raise _ToolFailed(
-                f"File not found: {where}. To create it, call edit_file with an empty old_text."
-            )
-        return new_text
-    if not old_text:
-        if current:
-            raise _ToolFailed(
-                f"{where} already exists and is not empty: old_text must quote the text to replace."
-            )
-        return new_text
-    count = current.count(old_text)
-    if count == 0 and "\r\n" in current and "\n" in old_text and "\r\n" not in old_text:
-        # The model writes `\n`; a CRLF file needs its own line endings on both sides.
-        crlf_old = old_text.replace("\n", "\r\n")
-        if current.count(crlf_old):
-            old_text, count = crlf_old, current.count(crlf_old)
-            new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
-    if count == 0:
-        raise _ToolFailed(
-            f"old_text occurs 0 times in {where}; it must match the file exactly, whitespace"
-            f" and indentation included. {_closest_text(current, old_text)}"
-        )
-    if count > 1:
-        raise _ToolFailed(
-            f"old_text occurs {count} times in {where} (on lines"
-            f" {_occurrence_lines(current, old_text)}); include more of the surrounding lines"
-            " so that it matches exactly once."
-        )
-    return current.replace(old_text, new_text, 1)
-
-
-def _occurrence_lines(text: str, needle: str, most: int = 20) -> str:
-    """The numbers of the lines where `needle` starts (counted as str.count counts)."""
-    numbers: list[str] = []
-    start = text.find(needle)
-    while start != -1 and len(numbers) < most:
-        number = str(text.count("\n", 0, start) + 1)
-        if number not in numbers:
-            numbers.append(number)
-        start = text.find(needle, start + len(needle))
-    return ", ".join(numbers) + (", ..." if start != -1 else "")
-
-
-def _closest_text(current: str, old_text: str) -> str:
-    """The lines of `current` most like `old_text`, numbered, for a small model to copy."""
-    lines = [line.rstrip("\r\n") for line in _split_lines(current)]  # numbered as editors do
-    if not lines:
-        return "The file is empty."
-    wanted = [line.rstrip("\r\n") for line in _split_lines(old_text.strip("\r\n"))] or [""]
-    size = min(len(wanted), len(lines))
-    best_start = _closest_start(lines, wanted, size)
-    context = max(0, (CLOSEST_TEXT_MAX_LINES - size) // 2)
-    first = max(0, best_start - context)
-    last = min(len(lines), best_start + size + context, first + CLOSEST_TEXT_MAX_LINES)
-    width = len(str(last))
-    numbered = "\n".join(
-        f"{number:>{width}} | {lines[number - 1]}" for number in range(first + 1, last + 1)
-    )
-    return (
-        f"The closest text in the file is (lines {first + 1}-{last}; the numbers and ' | ' are"
-        f" not part of the file):\n{numbered}\nCopy old_text exactly from the file's text"
-        " (read_file shows it) and try again."
-    )
-
-
-def _closest_start(lines: list[str], wanted: list[str], size: int) -> int:
-    """Where the window of `size` lines most like `wanted` starts.
-
-    Candidate windows first, cheaply: each word of the first wanted lines votes for the
-    windows that would put it where it is in old_text, rarer words weighing more (so one
-    line copied with its indentation changed, the usual slip, points at the right place).
-    Then difflib's ratio, line by line, picks among the best few.
-    """
-    last_start = len(lines) - size
-    postings: dict[str, list[int]] = {}
-    for number, line in enumerate(lines):
-        for word in set(_WORD.findall(line)):
-            postings.setdefault(word, []).append(number)
-    votes: dict[int, float] = {}
-    probe = wanted[:CLOSEST_TEXT_PROBE_LINES]
-    for offset, line in enumerate(probe):
-        for word in set(_WORD.findall(line)):
-            found = postings.get(word, [])
-            if 0 < len(found) <= CLOSEST_TEXT_MAX_POSTINGS:
-                for number in found:
-                    start = min(max(0, number - offset), last_start)
-                    votes[start] = votes.get(start, 0.0) + 1 / len(found)
-    starts = sorted(votes, key=lambda start: -votes[start])[:CLOSEST_TEXT_CANDIDATES] or [0]
-    likeness = difflib.SequenceMatcher(None, autojunk=False)
-
-    def score(start: int) -> float:
-        total = 0.0
-        for have, want in zip(lines[start : start + len(probe)], probe, strict=False):
-            likeness.set_seqs(have.strip(), want.strip())
-            total += likeness.ratio()
-        return total
-
-    return max(starts, key=lambda start: (score(start), -start))
+    return len(split_lines(text))
 
 
 def _cap(text: str, cap_chars: int, hint: str) -> str:
@@ -647,110 +528,3 @@ def _json_type(value: object) -> str:
     names = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
     names.update({list: "an array", dict: "an object", type(None): "null"})
     return names.get(type(value), type(value).__name__)
-
-
-def _function(
-    name: str, description: str, properties: dict[str, Any], required: list[str]
-) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": False,
-            },
-        },
-    }
-
-
-def _path(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
-
-
-_TOOL_ORDER = (READ_FILE, LIST_DIRECTORY, SEARCH_TEXT, EDIT_FILE, RUN_COMMAND)
-
-
-def _tool_specs(default_timeout_seconds: float) -> list[dict[str, Any]]:
-    """The tool entries. Their text is fixed (no folder, session or time in it), and a fresh
-    copy each call, so that callers may change theirs."""
-    return [
-        _function(
-            READ_FILE,
-            "Use this to see what a file contains, before you answer about it and before you"
-            " edit it. Returns the file's text exactly (the editor's unsaved text when the file"
-            " is open). For a long file, read part of it with start_line and end_line (1-based,"
-            " inclusive).",
-            {
-                "path": _path("The file, relative to the workspace folder, e.g. src/app.py."),
-                "start_line": {"type": "integer", "minimum": 1, "description": "First line."},
-                "end_line": {"type": "integer", "minimum": 1, "description": "Last line."},
-            },
-            ["path"],
-        ),
-        _function(
-            LIST_DIRECTORY,
-            "Use this to see which files and folders a folder holds, when you do not know the"
-            " file names yet. Returns the names sorted, one per line; folders end with '/'.",
-            {
-                "path": {
-                    **_path("The folder, relative to the workspace folder; '.' is the top."),
-                    "default": ".",
-                }
-            },
-            [],
-        ),
-        _function(
-            SEARCH_TEXT,
-            "Use this to find where a name or some text occurs when you do not know which file"
-            " holds it. Searches the text files under path (a folder or one file) and returns"
-            f" 'file:line: text' lines, at most {MAX_SEARCH_MATCHES}. The pattern is plain text,"
-            " case-sensitive; with regex=true it is a Python regular expression (keep it"
-            " simple). Skips .git, node_modules, .venv and binary files.",
-            {
-                "pattern": {"type": "string", "description": "Text to find, case-sensitive."},
-                "path": {
-                    **_path("Where to search, relative to the workspace folder; '.' is all."),
-                    "default": ".",
-                },
-                "regex": {"type": "boolean", "default": False},
-            },
-            ["pattern"],
-        ),
-        _function(
-            EDIT_FILE,
-            "Use this to change a file or to create a new one. First call read_file on the file,"
-            " then copy old_text exactly from what it returned: every space, tab and line break"
-            " must be the same. old_text must occur exactly once in the file: include nearby"
-            " lines to make it unique. new_text replaces it. To create a new file, give an"
-            " empty old_text and the whole file as new_text. The user is asked first.",
-            {
-                "path": _path("The file, relative to the workspace folder, e.g. src/app.py."),
-                "old_text": {
-                    "type": "string",
-                    "description": "The exact text to replace, copied from read_file's output.",
-                },
-                "new_text": {"type": "string", "description": "Text to put in its place."},
-            },
-            ["path", "old_text", "new_text"],
-        ),
-        _function(
-            RUN_COMMAND,
-            "Use this to run tests, builds, linters or other programs. Runs a shell command"
-            " (sh -c) in the workspace folder and returns its output (stdout and stderr"
-            " together) and exit code. It gets no input, so it must not wait for typing. The"
-            " user is asked first.",
-            {
-                "command": {"type": "string", "description": "The shell command to run."},
-                "timeout_seconds": {
-                    "type": "number",
-                    "description": "Stop the command after this many seconds"
-                    f" (default {default_timeout_seconds:g}).",
-                },
-            },
-            ["command"],
-        ),
-    ]

@@ -23,6 +23,7 @@ from typing import Any
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal
 from milk_lsp.agents.local.tool_calls import MergedToolCall, parse_text_tool_calls
+from milk_lsp.text import cut, one_line
 
 __all__ = [
     "LOOK_FIRST",
@@ -116,8 +117,7 @@ _USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|exec
 
 
 def _short(text: str, limit: int = _SHORT_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(one_line(text), limit)
 
 
 def _call_line(name: str, arguments: dict[str, Any] | None) -> str:

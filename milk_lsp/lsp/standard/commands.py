@@ -1,4 +1,4 @@
-"""The standard-LSP front door's contract: command names, their arguments as a user types
+"""The standard-LSP door's contract: command names, their arguments as a user types
 them, and which code actions a request gets.
 
 Arguments are JSON values typed in an editor's command line (Helix `:lsp-workspace-command`,
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from milk_lsp import wire
+from milk_lsp.text import cut, one_line
 from milk_lsp.workspace.paths import shown_uri
 
 ASK = "milk.ask"
@@ -284,8 +285,8 @@ def code_actions(
         )
     several = len(diagnostics) > 1
     for diagnostic in diagnostics:
-        message = " ".join(str(diagnostic.get("message", "")).split())
-        suffix = f": {_cut(message, TITLE_MESSAGE_CHARS)}" if several else ""
+        message = one_line(str(diagnostic.get("message", "")))
+        suffix = f": {cut(message, TITLE_MESSAGE_CHARS)}" if several else ""
         about = [{"uri": uri, "diagnostic": diagnostic}]
         explain = f"milk: Explain this diagnostic{suffix}"
         actions.append(Action(explain, KIND_QUICKFIX, EXPLAIN_DIAGNOSTIC, about))
@@ -321,10 +322,6 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 
 def _empty(range_: wire.Range) -> bool:
     return range_.start == range_.end
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def file_label(uri: str, workspace: str | None) -> str:

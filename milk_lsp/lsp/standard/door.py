@@ -1,11 +1,12 @@
-"""The standard-LSP front door: what the `milk.*` commands and code actions do.
+"""The standard-LSP door: what the `milk.*` commands and code actions do.
 
 An editor without milk's plugin has no session picker and cannot wait on a long request,
 so this keeps a *current session* per workspace folder (the one a command or `milk/chat`
 used last, else the newest, else a new one), starts turns in the background (a command
 answers `{sessionId, turnId}` as soon as the turn has begun), shows each session's chat in
 its transcript document, turns updates into progress words, and tells the user of a failed
-command-started turn with `window/showMessage`. The LSP glue is `standard_lsp.py`.
+command-started turn with `window/showMessage`. The LSP glue is `handlers.py`; the editor
+side is `lsp.editor.Editor`.
 """
 
 from __future__ import annotations
@@ -17,21 +18,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from milk_lsp import wire
-from milk_lsp.engine import Engine, EngineError
-from milk_lsp.engine.status import collect_status
-from milk_lsp.engine.views import context_preview, session_info
+from milk_lsp.engine import Engine
+from milk_lsp.engine.status import describe
+from milk_lsp.engine.views import session_info
+from milk_lsp.errors import EngineError
 from milk_lsp.lsp.standard import commands as cmds
 from milk_lsp.lsp.standard.progress import StatusThrottle, status_words
 from milk_lsp.lsp.standard.sync import DocumentPort, TranscriptBook, TranscriptSync, write_atomic
-from milk_lsp.lsp.standard.transcript import (
-    clock,
-    cursor_line,
-    fenced,
-    session_of_path,
-    split_document,
-)
+from milk_lsp.lsp.standard.transcript import clock, cursor_line, session_of_path, split_document
 from milk_lsp.sessions.model import Session, TurnRecord
-from milk_lsp.terminal.doctor import describe
+from milk_lsp.text import fenced, one_line
 from milk_lsp.workspace.paths import path_to_uri, uri_to_path
 
 logger = logging.getLogger(__name__)
@@ -41,7 +37,7 @@ SWITCH_CHOICES = 20
 
 
 class FrontClient(Protocol):
-    """What the front door asks of the editor (`standard_lsp.py` implements it)."""
+    """What the standard door asks of the editor (`lsp.editor.Editor` implements it)."""
 
     def show(self, message: str, level: str = "info") -> None: ...
 
@@ -67,17 +63,17 @@ class _EngineSource:
     def storage_file(self) -> Path:
         return self._engine.config.storage_path()
 
-    def get_session(self, session_id: str) -> Session:
-        return self._engine.get_session(session_id)
+    async def get_session(self, session_id: str) -> Session:
+        return await self._engine.sessions.get(session_id)
 
-    def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
-        return self._engine.session_records(session_id, turn_limit)
+    async def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
+        return await self._engine.sessions.records(session_id, turn_limit)
 
     def is_busy(self, session_id: str) -> bool:
         return self._engine.is_busy(session_id)
 
 
-class FrontDoor:
+class StandardDoor:
     """Commands, code actions and transcripts of one server (one editor connection)."""
 
     def __init__(self, engine: Engine, client: FrontClient, port: DocumentPort) -> None:
@@ -132,7 +128,7 @@ class FrontDoor:
     def folder_for(self, uri: str | None) -> str:
         """The workspace folder a document belongs to, else the one used last, else the
         first (as a resolved path)."""
-        folders = self.engine.workspaces
+        folders = self.engine.sessions.workspaces
         path = uri_to_path(uri) if uri else None
         if path is not None:
             inside = [f for f in folders if path.resolve().is_relative_to(Path(f))]
@@ -140,22 +136,22 @@ class FrontDoor:
                 return max(inside, key=len)
         if self._last_folder is not None:
             return self._last_folder
-        return self.engine.resolve_workspace(None)
+        return self.engine.sessions.resolve_workspace(None)
 
     async def current_session(self, uri: str | None = None, create: bool = True) -> str | None:
         folder = self.folder_for(uri)
         session_id = self._current.get(folder)
         if session_id is not None:
             try:
-                await asyncio.to_thread(self.engine.get_session, session_id)
+                await self.engine.sessions.get(session_id)
                 return session_id
             except EngineError:  # deleted meanwhile
                 self._current.pop(folder, None)
-        sessions = await asyncio.to_thread(self.engine.list_sessions, path_to_uri(folder))
+        sessions = await self.engine.sessions.of_workspace(path_to_uri(folder))
         if sessions:
             session_id = sessions[0].id
         elif create:
-            session = await asyncio.to_thread(self.engine.new_session, path_to_uri(folder), None)
+            session = await self.engine.sessions.new(path_to_uri(folder), None)
             session_id = session.id
         else:
             return None
@@ -164,7 +160,7 @@ class FrontDoor:
 
     async def new_session(self, title: str | None) -> dict[str, Any]:
         folder = self.folder_for(None)
-        session = await asyncio.to_thread(self.engine.new_session, path_to_uri(folder), title)
+        session = await self.engine.sessions.new(path_to_uri(folder), title)
         self._session_used(session.id, session.workspace_folder)
         await self.show_transcript(session.id, take_focus=True)
         return session_info(session).to_wire()
@@ -174,21 +170,21 @@ class FrontDoor:
             session_id = await self._choose_session()
             if session_id is None:
                 return None
-        session = await asyncio.to_thread(self.engine.get_session, session_id)
+        session = await self.engine.sessions.get(session_id)
         self._session_used(session.id, session.workspace_folder)
         await self.show_transcript(session.id, take_focus=True)
         return session_info(session).to_wire()
 
     async def _choose_session(self) -> str | None:
         folder = self.folder_for(None)
-        sessions = await asyncio.to_thread(self.engine.list_sessions, path_to_uri(folder))
+        sessions = await self.engine.sessions.of_workspace(path_to_uri(folder))
         if not sessions:
             self._client.show("milk: this folder has no sessions yet; ask a question first")
             return None
         current = self._current.get(folder)
         by_title: dict[str, str] = {}
         for session in sessions[:SWITCH_CHOICES]:
-            title = " ".join(session.title.split()) or "(untitled)"
+            title = one_line(session.title) or "(untitled)"
             title = f"{title} · {clock(session.updated_at)}"
             if session.id == current:
                 title += " (current)"
@@ -344,7 +340,7 @@ class FrontDoor:
     async def show_context(self) -> dict[str, Any]:
         session_id = await self.current_session()
         assert session_id is not None
-        preview = await asyncio.to_thread(context_preview, self.engine, session_id, None)
+        preview = await self.engine.context_preview(session_id, None)
         path = self.engine.config.storage_path().parent / "context" / f"{session_id}.md"
         await asyncio.to_thread(write_atomic, path, context_markdown(preview), 0o444)
         if self._client.shows_documents():
@@ -354,7 +350,7 @@ class FrontDoor:
         return {"uri": path.as_uri(), **preview.to_wire()}
 
     async def status(self) -> dict[str, Any]:
-        status = await collect_status(self.engine)
+        status = await self.engine.status()
         lines, problems = describe(status, f"sessions: {status.storage}")
         self._client.show("\n".join(lines), "warn" if problems else "info")
         return status.to_wire()
@@ -378,7 +374,7 @@ class FrontDoor:
         return {"restored": uris, "turnId": turn_id}
 
     async def _last_changed_turn(self, session_id: str) -> str | None:
-        return await asyncio.to_thread(self.engine.last_undoable_turn, session_id)
+        return await self.engine.last_undoable_turn(session_id)
 
 
 def _same_file(one: Path, other: Path) -> bool:

@@ -5,7 +5,7 @@ and may type into). `plan_edits` compares the client's text before the marker wi
 milk last wrote there, and answers with the next batch: an insertion at the end of the
 body (and the clearing of a question milk took), nothing, a wait for the client to report
 milk's last edit, or, when they differ otherwise, a replacement of the whole document that
-keeps the user's question area. Positions are in the client's units (UTF-8, -16 or -32).
+keeps the user's question area. Positions are in the client's units (`lsp.positions`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from milk_lsp.lsp.positions import Encoding, position_at
 from milk_lsp.lsp.standard.transcript import join_document, split_document
-
-Encoding = Literal["utf-8", "utf-16", "utf-32"]
 
 
 @dataclass(frozen=True)
@@ -34,22 +33,6 @@ class Plan:
 
     kind: Literal["edit", "replace", "none", "wait"]
     edits: list[Edit] = field(default_factory=list)
-
-
-def units(text: str, encoding: Encoding) -> int:
-    """The length of `text` in the client's position units."""
-    if encoding == "utf-8":
-        return len(text.encode("utf-8", "surrogatepass"))
-    if encoding == "utf-32":
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def position_at(text: str, offset: int, encoding: Encoding) -> tuple[int, int]:
-    """(line, character) of a character offset in `text` (`\\n` line endings)."""
-    before = text[:offset]
-    line = before.count("\n")
-    return line, units(before[before.rfind("\n") + 1 :], encoding)
 
 
 def plan_edits(

@@ -10,6 +10,7 @@ from pathlib import PurePath
 from typing import Any
 
 from milk_lsp.lsp.standard.transcript import chars_words
+from milk_lsp.text import cut, one_line
 
 STATUS_INTERVAL_SECONDS = 0.25
 """At most four status reports a second per turn; the latest is sent when the pause ends."""
@@ -72,10 +73,10 @@ def _call_words(update: dict[str, Any]) -> str | None:
         return f"{_PATH_TOOLS[name]} {_short_path(path)}".rstrip()
     if name in _PATTERN_TOOLS:
         pattern = tool_input.get("pattern") or tool_input.get("query") or ""
-        return f"{_PATTERN_TOOLS[name]} {_cut(str(pattern))}".rstrip()
+        return f"{_PATTERN_TOOLS[name]} {cut(one_line(str(pattern)), SHOWN_CHARS)}".rstrip()
     command = tool_input.get("command")
     if isinstance(command, str):
-        return f"running {_cut(command)}"
+        return f"running {cut(one_line(command), SHOWN_CHARS)}"
     if name == "escalate_to_claude":
         return "handing over to Claude"
     return f"using {name}"
@@ -83,11 +84,6 @@ def _call_words(update: dict[str, Any]) -> str | None:
 
 def _short_path(path: str) -> str:
     return path if len(path) <= SHOWN_CHARS else PurePath(path).name
-
-
-def _cut(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
 @dataclass

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from milk_lsp.lsp.standard.edits import Edit, Encoding, plan_edits, without
+from milk_lsp.lsp.positions import Encoding
+from milk_lsp.lsp.standard.edits import Edit, plan_edits, without
 from milk_lsp.lsp.standard.transcript import (
     TranscriptRenderer,
     header,
@@ -52,7 +53,7 @@ HISTORY_TURNS = 200
 
 
 class DocumentPort(Protocol):
-    """The editor side of transcript documents (`standard_lsp.py` implements it over LSP)."""
+    """The editor side of transcript documents (`lsp.editor.Editor` implements it)."""
 
     @property
     def encoding(self) -> Encoding: ...
@@ -263,9 +264,9 @@ class TranscriptSource(Protocol):
 
     def storage_file(self) -> Path: ...
 
-    def get_session(self, session_id: str) -> Session: ...
+    async def get_session(self, session_id: str) -> Session: ...
 
-    def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]: ...
+    async def session_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]: ...
 
     def is_busy(self, session_id: str) -> bool: ...
 
@@ -374,7 +375,7 @@ class TranscriptBook:
 
     async def _stored_question(self, session_id: str, turn_id: str) -> str | None:
         try:
-            records = await asyncio.to_thread(self._source.session_records, session_id, 1)
+            records = await self._source.session_records(session_id, 1)
         except Exception as exc:
             logger.warning("session %s: cannot read the question: %s", session_id, exc)
             return None
@@ -402,7 +403,7 @@ class TranscriptBook:
 
     async def _load(self, session_id: str) -> TranscriptSync:
         source = self._source
-        session = await asyncio.to_thread(source.get_session, session_id)
+        session = await source.get_session(session_id)
         path = self.path_for(session_id)
         existing = await asyncio.to_thread(_read, path)
         split = split_document(existing) if existing is not None else None
@@ -413,7 +414,7 @@ class TranscriptBook:
         else:
             body = header(session.title, session_id, session.workspace_folder)
             question = ""
-        records = await asyncio.to_thread(source.session_records, session_id, HISTORY_TURNS)
+        records = await source.session_records(session_id, HISTORY_TURNS)
         live = {str(u.get("turnId")) for u in self._queues.get(session_id, ())}
         missing = _not_shown(records, rendered_turns(body) | live, source.is_busy(session_id))
         sync = TranscriptSync(

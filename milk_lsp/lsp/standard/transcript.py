@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from milk_lsp.sessions.model import Role, TurnRecord
+from milk_lsp.text import fenced, one_line
 from milk_lsp.workspace.paths import shown_uri
 
 MARKER = '<!-- milk: type your question below this line, then run "milk: Send" -->'
@@ -86,20 +87,8 @@ def rendered_turns(body: str) -> set[str]:
     return set(TURN_COMMENT.findall(body))
 
 
-def fence_for(text: str, char: str = "`") -> str:
-    """A fence longer than any run of `char` inside `text` (at least three)."""
-    longest = max((len(run) for run in re.findall(re.escape(char) + "+", text)), default=0)
-    return char * max(3, longest + 1)
-
-
-def fenced(text: str, info: str = "") -> str:
-    fence = fence_for(text)
-    inner = text if text.endswith("\n") or not text else text + "\n"
-    return f"{fence}{info}\n{inner}{fence}\n"
-
-
 def header(title: str, session_id: str, workspace: str) -> str:
-    name = " ".join(title.split()) or "new session"
+    name = one_line(title) or "new session"
     return (
         f"# milk: {name}\n\n"
         f"Session `{session_id}` in `{workspace}`. milk writes this file as the chat goes on; "
@@ -316,7 +305,7 @@ class TranscriptRenderer:
 
     def _escalated(self, out: list[str], update: dict[str, Any]) -> None:
         by = update.get("by")
-        reason = " ".join(str(update.get("reason", "")).split())
+        reason = one_line(str(update.get("reason", "")))
         why = {
             "user": "you asked",
             "agent": f"the local model asked: {reason}",

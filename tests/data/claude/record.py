@@ -2,7 +2,7 @@
 
     .venv/bin/python -m tests.data.claude.record [CLI_PATH]
 
-Each scenario runs the CLI with the argv `milk_lsp.agents.claude.agent.build_argv` makes, sends
+Each scenario runs the CLI with the argv `milk_lsp.agents.claude.command.build_argv` makes, sends
 the prompt the way the agent does, answers permission questions as the scenario says, and
 writes the CLI's stdout lines to ``<scenario>.ndjson`` (scratch paths replaced by
 ``/tmp/milk-record``). Run it after upgrading the CLI, then run tests/test_claude_stream.py.
@@ -20,13 +20,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from milk_lsp.agents.claude.agent import (
+from milk_lsp.agents.claude.cli import resolve_cli
+from milk_lsp.agents.claude.command import (
     ClaudeSettings,
     ClaudeTurnRequest,
     build_argv,
     build_env,
 )
-from milk_lsp.agents.claude.cli import resolve_cli
 from milk_lsp.agents.claude.stream import (
     allow_line,
     deny_line,

@@ -1,0 +1,111 @@
+"""Exactly what runs: the argv and environment a Claude Code turn's CLI is started with.
+
+``milk/context`` previews the same `build_argv` a real run uses (with
+`CONTEXT_FILE_PLACEHOLDER` for the context file's path), so the preview is the command.
+
+* argv: ``--print``, stream-json input and output, ``--verbose``, partial messages, user
+  setting sources (user, project, local), ``--permission-prompt-tool stdio`` (permission
+  questions arrive as ``can_use_tool`` control requests on stdout) or
+  ``--dangerously-skip-permissions``, ``--model``/``--allowedTools``/``--add-dir`` from the
+  settings, ``--session-id=`` (first/fresh) or ``--resume=``, and ONE
+  ``--append-system-prompt-file`` (only the last such flag counts). Claude Code's preset
+  system prompt is kept (no ``--system-prompt``). Values use the ``--flag=value`` form so
+  they can never be read as flags. No user text is ever on the argv.
+* Environment: inherited, minus ``CLAUDE_CODE_SESSION_ID``, ``CLAUDE_CODE_ENTRYPOINT`` and
+  ``CLAUDECODE``, with ``CLAUDE_CODE_MAX_RETRIES`` bounded (a dead API fails in seconds).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "CONTEXT_FILE_PLACEHOLDER",
+    "ClaudeSettings",
+    "ClaudeTurnRequest",
+    "build_argv",
+    "build_env",
+]
+
+CONTEXT_FILE_PLACEHOLDER = "<context-file>"
+SETTING_SOURCES = "user,project,local"
+DROPPED_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDECODE")
+"""Inherited variables that would make the CLI think it runs inside another Claude Code."""
+
+
+@dataclass(frozen=True)
+class ClaudeSettings:
+    """The ``claude.*`` settings that shape a run."""
+
+    path: str | None = None
+    model: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    add_dirs: tuple[str, ...] = ()
+    skip_permissions: bool = False
+    max_retries: int = 2
+    """``CLAUDE_CODE_MAX_RETRIES`` for the CLI (its default of 10 takes ~3 minutes)."""
+
+
+@dataclass(frozen=True)
+class ClaudeTurnRequest:
+    workspace: Path
+    prompt: str
+    """The user's text, already prefixed with any ``<milk-context>`` block."""
+    context_file_text: str
+    """The one ``--append-system-prompt-file`` content ("" → no flag)."""
+    session_id: str
+    """A new uuid4 for a first/fresh start (``--session-id``), or the id to ``--resume``."""
+    resume: bool
+    settings: ClaudeSettings
+
+
+def build_argv(request: ClaudeTurnRequest, cli_path: str, context_file_path: str) -> list[str]:
+    """The exact argv of the turn; ``milk/context`` previews it with ``"<context-file>"``."""
+    settings = request.settings
+    argv = [
+        cli_path,
+        "--print",
+        "--output-format",
+        "stream-json",
+        "--input-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        f"--setting-sources={SETTING_SOURCES}",
+    ]
+    if settings.skip_permissions:
+        argv.append("--dangerously-skip-permissions")
+    else:
+        argv += ["--permission-prompt-tool", "stdio"]
+    if settings.model:
+        argv.append(f"--model={settings.model}")
+    if settings.allowed_tools:
+        argv.append(f"--allowedTools={','.join(settings.allowed_tools)}")
+    argv += [f"--add-dir={directory}" for directory in settings.add_dirs]
+    if request.resume:
+        argv.append(f"--resume={request.session_id}")
+    else:
+        argv.append(f"--session-id={request.session_id}")
+    if request.context_file_text:
+        argv.append(f"--append-system-prompt-file={context_file_path}")
+    return argv
+
+
+def build_env(
+    settings: ClaudeSettings,
+    workspace: Path,
+    overrides: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The CLI's environment: inherited, minus the nested-session variables, retries bounded."""
+    env = dict(os.environ if base is None else base)
+    for name in DROPPED_ENV:
+        env.pop(name, None)
+    if overrides:
+        env.update(overrides)
+    env["CLAUDE_CODE_MAX_RETRIES"] = str(max(0, settings.max_retries))
+    env["PWD"] = str(workspace)
+    return env

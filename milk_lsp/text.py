@@ -1,0 +1,48 @@
+"""Small text helpers every part uses the same way: cut with an ellipsis, short JSON, fences.
+
+One home so that "cut to N characters" means one thing everywhere (the ellipsis counts
+toward N) and a fence is always longer than any backtick run it wraps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+ELLIPSIS = "…"
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first characters and an ellipsis: never longer than `limit`."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def one_line(text: str) -> str:
+    """Runs of whitespace (line breaks too) as single spaces."""
+    return " ".join(text.split())
+
+
+def short_json(value: Any, limit: int = 300) -> str:
+    """`value` as JSON for a one-line display, cut at `limit` (objects it cannot encode
+    are shown by `str`)."""
+    return cut(json.dumps(value, ensure_ascii=False, default=str), limit)
+
+
+def longest_run(text: str, char: str = "`") -> int:
+    """The longest run of `char` in `text`."""
+    return max((len(run) for run in re.findall(re.escape(char) + "+", text)), default=0)
+
+
+def fence_for(text: str, char: str = "`") -> str:
+    """A fence longer than any run of `char` inside `text` (at least three)."""
+    return char * max(3, longest_run(text, char) + 1)
+
+
+def fenced(text: str, info: str = "") -> str:
+    """`text` in a fenced block that its own backticks cannot close."""
+    fence = fence_for(text)
+    inner = text if text.endswith("\n") or not text else text + "\n"
+    return f"{fence}{info}\n{inner}{fence}\n"
