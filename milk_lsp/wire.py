@@ -285,14 +285,18 @@ class Usage(WireModel):
 
 class Escalated(WireModel):
     by: Literal["user", "agent", "fallback"]
-    """`fallback`: milk handed the turn over because the local part failed (`reason`
-    names the signal)."""
+    """`fallback`: milk handed the turn over because the local part failed (`reason` says
+    what happened in words, `signal` which hand-off signal it was)."""
     reason: str
+    signal: str | None = None
 
 
 class TurnError(WireModel):
     reason: str
     message: str
+    data: dict[str, Any] | None = None
+    """More for a client than the message: `signal`, the hand-off signal a local part ended
+    on (the message says what happened in words and names no signal)."""
 
 
 StopReason = Literal["end_turn", "cancelled", "error", "max_turns"]
@@ -334,6 +338,7 @@ class TurnUndoResult(WireModel):
 class EscalatedInfo(WireModel):
     by: Literal["user", "agent", "fallback"]
     reason: str
+    signal: str | None = None
     mode: Literal["first", "resume", "returning", "fresh"] | None = None
     context_chars: int | None = None
 

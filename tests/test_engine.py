@@ -201,7 +201,8 @@ async def test_a_local_signal_on_auto_is_handed_to_claude(tmp_path: Path) -> Non
     result = await engine.chat(ChatParams(text="what is x?"))
     assert result.stop_reason == "end_turn"
     assert result.escalated is not None and result.escalated.by == "fallback"
-    assert result.escalated.reason.startswith("empty_reply: ")
+    assert result.escalated.signal == "empty_reply"
+    assert not result.escalated.reason.startswith("empty_reply")  # words, not the id
     assert "milk handed it to you (empty_reply)" in claude.requests[0].context_file_text
 
 

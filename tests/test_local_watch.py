@@ -16,17 +16,18 @@ from milk_lsp.agents.base import (
     EscalationRequested,
     LocalGaveUp,
     LocalSignal,
+    NoticeEvent,
     ToolCallEvent,
     TurnDone,
+    TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
 from milk_lsp.agents.local.watch import (
-    LOOK_FIRST,
     MAKE_THE_CHANGE,
     NUDGE,
+    Grounded,
     Nudge,
     TurnWatch,
-    asks_about_code,
     asks_for_change,
     embedded_call,
 )
@@ -210,21 +211,6 @@ async def test_a_reply_without_words_is_an_empty_reply(
     gave_up(events, LocalSignal.EMPTY_REPLY)
 
 
-async def test_a_claim_about_the_code_made_without_looking_gets_one_look_first_nudge(
-    server: FakeOpenAIServer, agent: LocalAgent
-) -> None:
-    server.enqueue(
-        {"text": "It is defined in `src/smart_truncate.py`."},
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "slugify.py"}}]},
-        {"text": "It is defined in slugify/slugify.py."},
-    )
-    tools = StandInTools()
-    events = await collect(agent, tools, cut_short=True)
-    assert events[-1] == TurnDone()
-    assert server.requests[1]["messages"][-1] == {"role": "user", "content": LOOK_FIRST}
-    assert [name for _, name, _ in tools.calls] == ["read_file"]
-
-
 async def test_small_talk_and_checked_answers_get_no_nudge(
     server: FakeOpenAIServer, agent: LocalAgent
 ) -> None:
@@ -276,29 +262,8 @@ def test_past_tense_mentions_of_tools_are_not_described_calls() -> None:
     watch = TurnWatch(frozenset({"read_file"}), cut_short=True)
     watch.after_call("read_file", {"path": "a.py"}, is_error=False, denied=False, output="x")
     assert watch.final_reply("I used read_file on a.py: it defines main().", reasoned=False) is None
-    assert watch.final_reply("You can use read_file to see a.py.", reasoned=False) == Nudge(NUDGE)
-
-
-async def test_an_answer_still_unchecked_after_the_nudge_is_handed_off_on_auto(
-    server: FakeOpenAIServer, agent: LocalAgent
-) -> None:
-    server.enqueue(
-        {"text": "The default of max_length is 100."},
-        {"text": "As I said, the default of max_length is 100."},
-    )
-    events = await collect(agent, StandInTools(), cut_short=True)
-    gave_up(events, LocalSignal.UNCHECKED_ANSWER)
-
-
-async def test_on_route_local_an_unchecked_answer_stands_after_the_nudge(
-    server: FakeOpenAIServer, agent: LocalAgent
-) -> None:
-    server.enqueue(
-        {"text": "The default of max_length is 100."},
-        {"text": "The default of max_length is 100."},
-    )
-    events = await collect(agent, StandInTools(), cut_short=False)
-    assert events[-1] == TurnDone()
+    nudge = watch.final_reply("You can use read_file to see a.py.", reasoned=False)
+    assert isinstance(nudge, Nudge) and nudge.text == NUDGE
 
 
 async def test_tool_markup_written_as_the_answer_is_a_signal(
@@ -371,25 +336,170 @@ def test_milk_tags_and_repeated_fragments_are_not_an_answer() -> None:
     assert isinstance(stuck, LocalGaveUp) and stuck.signal is LocalSignal.EMPTY_REPLY
 
 
-def test_asks_about_code() -> None:
-    assert asks_about_code("What is the default of max_length?")
-    assert asks_about_code("where is the parser defined?")
-    assert asks_about_code("what does `slugify()` do")
-    assert not asks_about_code("hi there")
-    assert not asks_about_code("thanks, that helps")
+# ---- looking first, and judging the answer by evidence (issue 17) -------------------------
 
 
-async def test_a_question_about_the_code_answered_twice_without_looking_is_handed_off(
+class ScriptedJudge:
+    """An `AnswerJudge` that reports what it was given: `missing` for every answer, and
+    milk's own look as `looked`."""
+
+    def __init__(
+        self, missing: tuple[str, ...] = (), looked: str | None = "milk looked: x"
+    ) -> None:
+        self.missing = missing
+        self.looked = looked
+        self.judged: list[tuple[str, list[str]]] = []
+        self.looks = 0
+
+    def judge(self, answer: str, tool_outputs: Any) -> Grounded:
+        self.judged.append((answer, list(tool_outputs)))
+        return Grounded(len(self.missing) or 1, self.missing)
+
+    async def look(self) -> str | None:
+        self.looks += 1
+        return self.looked
+
+
+async def run_judged(
+    agent: LocalAgent, judge: ScriptedJudge, *, look_first: bool, cut_short: bool = True
+) -> list[Any]:
+    run = agent.run(
+        [{"role": "user", "content": "what does greet return?"}],
+        StandInTools(),
+        offer_escalation=False,
+        cut_short=cut_short,
+        look_first=look_first,
+        judge=judge,
+    )
+    return [event async for event in run]
+
+
+async def test_a_workspace_question_requires_a_tool_call_first(
     server: FakeOpenAIServer, agent: LocalAgent
 ) -> None:
-    server.enqueue({"text": "It is 100."}, {"text": "Sorry, I cannot tell without looking."})
+    server.enqueue({"tool_calls": [READ_A]}, {"text": "greet returns 'hello'."})
+    judge = ScriptedJudge()
+    events = await run_judged(agent, judge, look_first=True)
+    assert events[-1] == TurnDone()
+    assert server.requests[0]["tool_choice"] == "required"
+    assert "tool_choice" not in server.requests[1], "only the first request is made to look"
+    assert text_of(events) == "greet returns 'hello'.", "shown once"
+    assert judge.looks == 0
+    assert judge.judged[-1][1][0].startswith("read_file output"), "the read is evidence"
+
+
+async def test_a_server_that_ignores_tool_choice_gets_milks_own_look_and_is_remembered(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue({"text": "It returns 42."}, {"text": "greet returns 'hello'."})
+    judge = ScriptedJudge()
+    events = await run_judged(agent, judge, look_first=True)
+    assert events[-1] == TurnDone()
+    assert "It returns 42." not in text_of(events), "the unlooked answer is never shown"
+    assert text_of(events) == "greet returns 'hello'."
+    assert judge.looks == 1
+    assert server.requests[1]["messages"][-1] == {"role": "user", "content": "milk looked: x"}
+    notices = [e.message for e in events if isinstance(e, NoticeEvent)]
+    assert any("milk looked in the workspace" in n for n in notices)
+    # the next turn with the same model: milk looks before the first request, no tool_choice
+    server.enqueue({"text": "Still 'hello'."})
+    events = await run_judged(agent, judge, look_first=True)
+    assert events[-1] == TurnDone()
+    assert "tool_choice" not in server.requests[2]
+    assert server.requests[2]["messages"][-1] == {"role": "user", "content": "milk looked: x"}
+    assert judge.looks == 2
+
+
+async def test_a_server_that_refuses_tool_choice_is_asked_again_without_it(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(
+        {"status": 400, "body": {"error": {"message": "tool_choice 'required' is not supported"}}},
+        {"text": "greet returns 'hello'."},
+    )
+    judge = ScriptedJudge()
+    events = await run_judged(agent, judge, look_first=True)
+    assert events[-1] == TurnDone(), events
+    assert "tool_choice" not in server.requests[1]
+    assert judge.looks == 1
+
+
+async def test_a_context_overflow_is_not_taken_for_a_refused_tool_choice(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue({"status": 400, "body": {"error": {"message": "exceeds the context size"}}})
+    events = await run_judged(agent, ScriptedJudge(), look_first=True)
+    assert isinstance(events[-1], TurnFailed), events
+
+
+async def test_a_general_question_is_not_made_to_look(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue({"text": "Use `items[::-1]`."})
+    judge = ScriptedJudge()
+    events = await run_judged(agent, judge, look_first=False)
+    assert events[-1] == TurnDone()
+    assert "tool_choice" not in server.requests[0] and len(server.requests) == 1
+    assert text_of(events) == "Use `items[::-1]`."
+
+
+@pytest.mark.parametrize("cut_short", [True, False])
+async def test_an_answer_naming_what_nothing_backs_is_ungrounded_on_both_routes(
+    server: FakeOpenAIServer, agent: LocalAgent, cut_short: bool
+) -> None:
+    server.enqueue({"tool_calls": [READ_A]}, {"text": "It is in `src/app.py`."})
+    events = await run_judged(
+        agent, ScriptedJudge(missing=("src/app.py",)), look_first=True, cut_short=cut_short
+    )
+    last = gave_up(events, LocalSignal.UNGROUNDED_ANSWER)
+    assert "src/app.py" in last.detail
+    assert len(server.requests) == 2, "no corrective message: judged, not nagged"
+
+
+async def test_claims_after_only_failed_looks_are_ungrounded(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    tools = StandInTools({"read_file": lambda args: Outcome("error: no such file", is_error=True)})
+    server.enqueue({"tool_calls": [READ_A]}, {"text": "It is defined in a.py."})
     run = agent.run(
-        [{"role": "user", "content": "what is the default of max_length?"}],
-        StandInTools(),
-        offer_escalation=True,
+        [{"role": "user", "content": "where is main?"}],
+        tools,
+        offer_escalation=False,
         cut_short=True,
-        about_code=True,
+        judge=ScriptedJudge(),
     )
     events = [event async for event in run]
-    gave_up(events, LocalSignal.UNCHECKED_ANSWER)
-    assert server.requests[1]["messages"][-1]["content"] == LOOK_FIRST
+    last = gave_up(events, LocalSignal.UNGROUNDED_ANSWER)
+    assert "failed or found nothing" in last.detail
+
+
+@pytest.mark.parametrize(
+    "markup", ["<tools></tools>", '<tool_call>{"name": "x"}</tool_call>', "<|im_start|>assistant"]
+)
+async def test_markup_as_the_answer_is_an_unrunnable_call(
+    server: FakeOpenAIServer, agent: LocalAgent, markup: str
+) -> None:
+    from milk_lsp.agents.local.grounding import markup_answer
+
+    class MarkupJudge(ScriptedJudge):
+        def judge(self, answer: str, tool_outputs: Any) -> Grounded:
+            return Grounded(0, (), markup_answer(answer))
+
+    server.enqueue({"text": markup})
+    events = await run_judged(agent, MarkupJudge(), look_first=False)
+    gave_up(events, LocalSignal.UNRUNNABLE_CALL)
+
+
+async def test_a_corrective_message_is_shown_as_one_quiet_line(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(
+        {"text": "You can use the read_file tool on a.py."},
+        {"tool_calls": [READ_A]},
+        {"text": "a.py holds the contents."},
+    )
+    events = await collect(agent, StandInTools(), cut_short=True)
+    assert events[-1] == TurnDone()
+    notices = [e for e in events if isinstance(e, NoticeEvent)]
+    assert [n.severity for n in notices] == ["info"]
+    assert "milk asked the model to make the tool call it described" in notices[0].message

@@ -276,6 +276,8 @@ class MilkAgent:
             reason = result.error.reason if result.error is not None else "internal"
             text = result.error.message if result.error is not None else "the turn failed"
             data = {"reason": reason, "turnId": result.turn_id, "stopReason": "error"}
+            if result.error is not None and result.error.data:
+                data.update(result.error.data)  # the hand-off signal, for clients
             raise RequestError(INTERNAL_ERROR, text, {**data, "agent": result.agent})
         usage = None
         if result.usage is not None:

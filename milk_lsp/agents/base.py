@@ -103,7 +103,7 @@ class LocalSignal(enum.StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     UNRUNNABLE_CALL = "unrunnable_call"
     DESCRIBED_CALL = "described_call"
-    UNCHECKED_ANSWER = "unchecked_answer"
+    UNGROUNDED_ANSWER = "ungrounded_answer"
     EDIT_NOT_MADE = "edit_not_made"
     FAILED_EDIT = "failed_edit"
     EMPTY_REPLY = "empty_reply"

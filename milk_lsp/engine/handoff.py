@@ -21,6 +21,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.engine.turn import Turn
+from milk_lsp.text import cut, one_line
 
 HandOffMode = Literal["ask", "auto", "off"]
 
@@ -52,9 +53,9 @@ def from_model_failure(failure: TurnFailed) -> LocalGaveUp | None:
 
 
 def reason_text(gave_up: LocalGaveUp) -> str:
-    """`escalated.reason` of a fallback: the signal, then what happened."""
-    text = f"{gave_up.signal.value}: {' '.join(gave_up.detail.split())}"
-    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+    """`escalated.reason` of a fallback: what happened, in words (`escalated.signal` names
+    the signal for clients)."""
+    return cut(one_line(gave_up.detail), REASON_CHARS)
 
 
 def brief(gave_up: LocalGaveUp, user_ask: str) -> str:
@@ -88,7 +89,7 @@ def failure(gave_up: LocalGaveUp, why_kept: str) -> tuple[FailureReason, str]:
         if gave_up.signal is LocalSignal.ROUND_LIMIT
         else "ask Claude (Escalate), or rephrase and try again"
     )
-    message = f"The local model did not finish ({gave_up.signal.value}): {gave_up.detail}."
+    message = f"The local model did not finish: {gave_up.detail}."
     if why_kept:
         message = f"{message} {why_kept}"
     return reason, f"{message} To go on, {advice}."

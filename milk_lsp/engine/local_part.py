@@ -11,6 +11,8 @@ the turn's failure says why.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -25,8 +27,10 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
+from milk_lsp.agents.local.grounding import about_workspace
+from milk_lsp.agents.local.judge import DEICTIC, TurnGrounding
 from milk_lsp.agents.local.tools import WorkspaceTools
-from milk_lsp.agents.local.watch import asks_about_code, asks_for_change
+from milk_lsp.agents.local.watch import asks_for_change
 from milk_lsp.engine import handoff
 from milk_lsp.engine.agent_host import TurnHost
 from milk_lsp.engine.routing import Plan
@@ -36,9 +40,14 @@ from milk_lsp.prompts import local as prompts
 from milk_lsp.sessions.model import Agent, Session, SessionState
 from milk_lsp.sessions.service import Sessions
 from milk_lsp.text import cut
+from milk_lsp.workspace.index import WorkspaceIndex
+
+logger = logging.getLogger(__name__)
 
 LocalOutcome = EscalationRequested | LocalGaveUp | None
 
+INDEX_WAIT_SECONDS = 2.0
+"""How long a turn waits for the workspace's index before its first model request."""
 BRIEF_MAX_CHARS = 1000
 """Cap on `escalate_to_claude(reason)`, which becomes the brief in Claude's context."""
 
@@ -50,6 +59,8 @@ class HandOff:
 
     by: Literal["agent", "fallback"]
     reason: str
+    signal: str | None = None
+    """The hand-off signal of a fallback."""
 
 
 class LocalPart:
@@ -62,6 +73,8 @@ class LocalPart:
         self._sessions = sessions
         self._models = models
         self._claude_path = claude_path
+        self._indexes: dict[str, WorkspaceIndex] = {}
+        """Per workspace folder: what exists there, for the judge of local answers."""
 
     async def run(
         self, session: Session, turn: Turn, text: str, plan: Plan, user_ask: str
@@ -92,6 +105,10 @@ class LocalPart:
             Path(session.workspace_folder),
             TurnHost(turn, config.claude.permission_timeout_seconds),
         )
+        index = await self._fresh_index(session.workspace_folder)
+        attached = text.strip() != user_ask.strip()  # attachments count as having looked
+        about = bool(DEICTIC.search(user_ask)) or about_workspace(user_ask, index)
+        judge = TurnGrounding(user_ask, text, index, about_workspace=about or attached, tools=tools)
         outcome: LocalOutcome = None
         progress = self._progress(turn)
         async with self._models.around(progress, turn.notice) as agent:
@@ -103,7 +120,8 @@ class LocalPart:
                 offer_escalation=plan.offer_escalation,
                 cut_short=plan.watches_local,
                 change_requested=asks_for_change(user_ask),
-                about_code=asks_about_code(user_ask),
+                look_first=about and not attached,
+                judge=judge,
             )
             try:
                 async with aclosing(run) as events:
@@ -134,7 +152,7 @@ class LocalPart:
         if isinstance(outcome, EscalationRequested):
             hand_off, brief = HandOff("agent", outcome.reason), outcome.reason
         elif isinstance(outcome, LocalGaveUp) and await self._fallback_wanted(turn, plan, outcome):
-            hand_off = HandOff("fallback", handoff.reason_text(outcome))
+            hand_off = HandOff("fallback", handoff.reason_text(outcome), outcome.signal.value)
             brief = handoff.brief(outcome, user_ask)
         else:
             return None
@@ -145,6 +163,22 @@ class LocalPart:
         pending = [] if local_part is None else [local_part.record(turn.turn_id)]
         session.last_local_summary = self._sessions.local_brick(session, pending)
         return hand_off
+
+    async def _fresh_index(self, workspace: str) -> WorkspaceIndex:
+        """The workspace's index, brought up to date (only changed files are read again).
+        A first index of a large workspace may take longer than a turn should wait: the
+        turn then goes on with what is indexed so far, and the refresh finishes behind it."""
+        index = self._indexes.get(workspace)
+        if index is None:
+            index = self._indexes[workspace] = WorkspaceIndex(Path(workspace))
+        refresh = asyncio.ensure_future(asyncio.to_thread(index.refresh))
+        try:
+            await asyncio.wait_for(asyncio.shield(refresh), INDEX_WAIT_SECONDS)
+        except TimeoutError:
+            logger.info("the index of %s is still being built", workspace)
+        except Exception:  # the judge is a help; a broken index must not fail the turn
+            logger.warning("indexing %s failed", workspace, exc_info=True)
+        return index
 
     @staticmethod
     def _progress(turn: Turn) -> Callable[[str], None]:
@@ -164,6 +198,7 @@ class LocalPart:
         else:
             kept = "You kept the local answer."
         turn.failure = handoff.failure(gave_up, kept)
+        turn.failure_signal = gave_up.signal.value
         if gave_up.signal is LocalSignal.MODEL_UNREACHABLE and self._claude_path() is not None:
             turn.notice(
                 "info",

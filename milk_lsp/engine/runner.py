@@ -160,10 +160,10 @@ class TurnRunner:
                 hand_off = await self._local.hand_off(session, turn, plan, outcome, display_text)
                 if hand_off is None:
                     return ("error" if turn.failure else "end_turn"), None
-                by, reason = hand_off.by, hand_off.reason
+                by, reason, signal = hand_off.by, hand_off.reason, hand_off.signal
             else:
-                by, reason = plan.escalated_by or "user", plan.escalation_reason
-            escalated = Escalated(by=by, reason=reason)
+                by, reason, signal = plan.escalated_by or "user", plan.escalation_reason, None
+            escalated = Escalated(by=by, reason=reason, signal=signal)
             self._bridge.progress_report(turn.progress_token, "escalating to Claude")
             stop = await self._claude.run(session, turn, text, by, reason)
         except asyncio.CancelledError:
@@ -299,7 +299,8 @@ def _turn_error(stop: StopReason, turn: Turn) -> TurnError | None:
     if stop != "error" or turn.failure is None:
         return None
     reason, message = turn.failure
-    return TurnError(reason=reason.value, message=redact(message))
+    data = {"signal": turn.failure_signal} if turn.failure_signal else None
+    return TurnError(reason=reason.value, message=redact(message), data=data)
 
 
 def _summary(change: TurnChange) -> ChangeSummary:

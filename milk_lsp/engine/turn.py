@@ -167,6 +167,9 @@ class Turn:
         self.usage = UsageTotals()
         self.percepts: list[tuple[Agent, str]] = []
         self.failure: tuple[FailureReason, str] | None = None
+        self.failure_signal: str | None = None
+        """The hand-off signal behind `failure`, when a local part's failure ended the turn
+        (`error.data.signal`; the message says it in words)."""
         self.progress_token: object | None = None
         self._interceptor: TagInterceptor | None = None
         self._needs_seen = 0

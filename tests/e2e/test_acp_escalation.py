@@ -124,7 +124,7 @@ async def test_the_hand_off_question_uses_its_own_option_names(
         else:
             result = await agent.say(sid, "rename greet")
             assert result.field_meta["milk"]["escalated"]["by"] == "fallback"
-            assert "Claude takes over**: the local model could not finish (model_error" in (
+            assert "Claude takes over**: the local model could not finish (the local model at" in (
                 client.text(sid)
             )
             assert client.text(sid, agent="claude") == "Claude did it."

@@ -72,7 +72,10 @@ async def test_user_escalation_first_then_resume_and_returning(
 ) -> None:
     client, env = claude_client, claude_env
     session_id = await session_of(client, env)
-    openai.enqueue({"text": "local looked at hello.py"})
+    openai.enqueue(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
+        {"text": "local looked at hello.py"},
+    )
     await request(client, "milk/chat", {"sessionId": session_id, "text": "look at hello.py"})
 
     # first escalation by the user

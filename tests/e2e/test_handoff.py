@@ -2,8 +2,10 @@
 milk can see, and the REAL Claude Code CLI on the Messages-API stand-in taking over.
 
 For every signal on route `auto` with `local.handOff: "auto"`, the same turn continues with
-Claude: `escalated.by` is `fallback`, its reason names the signal, and the brief of what the
-local agent tried reaches Claude's appended system text. `"off"`, a kept local answer and
+Claude: `escalated.by` is `fallback`, `escalated.signal` names the signal (its reason says
+what happened in words), and the brief of what the local agent tried reaches Claude's
+appended system text. The ask names a function of the workspace, so the model is made to look
+first: the scripts start with a look where the signal does not come from the first reply. `"off"`, a kept local answer and
 route `local` end the turn `error` instead of a quiet `end_turn`, with the local text kept.
 """
 
@@ -72,23 +74,34 @@ SIGNALS: dict[str, Case] = {
     "repeated_call": Case([{"tool_calls": [READ], "repeat": 4}]),
     "unknown_tool": Case([{"tool_calls": [{"name": "design_plugin_system", "arguments": {}}]}]),
     "unrunnable_call": Case(
-        [{"text": 'Plan:\n```json\n{"name": "design_plugin_system", "arguments": {}}\n```'}]
+        [
+            {"tool_calls": [READ]},
+            {"text": 'Plan:\n```json\n{"name": "design_plugin_system", "arguments": {}}\n```'},
+        ]
     ),
     "described_call": Case(
         [
+            {"tool_calls": [READ]},
             {"text": "You can use the `search_text` function with the pattern greet."},
             {"text": "Just call search_text with greet."},
         ]
     ),
-    "unchecked_answer": Case(
-        [{"text": "It returns `hello`."}, {"text": "It returns `hello`, I am sure."}],
+    "ungrounded_answer": Case(
+        [
+            {"tool_calls": [{"name": "search_text", "arguments": {"pattern": "greet_user"}}]},
+            {"text": "It is defined in `src/greeting.py` as `greet_user()`."},
+        ],
         ask="what does greet return?",
     ),
     "edit_not_made": Case(
-        [{"text": "Sure, rename it in your editor."}, {"text": "It is easy to do by hand."}]
+        [
+            {"tool_calls": [READ]},
+            {"text": "Sure, rename it in your editor."},
+            {"text": "It is easy to do by hand."},
+        ]
     ),
     "failed_edit": Case([{"tool_calls": [BAD_EDIT]}, {"text": "Run sed yourself to rename it."}]),
-    "empty_reply": Case([{"text": ""}]),
+    "empty_reply": Case([{"tool_calls": [READ]}, {"text": ""}]),
     "model_unreachable": Case([], reason="local_unreachable"),
     "model_error": Case([{"status": 500, "body": "the server crashed"}]),
     "context_overflow": Case(
@@ -137,7 +150,8 @@ async def test_each_signal_hands_the_turn_to_claude(
     assert result["stopReason"] == "end_turn", result
     assert result["agent"] == "claude"
     assert result["escalated"]["by"] == "fallback"
-    assert result["escalated"]["reason"].startswith(f"{signal}: "), result["escalated"]
+    assert result["escalated"]["signal"] == signal, result["escalated"]
+    assert signal not in result["escalated"]["reason"], "the words name no signal id"
     assert result["text"].endswith(CLAUDE_ANSWER)
     update = escalated_update(client, result["turnId"])
     assert update["by"] == "fallback" and update["reason"] == result["escalated"]["reason"]
@@ -172,8 +186,8 @@ async def test_each_signal_not_handed_off_ends_error_naming_it(
     assert result["stopReason"] == "error", result
     assert result["error"]["reason"] == case.reason, result["error"]
     assert result.get("escalated") is None
-    if signal not in ("model_unreachable", "model_error", "context_overflow"):
-        assert f"({signal})" in result["error"]["message"]  # the signal, named
+    assert result["error"]["data"]["signal"] == signal, result["error"]
+    assert signal not in result["error"]["message"], "the words name no signal id"
     why = "local.handOff" if mode == "off" else "You kept the local answer"
     if signal not in ("model_unreachable", "model_error", "context_overflow"):
         assert why in result["error"]["message"]
@@ -191,7 +205,7 @@ async def test_unreachable_model_hands_off(
     client = await start(harness, claude_env, "auto", baseUrl=f"http://127.0.0.1:{free_port()}/v1")
     result = await chat(client, claude_env, "what does hello.py do?")
     assert result["stopReason"] == "end_turn", result
-    assert result["escalated"]["reason"].startswith("model_unreachable: ")
+    assert result["escalated"]["signal"] == "model_unreachable"
     assert "connection refused" in appended_system_text(api.main_requests()[-1])
 
 
@@ -219,7 +233,7 @@ async def test_off_ends_error_with_the_local_text_kept(
     result = await chat(client, claude_env, "rename greet")
     assert result["stopReason"] == "error", result
     assert result["error"]["reason"] == "local_failed"
-    assert "failed_edit" in result["error"]["message"]
+    assert result["error"]["data"]["signal"] == "failed_edit"
     assert "local.handOff" in result["error"]["message"]
     assert result["text"] == "Run sed yourself."
     assert result.get("escalated") is None
@@ -231,13 +245,13 @@ async def test_off_ends_error_with_the_local_text_kept(
 async def test_ask_deny_keeps_the_local_answer_and_ends_error(
     harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
 ) -> None:
-    openai.enqueue({"text": ""})
+    openai.enqueue({"tool_calls": [READ]}, {"text": ""})
     client = await start(harness, claude_env, "ask")
     client.permission_answers = ["deny"]
     result = await chat(client, claude_env, "what does hello.py do?")
     assert result["stopReason"] == "error"
     assert result["error"]["reason"] == "local_failed"
-    assert "empty_reply" in result["error"]["message"]
+    assert result["error"]["data"]["signal"] == "empty_reply"
     assert "You kept the local answer" in result["error"]["message"]
     [question] = client.permission_requests
     assert question["tool"] == "hand_off_to_claude"
@@ -260,13 +274,13 @@ async def test_ask_allow_hands_off(
     result = await chat(client, claude_env, "what does hello.py do?")
     assert result["stopReason"] == "end_turn", result
     assert result["escalated"]["by"] == "fallback"
-    assert result["escalated"]["reason"].startswith("unknown_tool: ")
+    assert result["escalated"]["signal"] == "unknown_tool"
 
 
 async def test_ask_through_show_message_request(
     harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
 ) -> None:
-    openai.enqueue({"text": ""})
+    openai.enqueue({"tool_calls": [READ]}, {"text": ""})
     api.enqueue({"text": CLAUDE_ANSWER})
     claude_env.settings["local"]["handOff"] = "ask"
     client = await harness.start(milk_permission=False)
@@ -281,7 +295,7 @@ async def test_ask_through_show_message_request(
 async def test_cancel_during_the_question_leaves_nothing_running(
     harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
 ) -> None:
-    openai.enqueue({"text": ""})
+    openai.enqueue({"tool_calls": [READ]}, {"text": ""})
     client = await start(harness, claude_env, "ask")
     client.permission_answers = ["hang"]
     session_id = await session_of(client, claude_env)
@@ -316,7 +330,7 @@ async def test_route_local_never_hands_off_but_reports_the_failure(
     assert len(calls) == 3
     assert result["stopReason"] == "error"
     assert result["error"]["reason"] == "local_failed"
-    assert "empty_reply" in result["error"]["message"]
+    assert result["error"]["data"]["signal"] == "empty_reply"
     assert api.main_requests() == []
 
 
@@ -339,7 +353,7 @@ async def test_no_claude_ends_error_naming_the_signal(
     result = await chat(client, env, "what does hello.py do?")
     assert result["stopReason"] == "error"
     assert result["error"]["reason"] == "local_failed"
-    assert "unknown_tool" in result["error"]["message"]
+    assert result["error"]["data"]["signal"] == "unknown_tool"
     assert "Claude Code was not found" in result["error"]["message"]
 
 

@@ -251,7 +251,7 @@ async def test_edit_of_open_file_goes_through_apply_edit(
     # a refused edit the model then claims as done is no quiet success: failed_edit
     assert result["stopReason"] == ("end_turn" if applied else "error"), result
     if not applied:
-        assert "failed_edit" in result["error"]["message"]
+        assert result["error"]["data"]["signal"] == "failed_edit"
     [edit] = client.applied_edits
     [change] = edit.edit.changes[uri]
     assert change.new_text == "def greet():\n    return 'hi'\n"

@@ -58,7 +58,7 @@ async def test_ask_opens_the_transcript_and_streams_into_it(
     editor = await editors.start()
     answer = "Hello from the local model, slowly, so that it streams into the document."
     openai.enqueue({"text": answer, "chunk_chars": 2, "delay": 0.05})
-    started = await editor.command("milk.ask", "what is in hello.py?")
+    started = await editor.command("milk.ask", "say hello, slowly")
     uri = transcript_uri(env, started["sessionId"])
     # shown (without taking the focus) as soon as the turn began, then streamed into
     [shown] = editor.shown_documents
@@ -68,7 +68,7 @@ async def test_ask_opens_the_transcript_and_streams_into_it(
     body, question = split_document(text) or ("", "")
     assert question == ""
     assert f"<!-- turn {started['turnId']} -->\n## You · " in body
-    assert f"what is in hello.py?\n\n### Local model\n\n{answer}" in body
+    assert f"say hello, slowly\n\n### Local model\n\n{answer}" in body
     assert editor.edit_log and not any(record.whole for record in editor.edit_log)
     # every batch appended at the end of the body, in order
     assert text.endswith(MARKER + "\n")
@@ -204,20 +204,20 @@ async def test_question_area_and_send(editors: Editors, env: Env, openai: FakeOp
     # the cursor is put on the (empty) question area's marker line: a line that exists
     line = editor.shown_documents[0].selection.start.line
     assert editor.buffers[uri].text.split("\n")[line] == MARKER
-    editor.type_at(uri, len(editor.buffers[uri].text), "What does greet return?\n")
-    openai.enqueue({"text": "It returns 'hello'."})
+    editor.type_at(uri, len(editor.buffers[uri].text), "How do you say hello in French?\n")
+    openai.enqueue({"text": "Bonjour."})
     before = len(openai.requests)
     started = await editor.command("milk.send")
     await editor.turn_ended(started["turnId"])
     text = await settled(editor, uri, "*Done.*")
-    assert openai.requests[before]["messages"][-1]["content"] == "What does greet return?"
+    assert openai.requests[before]["messages"][-1]["content"] == "How do you say hello in French?"
     body, question = split_document(text) or ("", "")
     assert question == ""  # taken, and cleared
-    assert "## You" in body and "What does greet return?\n\n### Local model" in body
+    assert "## You" in body and "How do you say hello in French?\n\n### Local model" in body
     # a closed transcript: the question typed into the file on disk is sent too
     editor.close(uri)
     path = Path(uri.removeprefix("file://"))
-    await editor.until(lambda: "It returns" in path.read_text())
+    await editor.until(lambda: "Bonjour" in path.read_text())
     append(path, "And in French?")
     openai.enqueue({"text": "Il renvoie 'hello'."})
     editor.open_on_show = False

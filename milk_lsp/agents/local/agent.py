@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -65,7 +65,13 @@ from milk_lsp.agents.local.tool_calls import (
     parse_text_tool_calls,
     parse_tool_arguments,
 )
-from milk_lsp.agents.local.watch import Nudge, TurnWatch, WrittenEscalation, embedded_call
+from milk_lsp.agents.local.watch import (
+    Grounded,
+    Nudge,
+    TurnWatch,
+    WrittenEscalation,
+    embedded_call,
+)
 
 __all__ = [
     "ESCALATE_TOOL_NAME",
@@ -111,6 +117,20 @@ ESCALATE_TOOL_SPEC: dict[str, Any] = {
 
 _RAW_ARGS_CHARS = 500
 """Characters of invalid tool arguments quoted back to the model."""
+
+
+class AnswerJudge(Protocol):
+    """How milk judges a turn's final answer against the workspace (`TurnGrounding` fits)."""
+
+    def judge(self, answer: str, tool_outputs: Sequence[str]) -> Grounded:
+        """What `answer` claims about the workspace, and which claims nothing backs (the
+        turn's successful tool outputs, the attachments, the workspace itself)."""
+        ...
+
+    async def look(self) -> str | None:
+        """milk's own look at the workspace for what the question names, as a message for
+        the model (None: nothing found)."""
+        ...
 
 
 class ToolOutcomeLike(Protocol):
@@ -264,7 +284,8 @@ class LocalAgent:
         offer_escalation: bool,
         cut_short: bool = False,
         change_requested: bool = False,
-        about_code: bool = False,
+        look_first: bool = False,
+        judge: AnswerJudge | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """One turn: stream replies and run tools until a reply has no tool calls.
 
@@ -272,11 +293,20 @@ class LocalAgent:
         `TurnDone`, `EscalationRequested`, `LocalGaveUp` (a hand-off signal, see
         `local_watch`) or `TurnFailed`; raises only on cancellation. `cut_short` stops the
         loop at the first mid-turn signal (route `auto`, where Claude can take over).
+        `look_first`: the question is about the workspace and nothing attached covers it, so
+        the first request requires a tool call (a server that ignores or refuses that gets
+        milk's own look instead, remembered per model). `judge` grounds the final answer.
         """
         try:
             async with aclosing(
                 self._turn(
-                    messages, tools, offer_escalation, cut_short, change_requested, about_code
+                    messages,
+                    tools,
+                    offer_escalation,
+                    cut_short,
+                    change_requested,
+                    look_first,
+                    judge,
                 )
             ) as events:
                 async for event in events:
@@ -299,7 +329,8 @@ class LocalAgent:
         offer_escalation: bool,
         cut_short: bool,
         change_requested: bool,
-        about_code: bool,
+        look_first: bool,
+        judge: AnswerJudge | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         model = await self.client.resolve_model()
         specs = list(tools.specs()) if tools is not None else []
@@ -312,13 +343,21 @@ class LocalAgent:
             cut_short,
             escalation_tool=ESCALATE_TOOL_NAME if offer_escalation else "",
             change_requested=change_requested,
-            about_code=about_code,
         )
         conversation = list(messages)
         used_ids: set[str] = set()
         max_rounds = self.settings.max_tool_rounds
         rounds = 0
         noticed_text_calls = False
+        require_call = (
+            look_first and bool(tools is not None and tools.names) and self.client.obeys(model)
+        )
+        if look_first and not require_call and judge is not None:
+            looked = await judge.look()  # a server known to ignore `tool_choice`: milk looks
+            if looked:
+                conversation.append({"role": "user", "content": looked})
+                yield NoticeEvent("info", _LOOKED_NOTICE)
+        tool_outputs: list[str] = []
         while True:
             body: dict[str, Any] = {
                 "model": model,
@@ -330,13 +369,19 @@ class LocalAgent:
                 body["tools"] = specs
             if self.settings.temperature is not None:
                 body["temperature"] = self.settings.temperature
+            held: list[str] | None = None
+            if require_call:  # the answer waits until the model has looked: none is shown
+                body["tool_choice"] = "required"
+                held = []
             reply = Reply()
             paragraphs.new_reply()
             gate = TextCallGate(offered) if self.settings.text_tool_calls and offered else None
             try:
                 async with aclosing(self.client.stream_reply(body, reply)) as stream:
                     async for event in stream:
-                        if gate is not None and isinstance(event, TextDelta):
+                        if held is not None and isinstance(event, TextDelta):
+                            held.append(event.text)
+                        elif gate is not None and isinstance(event, TextDelta):
                             shown = gate.feed(event.text)
                             if shown:
                                 yield paragraphs.delta(shown)
@@ -344,7 +389,14 @@ class LocalAgent:
                             yield paragraphs.delta(event.text)
                         else:
                             yield event
-            except LocalModelError:
+            except LocalModelError as exc:
+                if require_call and _refuses_tool_choice(exc):
+                    # The server refuses `tool_choice`: milk looks itself, and remembers.
+                    self.client.ignores_tool_choice(model)
+                    require_call = False
+                    for event in await _looked_instead(judge, conversation):
+                        yield event
+                    continue
                 if gate is not None and gate.holding and gate.held:
                     yield paragraphs.delta(gate.release())  # what arrived before the failure
                 raise
@@ -374,6 +426,15 @@ class LocalAgent:
                         "call (turn this off with local.textToolCalls)",
                     )
             named = [call for call in merged if call.name]
+            if held is not None:
+                require_call = False
+                if not named:  # the server ignored `tool_choice`: this answer did not look
+                    self.client.ignores_tool_choice(model)
+                    for event in await _looked_instead(judge, conversation):
+                        yield event
+                    continue
+                if "".join(held).strip() and not text_calls:  # said before its call
+                    yield paragraphs.delta("".join(held))
             if len(named) < len(merged):
                 yield NoticeEvent(
                     "warning",
@@ -381,11 +442,14 @@ class LocalAgent:
                     "name from the local model",
                 )
             if not named:
-                verdict = watch.final_reply("".join(reply.text), reasoned=reply.reasoned)
+                answer = "".join(reply.text)
+                grounded = judge.judge(answer, tool_outputs) if judge is not None else None
+                verdict = watch.final_reply(answer, reasoned=reply.reasoned, grounded=grounded)
                 if isinstance(verdict, Nudge) and rounds < max_rounds:
                     rounds += 1
-                    conversation.append({"role": "assistant", "content": "".join(reply.text)})
+                    conversation.append({"role": "assistant", "content": answer})
                     conversation.append({"role": "user", "content": verdict.text})
+                    yield NoticeEvent("info", verdict.shown)
                     continue
                 if isinstance(verdict, WrittenEscalation):
                     call_id = _new_call_id(used_ids)
@@ -450,6 +514,9 @@ class LocalAgent:
                         denied=outcome.denied,
                         output=outcome.output,
                     )
+                    if not (outcome.is_error or outcome.denied):  # evidence: what it saw and did
+                        tool_outputs.append(outcome.output)
+                        tool_outputs.append(json.dumps(call.arguments, ensure_ascii=False))
                     conversation.append(
                         {
                             "role": "tool",
@@ -519,6 +586,34 @@ class LocalAgent:
         yield ToolCallEvent(call.id, call.name, call.arguments, status)
         yield ToolResultEvent(call.id, outcome.output, outcome.is_error or outcome.denied)
         yield outcome
+
+
+def _refuses_tool_choice(exc: LocalModelError) -> bool:
+    """An HTTP 4xx answer that names `tool_choice` or tools: the server refuses to make the
+    model call a tool (a context overflow or a bad model name is not that)."""
+    status = exc.http_status
+    return status is not None and 400 <= status < 500 and "tool" in exc.message.lower()
+
+
+_LOOKED_NOTICE = (
+    "milk looked in the workspace for what the question names and gave the model what it "
+    "found (the model's server does not make it call a tool first)"
+)
+
+
+async def _looked_instead(
+    judge: AnswerJudge | None, conversation: list[dict[str, Any]]
+) -> list[AgentEvent]:
+    """The model answered without looking although asked to: its answer is dropped unseen
+    and milk's own look at the workspace goes to the model instead."""
+    looked = await judge.look() if judge is not None else None
+    conversation.append(
+        {
+            "role": "user",
+            "content": looked or "milk: look at the workspace with a tool call before you answer.",
+        }
+    )
+    return [NoticeEvent("info", _LOOKED_NOTICE)]
 
 
 def _plan_note(rest: int) -> str:

@@ -102,6 +102,7 @@ class LocalClient:
         self.settings = settings
         self._base_url = settings.base_url.rstrip("/")
         self._listed_model: str | None = None
+        self._ignores_tool_choice: set[str] = set()
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self._client = httpx.AsyncClient(
             transport=transport,
@@ -214,6 +215,15 @@ class LocalClient:
         """The model the last turn ran on (`local.model`, else the one listed), if known."""
         return self.settings.model or self._listed_model
 
+    def obeys(self, model: str) -> bool:
+        """Whether `tool_choice: "required"` may be sent for `model` (not known to be ignored
+        or refused by this server)."""
+        return model not in self._ignores_tool_choice
+
+    def ignores_tool_choice(self, model: str) -> None:
+        """The server ignored or refused `tool_choice` for `model`: not sent again."""
+        self._ignores_tool_choice.add(model)
+
     def forget_model(self) -> None:
         """After a failed turn: look the model up again next time (the server may have
         changed models)."""
@@ -233,6 +243,7 @@ class LocalClient:
                         FailureReason.LOCAL_FAILED,
                         f"the local model at {self._base_url} answered HTTP "
                         f"{response.status_code}: {detail}{_http_hint(response.status_code)}",
+                        http_status=response.status_code,
                     )
                 content_type = response.headers.get("content-type", "")
                 if "text/event-stream" not in content_type:

@@ -41,10 +41,12 @@ _DETAIL_CHARS = 300
 class LocalModelError(Exception):
     """A failure talking to the local model, with the `TurnFailed` reason it maps to."""
 
-    def __init__(self, reason: FailureReason, message: str) -> None:
+    def __init__(self, reason: FailureReason, message: str, http_status: int | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
+        self.http_status = http_status
+        """The status of an HTTP error answer (None: no answer, or not an HTTP error)."""
 
 
 @dataclass

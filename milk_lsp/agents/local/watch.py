@@ -26,14 +26,13 @@ from milk_lsp.agents.local.tool_calls import MergedToolCall, parse_text_tool_cal
 from milk_lsp.text import cut, one_line
 
 __all__ = [
-    "LOOK_FIRST",
     "MAKE_THE_CHANGE",
     "NUDGE",
+    "Grounded",
     "Nudge",
     "TurnWatch",
     "WrittenCall",
     "WrittenEscalation",
-    "asks_about_code",
     "asks_for_change",
     "embedded_call",
 ]
@@ -52,14 +51,7 @@ NUDGE = (
     "call escalate_to_claude."
 )
 """The one corrective message a turn gets when the model describes a call."""
-
-LOOK_FIRST = (
-    "milk: you answered without looking at the workspace, so the answer may be a guess. If "
-    "it is about this project's code, check it first with a tool call (search_text, "
-    "read_file, list_directory), then answer from what you found. If it needs no "
-    "checking, give the same answer again."
-)
-"""The one corrective message a turn gets when the model answers without any tool call."""
+_NUDGE_SHOWN = "milk asked the model to make the tool call it described"
 
 MAKE_THE_CHANGE = (
     "milk: the user asked for a change and no file has been changed. Make the change now: "
@@ -67,18 +59,14 @@ MAKE_THE_CHANGE = (
     "cannot, call escalate_to_claude."
 )
 """The one corrective message a turn that was asked for a change and made none gets."""
+_MAKE_THE_CHANGE_SHOWN = "milk asked the model to make the change: no file had changed"
+_EMPTY_RESULT = re.compile(r"No matches for |\(.+ is empty\)$")
+"""A tool result that found nothing (`search_text` without matches, an empty folder)."""
 CHANGE_TOOLS = frozenset({EDIT_TOOL, "run_command"})
 """Calls that can change the workspace."""
 _CALL_SHAPE = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,80})"\s*,\s*"(?:arguments|parameters)"\s*:')
 _JSON = json.JSONDecoder()
 _WORD = re.compile(r"\w")
-_CODE_CLAIM = re.compile(
-    r"`[^`\n]+`|\b[\w./-]+\.(?:py|pyi|js|ts|tsx|json|toml|ya?ml|cfg|ini|md|rs|go|c|h|cpp|java"
-    r"|rb|sh|lua)\b|(?<![\w-])--[a-z][\w-]+|\b(?:def|class|line)\s+\w|\b[a-z]+_[a-z_]+\b",
-    re.IGNORECASE,
-)
-"""What marks a reply as a claim about the code: a code span, a file name, a CLI option,
-a definition, a line number or a snake_case name."""
 _MILK_TAGS = re.compile(
     r"<milk:(need|percept):[^>]*>.*?(?:</milk:\1:[^>]*>|\Z)|</?milk:(?:need|percept):[^>]*>",
     re.DOTALL,
@@ -106,11 +94,6 @@ _CHANGE_VERBS = frozenset(
         "update",
     ]
 )
-_CODE_WORDS = re.compile(
-    r"\b(?:function|method|class|module|parameter|argument|default|defined|constant|"
-    r"variable|option|flag|cli|file|import|return|raises?|test)s?\b",
-    re.IGNORECASE,
-)
 _ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
 """Chat-template markup a confused model writes into its answer."""
 _USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
@@ -130,12 +113,6 @@ def asks_for_change(request: str) -> bool:
     verb such as add, rename, fix, replace) rather than a question."""
     words = re.findall(r"[a-z]+", request.lower()[:80])
     return bool(words) and words[0] in _CHANGE_VERBS
-
-
-def asks_about_code(request: str) -> bool:
-    """Whether the user's request names something in the code (a code span, a file, an
-    option, a snake_case name) or asks where or what something in it is."""
-    return bool(_CODE_CLAIM.search(request) or _CODE_WORDS.search(request))
 
 
 def _degenerate(text: str) -> bool:
@@ -183,9 +160,24 @@ def embedded_call(text: str, offered: Collection[str]) -> WrittenCall | None:
 
 @dataclass(frozen=True)
 class Nudge:
-    """Send `text` to the model and let it try once more (one of each kind per turn)."""
+    """Send `text` to the model and let it try once more (one of each kind per turn); the
+    user is told `shown`, in one quiet line."""
 
     text: str
+    shown: str
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """What a final answer claims about the workspace, judged by milk (see `grounding`)."""
+
+    claims: int
+    """How many files, paths, names and options of this workspace the answer asserts."""
+    missing: tuple[str, ...] = ()
+    """The claims nothing backs: not in the turn's tool results, the attachments or the
+    workspace."""
+    markup: str | None = None
+    """Chat-template markup given as the answer, described."""
 
 
 @dataclass(frozen=True)
@@ -210,13 +202,12 @@ class TurnWatch:
     change_requested: bool = False
     """The user asked for a change (see `asks_for_change`): a turn that changes nothing
     did not do what was asked."""
-    about_code: bool = False
-    """The user asked about the code (see `asks_about_code`): an answer needs a look."""
     _changed: bool = False
     _change_denied: bool = False
     _change_nudged: bool = False
     _nudged: bool = False
-    _looked_nudged: bool = False
+    _found_something = False
+    """A call that read or found something (not an error, not an empty result) ran."""
     _tool_names: re.Pattern[str] | None = None
 
     @property
@@ -266,6 +257,8 @@ class TurnWatch:
         else:
             outcome = "ok"
         self._tried.append(f"{_call_line(name, arguments)} → {outcome}")
+        if not (denied or is_error) and not _EMPTY_RESULT.match(output.strip()):
+            self._found_something = True
         if name in CHANGE_TOOLS:
             self._change_denied |= denied
             self._changed |= not (denied or is_error)
@@ -285,7 +278,7 @@ class TurnWatch:
         )
 
     def final_reply(
-        self, text: str, *, reasoned: bool
+        self, text: str, *, reasoned: bool, grounded: Grounded | None = None
     ) -> LocalGaveUp | Nudge | WrittenEscalation | None:
         """A reply without tool calls ends the loop: is it a failure, worth one nudge, an
         escalation written as text, or the answer?"""
@@ -302,16 +295,20 @@ class TurnWatch:
         unrunnable = self._unrunnable_call(visible)
         if unrunnable is not None:
             return self.gave_up(LocalSignal.UNRUNNABLE_CALL, unrunnable)
-        if _ECHOED_MARKUP.search(visible):
+        markup = grounded.markup if grounded is not None else None
+        if markup is not None or _ECHOED_MARKUP.search(visible):
             return self.gave_up(
                 LocalSignal.UNRUNNABLE_CALL,
-                "the local model wrote tool-call markup (a tool result of its own) as its answer",
+                f"the local model answered with chat-template markup ({markup})"
+                if markup
+                else "the local model wrote tool-call markup (a tool result of its own) as its "
+                "answer",
             )
         described = self._described_tool(visible)
         if described is not None:
             if not self._nudged:
                 self._nudged = True
-                return Nudge(NUDGE)
+                return Nudge(NUDGE, _NUDGE_SHOWN)
             return self.gave_up(
                 LocalSignal.DESCRIBED_CALL,
                 f"the local model described a {described} call instead of making it",
@@ -325,22 +322,24 @@ class TurnWatch:
         if self.change_requested and not (self._changed or self._change_denied):
             if not self._change_nudged and EDIT_TOOL in self.offered:
                 self._change_nudged = True
-                return Nudge(MAKE_THE_CHANGE)
+                return Nudge(MAKE_THE_CHANGE, _MAKE_THE_CHANGE_SHOWN)
             return self.gave_up(
                 LocalSignal.EDIT_NOT_MADE,
                 "the user asked for a change and the local model changed no file",
             )
-        if not self._tried and self.offered - {self.escalation_tool}:
-            # An answer about the code given without looking: small models answer from memory.
-            if self._looked_nudged:
-                if self.cut_short:  # told to check, and still did not: a guess
-                    return self.gave_up(
-                        LocalSignal.UNCHECKED_ANSWER,
-                        "the local model answered about the code without looking at it, twice",
-                    )
-            elif self.about_code or _CODE_CLAIM.search(visible):
-                self._looked_nudged = True
-                return Nudge(LOOK_FIRST)
+        if grounded is not None and grounded.missing:
+            names = ", ".join(grounded.missing[:4])
+            return self.gave_up(
+                LocalSignal.UNGROUNDED_ANSWER,
+                f"the answer names {names}, which milk found neither in what the local model "
+                "looked at nor in the workspace",
+            )
+        if grounded is not None and grounded.claims and self._tried and not self._found_something:
+            return self.gave_up(
+                LocalSignal.UNGROUNDED_ANSWER,
+                "the answer is about the workspace, but every look the local model took failed "
+                "or found nothing",
+            )
         return None
 
     def _unrunnable_call(self, text: str) -> str | None:

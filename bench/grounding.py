@@ -1,0 +1,347 @@
+"""The cost of the grounding check of a local answer on a 10,000-file workspace.
+
+Makes a synthetic workspace in a temp folder: 10,000 Python-ish files of a few hundred
+bytes to a few KB (functions, classes, argparse options, imports) in 20 packages of 10
+subpackages each, plus a `.gitignore`d build folder and a `node_modules`. Then times:
+
+* `WorkspaceIndex.refresh()` cold (a new index; the files are in the page cache), warm
+  (nothing changed) and after 10 files changed;
+* the check of one answer with a warm index: `about_workspace(question)` +
+  `workspace_claims(answer)` + `ungrounded(claims, evidence, index)`, over ~50 realistic
+  answers (general Python answers, right answers about the workspace quoting what they
+  read, wrong ones naming files, functions and options that do not exist), each timed
+  `--repeat` times; prints the median and p95 (target: median <= 50 ms), and how many
+  answers of each kind were flagged (general and right ones should be 0, wrong ones all).
+
+    .venv/bin/python bench/grounding.py [--files 10000] [--repeat 20]
+
+(about 5 s on an idle 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from milk_lsp.agents.local.grounding import about_workspace, ungrounded, workspace_claims
+from milk_lsp.workspace.index import WorkspaceIndex
+
+VERBS = [
+    "parse",
+    "load",
+    "save",
+    "render",
+    "build",
+    "fetch",
+    "merge",
+    "split",
+    "flush",
+    "close",
+    "open",
+    "check",
+    "apply",
+]
+NOUNS = [
+    "record",
+    "order",
+    "invoice",
+    "user",
+    "config",
+    "report",
+    "cache",
+    "token",
+    "session",
+    "batch",
+    "item",
+    "rule",
+]
+PACKAGES = 20
+SUBPACKAGES = 10
+
+
+@dataclass(frozen=True)
+class Module:
+    path: str
+    functions: list[str]
+    classes: list[str]
+    options: list[str]
+    text: str
+
+
+def module_text(rng: random.Random, n: int) -> tuple[str, list[str], list[str], list[str]]:
+    """One file: (text, its functions, classes, options)."""
+    functions = [
+        f"{rng.choice(VERBS)}_{rng.choice(NOUNS)}_{n}_{k}" for k in range(rng.randint(1, 12))
+    ]
+    classes = [f"{rng.choice(NOUNS).title()}Store{n}_{k}" for k in range(rng.randint(0, 2))]
+    options = [f"--{rng.choice(VERBS)}-{rng.choice(NOUNS)}-{n}" for _ in range(rng.randint(0, 1))]
+    lines = [f'"""Module {n}: {rng.choice(VERBS)}s {rng.choice(NOUNS)}s."""', ""]
+    lines += ["import os", "from pathlib import Path", ""]
+    for cls in classes:
+        lines += [f"class {cls}:", "    def __init__(self, root):", "        self.root = root"]
+        lines += ["", "    def flush(self):", "        return len(self.root)", ""]
+    for fn in functions:
+        arg = rng.choice(NOUNS)
+        lines += [f"def {fn}({arg}, limit=10):", f'    """{fn.replace("_", " ")}."""']
+        lines += [f"    values = [v for v in {arg} if v][:limit]", "    return values", ""]
+    if options:
+        lines += ["def cli(parser):"]
+        lines += [f'    parser.add_argument("{option}", type=int)' for option in options]
+    return "\n".join(lines) + "\n", functions, classes, options
+
+
+def make_workspace(root: Path, files: int, rng: random.Random) -> list[Module]:
+    modules: list[Module] = []
+    per_folder = -(-files // (PACKAGES * SUBPACKAGES))
+    n = 0
+    for p in range(PACKAGES):
+        for s in range(SUBPACKAGES):
+            folder = root / f"pkg{p}" / f"sub{s}"
+            folder.mkdir(parents=True)
+            for m in range(per_folder):
+                if n >= files:
+                    break
+                text, functions, classes, options = module_text(rng, n)
+                path = f"pkg{p}/sub{s}/mod{m}.py"
+                (root / path).write_text(text)
+                modules.append(Module(path, functions, classes, options, text))
+                n += 1
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    for skipped in ("build", "node_modules/lib"):
+        (root / skipped).mkdir(parents=True)
+        (root / skipped / "x.py").write_text("ignored_token = 1\n")
+    return modules
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str
+    question: str
+    answer: str
+    evidence: tuple[str, ...]
+
+
+GENERAL = [
+    (
+        "How do I reverse a list in Python?",
+        "Use `reversed(items)` to iterate backwards, `items[::-1]` for a reversed copy, or "
+        "`list.reverse()` in place:\n\n```python\nitems = [1, 2, 3]\nitems.reverse()\n```",
+    ),
+    (
+        "How do I sort a dict by value?",
+        "`sorted(d.items(), key=lambda kv: kv[1])` gives pairs; wrap it in `dict(...)` to "
+        "get a dict back (insertion order is kept since Python 3.7).",
+    ),
+    (
+        "How do I read a JSON file?",
+        "```python\nimport json\nfrom pathlib import Path\n\ndata = json.loads(Path("
+        "'config.json').read_text())\n```\n\n`json.loads` parses the text; `json.load(f)` "
+        "takes an open file.",
+    ),
+    (
+        "What's the difference between a list and a tuple?",
+        "A list is mutable (`append`, `extend`, `pop`); a tuple is immutable and hashable, "
+        "so it can be a dict key. See https://docs.python.org/3/tutorial/datastructures.html.",
+    ),
+    (
+        "How do I upgrade pip?",
+        "Run `python -m pip install --upgrade pip` (pip 24.2 is current).",
+    ),
+    (
+        "How do I write a context manager?",
+        "Use `contextlib.contextmanager`:\n\n```python\nfrom contextlib import contextmanager"
+        "\n\n@contextmanager\ndef opened(path):\n    f = open(path)\n    try:\n        yield f"
+        "\n    finally:\n        f.close()\n```\n\nThen `with opened('a.txt') as f:` works.",
+    ),
+    (
+        "How do I count words?",
+        "`collections.Counter(text.split())` counts them; `.most_common(3)` gives the top three.",
+    ),
+    (
+        "How do I make a dataclass?",
+        "```python\nfrom dataclasses import dataclass\n\n@dataclass\nclass Point:\n    x: int"
+        "\n    y: int\n```\n\n`Point(1, 2)` then has `__eq__` and `__repr__` for free.",
+    ),
+    (
+        "How do I run a shell command?",
+        "`subprocess.run(['ls', '-l'], check=True, capture_output=True)` returns a "
+        "`CompletedProcess`; read `.stdout`.",
+    ),
+    (
+        "How do I fix my last git commit?",
+        "`git commit --amend --no-edit`, then `git push --force-with-lease`.",
+    ),
+    (
+        "What is a generator?",
+        "A function with `yield`; calling it returns an iterator. `next(gen)` advances it, "
+        "and `itertools.islice(gen, 5)` takes five values.",
+    ),
+    (
+        "How do I reverse a string?",
+        "`text[::-1]`, or `''.join(reversed(text))`.",
+    ),
+    (
+        "How do I flatten a list of lists?",
+        "`[x for row in rows for x in row]` or `list(itertools.chain.from_iterable(rows))`.",
+    ),
+    (
+        "How do I merge two dicts?",
+        "`a | b` (Python 3.9+) or `{**a, **b}`; `a.update(b)` changes `a` in place.",
+    ),
+    (
+        "How do I time code?",
+        "`time.perf_counter()` before and after, or `python -m timeit -n 100 'sum(range(9))'`.",
+    ),
+]
+
+
+def build_cases(modules: list[Module], rng: random.Random) -> list[Case]:
+    cases = [Case("general", q, a, (q,)) for q, a in GENERAL]
+    with_options = [m for m in modules if m.options]
+    with_classes = [m for m in modules if m.classes]
+    for i in range(20):  # right answers: what was read, and what exists
+        module = rng.choice(modules)
+        fn = rng.choice(module.functions)
+        folder = module.path.rsplit("/", 1)[0]
+        answers = [
+            f"`{fn}()` in {module.path} keeps at most `limit` values and returns them.",
+            f"It is defined in `{module.path}`:\n\n```python\ndef {fn}(...):\n    ...\n```\n\n"
+            f"`{fn}` drops empty values first.",
+            f"The files are under `{folder}/`; `{fn}` is the one you want.",
+        ]
+        if i % 4 == 1:
+            option_module = rng.choice(with_options)
+            answers = [
+                f"Pass `{option_module.options[0]}` (see {option_module.path}); it is an int."
+            ]
+        if i % 4 == 2:
+            class_module = rng.choice(with_classes)
+            cls = class_module.classes[0]
+            answers = [f"`{cls}.flush()` returns the length of `self.root` ({class_module.path})."]
+        question = f"what does {module.path.rsplit('/', 1)[-1]} in {folder} do?"
+        evidence = (question, module.text) if i % 2 else (question,)
+        cases.append(Case("right", question, rng.choice(answers), evidence))
+    wrong = [
+        "The entry point is `src/app.py`, which calls `create_app()`.",
+        "Totals are computed by `compute_total()` in `billing/totals.py`.",
+        "The helpers live in the `utils` module (`utils.py`).",
+        "Run it with `python -m pkg0 --frobnicate` to enable caching.",
+        "Start the server with --listen-port 8080.",
+        "`RecordManager.flush_all()` writes everything to disk.",
+        "It is configured in `settings.yaml` under `cache_ttl_seconds`.",
+        "`pkg0/sub0/helpers.py` defines `normalize_record`.",
+        "Tests are in `tests/test_records.py`; run `pytest tests/`.",
+        "The `SessionFactory` class in pkg3/session.py builds sessions.",
+        "Call `load_everything(path)` from `loader.py` first.",
+        "See `docs/architecture.md` for the `EventBus` design.",
+        "The `--dry-run` flag of `scripts/deploy.sh` skips the upload.",
+        "It reads `config/defaults.toml` through `read_defaults()`.",
+        "`OrderService.place_order` validates and saves the order.",
+    ]
+    for answer in wrong:
+        module = rng.choice(modules)
+        question = f"how does `{rng.choice(module.functions)}` save records?"
+        cases.append(Case("wrong", question, answer, (question, "No matches for 'save'.")))
+    return cases
+
+
+def ms(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return (
+        f"median {statistics.median(ordered) * 1000:.2f} ms, p95 {p95 * 1000:.2f} ms "
+        f"(min {ordered[0] * 1000:.2f}, max {ordered[-1] * 1000:.2f}; n={len(ordered)})"
+    )
+
+
+def timed(run: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
+def rss_mb() -> float:
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * 4096 / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=20)
+    options = parser.parse_args()
+    rng = random.Random(17)
+    root = Path(tempfile.mkdtemp(prefix="milk-grounding-"))
+    try:
+        started = time.perf_counter()
+        modules = make_workspace(root / "ws", options.files, rng)
+        size = sum(len(m.text) for m in modules)
+        print(
+            f"workspace: {len(modules):,} files, {size / 1e6:.1f} MB "
+            f"({min(len(m.text) for m in modules)}-{max(len(m.text) for m in modules)} bytes), "
+            f"written in {time.perf_counter() - started:.1f} s"
+        )
+        time.sleep(0.2)  # past the window in which a just-written file is read again
+
+        before = rss_mb()
+        index = WorkspaceIndex(root / "ws")
+        cold = [timed(index.refresh)]
+        grew = rss_mb() - before
+        for _ in range(2):
+            index = WorkspaceIndex(root / "ws")
+            cold.append(timed(index.refresh))
+        print(f"refresh cold ({index.files:,} files, {index.files_read:,} read): {ms(cold)}")
+        print(f"  the process grew by {grew:.0f} MB for the first index")
+
+        warm = [timed(index.refresh) for _ in range(10)]
+        print(f"refresh warm (nothing changed, {index.files_read} read): {ms(warm)}")
+
+        changed: list[float] = []
+        for round_ in range(10):
+            for module in rng.sample(modules, 10):
+                (root / "ws" / module.path).write_text(module.text + f"changed_{round_} = 1\n")
+            time.sleep(0.15)
+            changed.append(timed(index.refresh))
+        print(f"refresh after 10 files changed ({index.files_read} read): {ms(changed)}")
+
+        cases = build_cases(modules, rng)
+        first = timed(lambda: workspace_claims(cases[0].answer))
+        print(f"first check in a process (builds the name lists): {first * 1000:.1f} ms")
+        samples: list[float] = []
+        flagged: dict[str, int] = {}
+        about: dict[str, int] = {}
+        for case in cases:
+            for _ in range(options.repeat):
+                started = time.perf_counter()
+                is_about = about_workspace(case.question, index)
+                claims = workspace_claims(case.answer)
+                missing = ungrounded(claims, case.evidence, index)
+                samples.append(time.perf_counter() - started)
+            flagged[case.kind] = flagged.get(case.kind, 0) + bool(missing)
+            about[case.kind] = about.get(case.kind, 0) + is_about
+        print(
+            f"check per answer (about_workspace + workspace_claims + ungrounded, "
+            f"{len(cases)} answers x {options.repeat}): {ms(samples)} (target median <= 50 ms)"
+        )
+        for kind in ("general", "right", "wrong"):
+            total = sum(case.kind == kind for case in cases)
+            print(
+                f"  {kind:>7} answers: {flagged.get(kind, 0)} of {total} flagged, "
+                f"{about.get(kind, 0)} of {total} questions about the workspace"
+            )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""`TurnGrounding`: one turn's judge of the local model's final answer, by evidence.
+
+A small model's answer is trusted only as far as the workspace backs it: the files, paths,
+names and options it asserts about this workspace must be in the turn's successful tool
+results, in what the user attached, or in the workspace itself (`WorkspaceIndex`). The
+model's wording is never the judge. A general question (nothing of this workspace in it)
+asserts nothing about the workspace, so it is never second-guessed.
+
+It also gives milk's own look at the workspace, for a model server that does not make the
+model call a tool first (`tool_choice` ignored or refused): the question's paths read and
+its names searched with the same confined tools the model has.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from milk_lsp.agents.local.grounding import (
+    markup_answer,
+    question_claims,
+    ungrounded,
+    workspace_claims,
+)
+from milk_lsp.agents.local.tool_specs import READ_FILE, SEARCH_TEXT
+from milk_lsp.agents.local.watch import Grounded
+from milk_lsp.workspace.index import WorkspaceIndex
+
+logger = logging.getLogger(__name__)
+
+LOOK_PATHS = 2
+"""Files of the question milk reads itself when the model did not look."""
+LOOK_NAMES = 3
+"""Names of the question milk searches for itself."""
+LOOK_CHARS = 6000
+"""What milk's own look hands the model, at most."""
+
+DEICTIC = re.compile(
+    r"\b(?:this|the|our|my)\s+(?:project|repo|repository|code|codebase|package|workspace|"
+    r"folder|directory|app|library|module|script|tests?)\b",
+    re.IGNORECASE,
+)
+"""A question about "this project" is about the workspace even when it names nothing."""
+
+
+class ReadTools(Protocol):
+    """The confined tools milk looks with (`WorkspaceTools` fits)."""
+
+    async def call(self, tool_call_id: str, name: str, arguments: dict[str, object]) -> object: ...
+
+
+class TurnGrounding:
+    """The evidence of one turn and the workspace's index, judging its final answers."""
+
+    def __init__(
+        self,
+        question: str,
+        message: str,
+        index: WorkspaceIndex | None,
+        *,
+        about_workspace: bool,
+        tools: ReadTools | None = None,
+    ) -> None:
+        """`question`: what the user typed; `message`: what the model got (the question with
+        the attachments' text); `about_workspace`: the question names something of this
+        workspace or asks about it, so what the answer asserts about it is checked."""
+        self._question = question
+        self._evidence = [message]
+        self._index = index
+        self.about_workspace = about_workspace
+        self._tools = tools
+
+    def judge(self, answer: str, tool_outputs: Sequence[str]) -> Grounded:
+        markup = markup_answer(answer)
+        if markup is not None:
+            return Grounded(0, (), markup)
+        if not (self.about_workspace or tool_outputs):
+            return Grounded(0)
+        claims = workspace_claims(answer)
+        count = len(claims.paths) + len(claims.names) + len(claims.options)
+        if not count:
+            return Grounded(0)
+        missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
+        return Grounded(count, missing)
+
+    async def look(self) -> str | None:
+        """Read the paths the question names and search for its names, as the model could
+        have; the results are evidence, and the model gets them as a message."""
+        if self._tools is None:
+            return None
+        asked = question_claims(self._question)
+        found: list[str] = []
+        looks = [(READ_FILE, {"path": path}) for path in asked.paths[:LOOK_PATHS]]
+        looks += [(SEARCH_TEXT, {"pattern": name}) for name in asked.names[:LOOK_NAMES]]
+        for number, (tool, arguments) in enumerate(looks):
+            try:
+                outcome = await self._tools.call(f"milk-look-{number}", tool, dict(arguments))
+            except Exception:  # milk's own look is a help; it must never fail the turn
+                logger.warning("milk's look (%s %s) failed", tool, arguments, exc_info=True)
+                continue
+            output = str(getattr(outcome, "output", ""))
+            if getattr(outcome, "is_error", False) or not output.strip():
+                continue
+            self._evidence.append(output)
+            found.append(f"{tool} {arguments}:\n{output}")
+        if not found:
+            return None
+        text = "\n\n".join(found)
+        if len(text) > LOOK_CHARS:
+            text = text[:LOOK_CHARS] + "\n[… cut]"
+        return (
+            "milk looked in the workspace for what the question names (you answered without "
+            "looking). Answer from this, or call a tool to look further:\n\n" + text
+        )
