@@ -278,7 +278,10 @@ WRONG = {
         "The total is computed by `compute_total()` in calc.py.",
         ("compute_total",),
     ),
-    "missing module": ("The helpers are in the `utils` module (`utils.py`).", ("utils.py",)),
+    "missing module": (
+        "The helpers are in the `utils` module (`utils.py`).",
+        ("utils.py", "utils"),
+    ),
     "missing option": ("Pass `--frobnicate` to cli.py to enable it.", ("--frobnicate",)),
     "missing prose option": ("Start it with --frobnicate and it works.", ("--frobnicate",)),
     "missing option with a value": ("Set `--frobnicate 3` for speed.", ("--frobnicate",)),

@@ -351,7 +351,7 @@ class ScriptedJudge:
         self.judged: list[tuple[str, list[str]]] = []
         self.looks = 0
 
-    def judge(self, answer: str, tool_outputs: Any) -> Grounded:
+    def judge(self, answer: str, tool_outputs: Any, *, looked: bool) -> Grounded:
         self.judged.append((answer, list(tool_outputs)))
         return Grounded(len(self.missing) or 1, self.missing)
 
@@ -482,7 +482,7 @@ async def test_markup_as_the_answer_is_an_unrunnable_call(
     from milk_lsp.agents.local.grounding import markup_answer
 
     class MarkupJudge(ScriptedJudge):
-        def judge(self, answer: str, tool_outputs: Any) -> Grounded:
+        def judge(self, answer: str, tool_outputs: Any, *, looked: bool) -> Grounded:
             return Grounded(0, (), markup_answer(answer))
 
     server.enqueue({"text": markup})

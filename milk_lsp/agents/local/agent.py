@@ -122,9 +122,10 @@ _RAW_ARGS_CHARS = 500
 class AnswerJudge(Protocol):
     """How milk judges a turn's final answer against the workspace (`TurnGrounding` fits)."""
 
-    def judge(self, answer: str, tool_outputs: Sequence[str]) -> Grounded:
+    def judge(self, answer: str, tool_outputs: Sequence[str], *, looked: bool) -> Grounded:
         """What `answer` claims about the workspace, and which claims nothing backs (the
-        turn's successful tool outputs, the attachments, the workspace itself)."""
+        turn's successful tool outputs, the attachments, the workspace itself); `looked`:
+        the model called tools this turn (even ones that failed)."""
         ...
 
     async def look(self) -> str | None:
@@ -443,7 +444,11 @@ class LocalAgent:
                 )
             if not named:
                 answer = "".join(reply.text)
-                grounded = judge.judge(answer, tool_outputs) if judge is not None else None
+                grounded = (
+                    judge.judge(answer, tool_outputs, looked=bool(watch.tried))
+                    if judge is not None
+                    else None
+                )
                 verdict = watch.final_reply(answer, reasoned=reply.reasoned, grounded=grounded)
                 if isinstance(verdict, Nudge) and rounds < max_rounds:
                     rounds += 1
@@ -595,6 +600,10 @@ def _refuses_tool_choice(exc: LocalModelError) -> bool:
     return status is not None and 400 <= status < 500 and "tool" in exc.message.lower()
 
 
+_ASKED_TO_LOOK_NOTICE = (
+    "milk asked the model to look in the workspace before answering (it answered without "
+    "looking, and milk found nothing the question names)"
+)
 _LOOKED_NOTICE = (
     "milk looked in the workspace for what the question names and gave the model what it "
     "found (the model's server does not make it call a tool first)"
@@ -607,13 +616,12 @@ async def _looked_instead(
     """The model answered without looking although asked to: its answer is dropped unseen
     and milk's own look at the workspace goes to the model instead."""
     looked = await judge.look() if judge is not None else None
-    conversation.append(
-        {
-            "role": "user",
-            "content": looked or "milk: look at the workspace with a tool call before you answer.",
-        }
-    )
-    return [NoticeEvent("info", _LOOKED_NOTICE)]
+    if looked:
+        conversation.append({"role": "user", "content": looked})
+        return [NoticeEvent("info", _LOOKED_NOTICE)]
+    asked = "milk: look at the workspace with a tool call before you answer."
+    conversation.append({"role": "user", "content": asked})
+    return [NoticeEvent("info", _ASKED_TO_LOOK_NOTICE)]
 
 
 def _plan_note(rest: int) -> str:

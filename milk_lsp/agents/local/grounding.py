@@ -143,7 +143,7 @@ _RUN_PREFIXES = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye"})
 """`uv run X`: X is the program."""
 
 _OTHER_GENERIC = _words(
-    """self cls this args kwargs argv foo bar baz qux quux spam eggs hello world
+    """self cls this args kwargs argv foo bar baz qux quux spam eggs world
     console window document navigator Array Object String Number Boolean Math JSON Promise
     Map Set Date RegExp Error Symbol BigInt prototype forEach toString toLowerCase
     toUpperCase indexOf lastIndexOf push pop shift unshift splice slice concat filter reduce
@@ -289,11 +289,10 @@ _LINE_PLACE = re.compile(r"(?::\d+){1,2}$|#L\d+(?:-L?\d+)?$")
 _SENTENCE_END = re.compile(r"(?<!\b\w)[.!?](?=\s)|\n")
 """The end of a sentence, not of `e.g.` or `i.e.`."""
 _PROPOSAL = re.compile(
-    r"\b(?:creat(?:e|es|ed|ing)|new|add(?:ing)?\s+an?|sav(?:e|ing)(?:\s+\w+){0,2}\s+as|"
-    r"e\.g|for\s+example|for\s+instance|such\s+as|suppose|say\s+you\s+have|"
+    r"\b(?:creat(?:e|es|ed|ing)|add(?:ing)?\s+an?|sav(?:e|ing)(?:\s+\w+){0,2}\s+as|"
+    r"e\.g|for\s+example|for\s+instance|suppose|say\s+you\s+have|"
     r"if\s+you\s+(?:have|had|want|need)|something\s+like|example|called\s+something\s+like|"
     r"rename(?:d)?\s+(?:[\w'-]+\s+){0,3}?to|would\s+(?:be|look)|hypothetical|"
-    r"(?:search(?:ed|ing)?|look(?:ed|ing)?|grep(?:ped)?)\s+for|"
     r"you\s+(?:could|can|might|may|should|would)\s+(?:also\s+)?"
     r"(?:add|create|write|define|introduce|implement))\b",
     re.IGNORECASE,
@@ -301,7 +300,7 @@ _PROPOSAL = re.compile(
 """Before a claim in its sentence: the answer proposes the thing, it does not assert it."""
 _NEGATED_BEFORE = re.compile(
     r"\b(?:no|not|never|without|cannot|can't|couldn't|didn't|doesn't|don't|isn't|aren't|"
-    r"wasn't|nor)\s+(?:[\w'-]+\s+){0,4}$",
+    r"wasn't|nor)\s+(?:(?!but\b)[\w'-]+\s+){0,4}$",
     re.IGNORECASE,
 )
 _NEGATED_AFTER = re.compile(
@@ -591,6 +590,9 @@ def _command_claims(
     this workspace's, their options, and path arguments with a slash."""
     program, first = _program(words)
     external = program in _EXTERNAL_TOOLS or program in _RUNNERS or external_line
+    # A bare program name (`uvicorn`, `ruff`), not a script path or `-m module`: its options
+    # are that program's, whatever it is; only a script of this workspace makes claims.
+    external = external or re.fullmatch(r"[A-Za-z][\w-]*", program) is not None
     if program.startswith("-m "):
         module = program[3:]
         top = module.split(".")[0]
@@ -630,13 +632,25 @@ def _span_claims(found: _Collector, content: str, start: int, end: int, line: st
         called = re.fullmatch(r"([A-Za-z_][\w.]*)\s*\(.*\)", text, re.DOTALL)
         if called or _CHAIN.fullmatch(text):
             chain = called.group(1) if called else text
-            found.name(chain.strip("."), start, end, called=bool(called), span=True)
+            # "the `utils` module": a plain word the answer calls a module, function... names it
+            named = not called and _named_by_noun(line, content)
+            found.name(chain.strip("."), start, end, called=bool(called) or named, span=True)
             return
     words = text.split()
     if _looks_like_command(words):
         _command_claims(found, words, start, end - start, external_line)
         return
     _expression_claims(found, text, start, end)
+
+
+_NOUN_AFTER = re.compile(r"`\s+(?:module|package|function|class|method|file|folder)s?\b")
+
+
+def _named_by_noun(line: str, content: str) -> bool:
+    """Whether the span `content` is followed on its line by a noun that makes it a name of
+    the code ("the `utils` module")."""
+    at = line.find(f"`{content}`")
+    return at != -1 and _NOUN_AFTER.match(line, at + len(content) + 1) is not None
 
 
 def _looks_like_command(words: list[str]) -> bool:
@@ -748,10 +762,25 @@ def about_workspace(question: str, index: WorkspaceIndex) -> bool:
     )
 
 
+_NAME_PLACE = re.compile(
+    r"\b(?:does|do|did|will|would|can|could|should)\s+([A-Za-z_]\w{2,})\s+"
+    r"(?:return|do|take|raise|print|yield|compute|output|accept|expect|mean|handle)\b|"
+    r"\b(?:rename|remove|delete|change|fix|update|refactor|document|rewrite|simplify|"
+    r"call|calls|calling|test|tests|testing)\s+([A-Za-z_]\w{2,})\b|"
+    r"\bwhere\s+(?:is|are|was|were)\s+([A-Za-z_]\w{2,})\s+(?:defined|declared|implemented|"
+    r"used|set|called|raised|located|created|handled)\b|"
+    r"\bwhat\s+(?:is|are)\s+([A-Za-z_]\w{2,})\s*\?",
+    re.IGNORECASE,
+)
+"""Where a plain word of a question stands as a name ("what does greet return", "rename
+greet"): only there is a word the workspace defines taken as that definition, so "How do I
+add an item to a set?" stays a general question where `add` is defined."""
+
+
 def _plain_words(question: str) -> list[str]:
-    """The question's words that could name a symbol (three letters or more, not a word of
-    every question such as `what` or `does`)."""
-    words = re.findall(r"(?<![\w.-])[A-Za-z_][A-Za-z0-9_]{2,}(?![\w-])", question)
+    """The question's plain words that stand where a name does (see `_NAME_PLACE`), other
+    than words of every question such as `what` or `does`."""
+    words = [next(word for word in found if word) for found in _NAME_PLACE.findall(question)]
     return [word for word in words if word.lower() not in _QUESTION_WORDS]
 
 
@@ -811,10 +840,21 @@ def _indexed_path(index: WorkspaceIndex | None, path: str) -> bool:
 
 
 def _indexed_name(index: WorkspaceIndex | None, name: str) -> bool:
-    """A name in the text of a file, or of a file or folder (`Makefile`, module `calc`)."""
-    return index is not None and (
-        index.has_name(name) or index.has_path(name) or index.has_path(name + ".py")
-    )
+    """A name in the text of a file, or of a file or folder (`Makefile`, module `calc`).
+    A dotted name whose lowercase head is no module, folder or name of this workspace
+    belongs to another library (`pytest.approx`, `click.command`): it claims nothing here.
+    One whose head is a module here must have its last part here (`hello.greet_everyone`)."""
+    if index is None:
+        return False
+    parts = [part for part in name.removesuffix("()").split(".") if part]
+    if len(parts) > 1:
+        head = parts[0]
+        module = index.has_path(head + ".py") or index.has_path(head + "/")
+        if not module and not index.has_name(head) and head[:1].islower():
+            return True  # a module of another library; a class (`ReportBuilder`) is checked
+        if module:
+            return index.has_name(parts[-1]) or index.has_path("/".join(parts) + ".py")
+    return index.has_name(name) or index.has_path(name) or index.has_path(name + ".py")
 
 
 def _indexed_option(index: WorkspaceIndex | None, option: str) -> bool:

@@ -24,7 +24,7 @@ from milk_lsp.agents.local.grounding import (
     ungrounded,
     workspace_claims,
 )
-from milk_lsp.agents.local.tool_specs import READ_FILE, SEARCH_TEXT
+from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT
 from milk_lsp.agents.local.watch import Grounded
 from milk_lsp.workspace.index import WorkspaceIndex
 
@@ -38,8 +38,9 @@ LOOK_CHARS = 6000
 """What milk's own look hands the model, at most."""
 
 DEICTIC = re.compile(
-    r"\b(?:this|the|our|my)\s+(?:project|repo|repository|code|codebase|package|workspace|"
-    r"folder|directory|app|library|module|script|tests?)\b",
+    r"\b(?:this|our|my)\s+(?:project|repo|repository|code|codebase|package|workspace|"
+    r"folder|directory|app|library|module|script|tests?)\b|"
+    r"\bthe\s+(?:project|repo|repository|codebase|workspace)\b",
     re.IGNORECASE,
 )
 """A question about "this project" is about the workspace even when it names nothing."""
@@ -72,11 +73,11 @@ class TurnGrounding:
         self.about_workspace = about_workspace
         self._tools = tools
 
-    def judge(self, answer: str, tool_outputs: Sequence[str]) -> Grounded:
+    def judge(self, answer: str, tool_outputs: Sequence[str], *, looked: bool) -> Grounded:
         markup = markup_answer(answer)
         if markup is not None:
             return Grounded(0, (), markup)
-        if not (self.about_workspace or tool_outputs):
+        if not (self.about_workspace or looked):
             return Grounded(0)
         claims = workspace_claims(answer)
         count = len(claims.paths) + len(claims.names) + len(claims.options)
@@ -94,6 +95,8 @@ class TurnGrounding:
         found: list[str] = []
         looks = [(READ_FILE, {"path": path}) for path in asked.paths[:LOOK_PATHS]]
         looks += [(SEARCH_TEXT, {"pattern": name}) for name in asked.names[:LOOK_NAMES]]
+        if not looks:  # "what does this project do?": what is at its top
+            looks = [(LIST_DIRECTORY, {"path": "."})]
         for number, (tool, arguments) in enumerate(looks):
             try:
                 outcome = await self._tools.call(f"milk-look-{number}", tool, dict(arguments))
