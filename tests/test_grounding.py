@@ -563,3 +563,48 @@ def test_questions_while_another_thread_refreshes(tmp_path: Path) -> None:
     worker.join()
     assert errors == []
     assert index.has_name("changed_19")
+
+
+# ---- the turn's judge ----------------------------------------------------------------------
+
+
+def test_the_judge_leaves_a_general_answer_alone_but_checks_a_bare_option(
+    index: WorkspaceIndex,
+) -> None:
+    from milk_lsp.agents.local.judge import TurnGrounding
+
+    general = TurnGrounding("How do I reverse a list?", "", index, about_workspace=False)
+    assert general.judge("Use `items[::-1]` or `reversed(items)`.", [], looked=False).claims == 0
+    # "which option keeps upper case?" names nothing of the workspace, yet an answer naming
+    # a `--flag` speaks of this project's CLI: a wrong flag is caught
+    asked = TurnGrounding("Which option keeps upper case?", "", index, about_workspace=False)
+    judged = asked.judge("Use the `--lowercase` option.", [], looked=False)
+    assert judged.missing == ("--lowercase",)
+    assert asked.judge("Use `--precision`.", [], looked=False).missing == ()
+
+
+async def test_milks_own_look_lists_the_top_folder_when_the_question_names_nothing(
+    index: WorkspaceIndex,
+) -> None:
+    from milk_lsp.agents.local.judge import TurnGrounding
+
+    class Tools:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, dict[str, object]]] = []
+
+        async def call(self, tool_call_id: str, name: str, arguments: dict[str, object]) -> object:
+            self.calls.append((name, arguments))
+
+            class Outcome:
+                output = "calc.py\ncli.py"
+                is_error = False
+
+            return Outcome()
+
+    tools = Tools()
+    judge = TurnGrounding(
+        "What does this project do?", "", index, about_workspace=True, tools=tools
+    )
+    looked = await judge.look()
+    assert tools.calls == [("list_directory", {"path": "."})]
+    assert looked is not None and "calc.py" in looked

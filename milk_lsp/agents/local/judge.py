@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from milk_lsp.agents.local.grounding import (
+    Claims,
     markup_answer,
     question_claims,
     ungrounded,
@@ -77,9 +78,13 @@ class TurnGrounding:
         markup = markup_answer(answer)
         if markup is not None:
             return Grounded(0, (), markup)
-        if not (self.about_workspace or looked):
-            return Grounded(0)
         claims = workspace_claims(answer)
+        if not (self.about_workspace or looked):
+            # A general question: only options stand for this workspace (a bare `--flag`
+            # answered to "which option keeps upper case?" names this project's CLI).
+            if not claims.options:
+                return Grounded(0)
+            claims = Claims(options=claims.options)
         count = len(claims.paths) + len(claims.names) + len(claims.options)
         if not count:
             return Grounded(0)
