@@ -58,9 +58,15 @@ def setup_logging(verbose: bool) -> Path | None:
 
 
 class _DeliberateErrorFilter(logging.Filter):
-    """Drops pygls' tracebacks for errors we answer on purpose (-32602, -32803, -32800)."""
+    """Drops pygls' tracebacks for errors we answer on purpose (-32602, -32803, -32800), and
+    the traceback of a client that went away (a broken pipe: one line says so)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(
+            record.exc_info[1], BrokenPipeError | ConnectionResetError
+        ):
+            record.exc_info = record.exc_text = None
+            return True
         if record.exc_info and record.name.startswith("pygls"):
             error = record.exc_info[1]
             if isinstance(error, asyncio.CancelledError):

@@ -32,6 +32,11 @@ NUDGE = "$/milk/nudge"
 """Server → client, params `{}`, to be ignored: sent when output goes quiet after a response,
 so a client that stops reading at a response (Emacs 28's jsonrpc.el) reads what followed."""
 
+PART_BREAK = "\n\n"
+"""Between the text of a turn's two agent parts (local, then Claude) in `TurnResult.text`;
+sent as a `text` update of its own before the later part's first text, so the text updates
+add up to `TurnResult.text`."""
+
 Route = Literal["auto", "local", "claude"]
 AgentName = Literal["local", "claude"]
 

@@ -91,10 +91,21 @@ async def test_no_preview_outside_the_workspace_or_for_unreadable_files(tmp_path
     )
 
 
-def test_capped_marks_the_cut() -> None:
+def test_capped_marks_the_cut_within_the_limit() -> None:
     assert capped("abc", 5) == ("abc", False)
-    text, cut = capped("x" * 12, 5)
-    assert cut and text == "xxxxx\n… (cut: 7 more characters)\n"
+    assert capped(None, 5) == (None, False)
+    # The closing line counts in the limit (issue 21: it was added after it).
+    text, cut = capped("x" * 120, 50)
+    assert cut and text == "x" * 21 + "\n… (cut: 99 more characters)\n"
+    assert len(text) == 50
+    for size in (2001, 2040, 10_000, 5_000_000):
+        text, cut = capped("y" * size, 2000)
+        assert cut and text is not None and len(text) <= 2000, size
+        kept = len(text) - len(text.lstrip("y"))
+        assert text.endswith(f"\n… (cut: {size - kept} more characters)\n"), size
+        assert len(text) == 2000
+    # A limit too small for the closing line: the start of the text alone.
+    assert capped("x" * 12, 5) == ("xxxxx", True)
 
 
 def test_unified_diff_and_line_counts() -> None:

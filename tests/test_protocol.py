@@ -114,6 +114,33 @@ def test_a_header_block_without_length_is_refused_and_its_body_skipped() -> None
     assert after == Frame(b"{}")
 
 
+def test_a_header_block_without_a_body_never_takes_the_next_requests_id() -> None:
+    # Only a Content-Type line, and the next request right after it: the refusal is the
+    # header block's (no id), and the request is read as it is (issue 21).
+    rejected, after = read_all(
+        b"Content-Type: application/vscode-jsonrpc\r\n\r\n" + framed(REQUEST)
+    )
+    assert isinstance(rejected, Rejected) and "no Content-Length" in rejected.reason
+    assert rejected.prefix == b""
+    assert jsonrpc.invalid_from_prefix(rejected.prefix, rejected.reason).id is None
+    assert after == Frame(REQUEST)
+
+
+def test_two_different_lengths_are_refused_as_a_parse_error_and_the_next_message_is_read() -> None:
+    for first, second in ((len(REQUEST), len(REQUEST) + 500), (len(REQUEST) + 500, 3)):
+        data = b"Content-Length: %d\r\nContent-Length: %d\r\n\r\n" % (first, second)
+        rejected, after = read_all(data + REQUEST + framed(b'{"next":1}'))
+        assert isinstance(rejected, Rejected), (first, second)
+        assert "2 different Content-Length headers" in rejected.reason
+        assert rejected.code == jsonrpc.PARSE_ERROR
+        invalid = jsonrpc.invalid_from_prefix(rejected.prefix, rejected.reason, rejected.code)
+        assert (invalid.id, invalid.code) == (7, jsonrpc.PARSE_ERROR)
+        assert after == Frame(b'{"next":1}')
+    # The same length twice is one length.
+    twice = b"Content-Length: %d\r\ncontent-length: %d\r\n\r\n" % (len(REQUEST), len(REQUEST))
+    assert read_all(twice + REQUEST + framed(b"{}")) == [Frame(REQUEST), Frame(b"{}")]
+
+
 def test_a_body_longer_than_its_length_resynchronises_on_the_next_header() -> None:
     data = b"Content-Length: 2\r\n\r\n{}EXTRA BYTES" + framed(b"[1]")
     first, junk, after = read_all(data)
@@ -322,12 +349,7 @@ def initialize(sink: Sink) -> None:
 def test_requests_before_initialize_get_server_not_initialized(sink: Sink) -> None:
     answer = feed(sink, {"jsonrpc": "2.0", "id": 1, "method": "test/echo"})
     assert answer["error"]["code"] == jsonrpc.SERVER_NOT_INITIALIZED and answer["id"] == 1
-    for params, field in (
-        (None, "params: required"),
-        ([], "params: must be an object"),
-        ({"capabilities": {"window": 5}}, "capabilities.window"),
-        ({"capabilities": {}, "workspaceFolders": "nope"}, "workspaceFolders.0.uri"),
-    ):
+    for params, field in ((None, "params: required"), ([], "params: must be an object")):
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": "i", "method": "initialize"}
         if params is not None:
             message["params"] = params
@@ -335,6 +357,74 @@ def test_requests_before_initialize_get_server_not_initialized(sink: Sink) -> No
         assert answer["error"]["code"] == jsonrpc.INVALID_PARAMS, answer
         assert field in answer["error"]["message"], answer
     initialize(sink)
+    assert feed(sink, {"jsonrpc": "2.0", "id": 2, "method": "test/echo"})["result"] == {
+        "params": None
+    }
+
+
+@pytest.mark.parametrize(
+    ("params", "ignored"),
+    [
+        (
+            {"capabilities": {"window": 5}},
+            ["capabilities.window ignored (invalid value for type, expected Optional, got 5)"],
+        ),
+        (
+            {"capabilities": {}, "workspaceFolders": "nope"},
+            ['workspaceFolders ignored (must be an array, got "nope")'],
+        ),
+        (
+            {"capabilities": {"experimental": {"milk": "yes", "other": 1}}},
+            ['capabilities.experimental.milk ignored (must be an object, got "yes")'],
+        ),
+        (
+            {"capabilities": {"experimental": {"milk": {"requestPermission": "yes"}}}},
+            [
+                "capabilities.experimental.milk.requestPermission ignored (must be true or "
+                'false, got "yes")'
+            ],
+        ),
+        ({}, ["capabilities ignored (required field missing; taken as {})"]),
+        (
+            {"capabilities": 5, "processId": "x", "trace": "loud"},
+            [
+                "capabilities ignored (invalid value for type, expected ClientCapabilities, "
+                "got 5; taken as {})",
+                'processId ignored (invalid value for type, expected Optional, got "x")',
+                'trace ignored (invalid value for type, expected Optional, got "loud")',
+            ],
+        ),
+        (
+            {
+                "capabilities": {"textDocument": {"hover": {"contentFormat": ["x", "markdown"]}}},
+                "workspaceFolders": [
+                    {"name": "no uri"},
+                    {"uri": "file:///w", "name": "w"},
+                    {"uri": "file:///v", "name": 5, "extra": True},
+                ],
+            },
+            [
+                "capabilities.textDocument.hover.contentFormat.0 ignored (invalid value for "
+                'type, expected MarkupKind, got "x")',
+                "workspaceFolders.0 ignored (uri: required field missing)",
+            ],
+        ),
+    ],
+)
+def test_initialize_leaves_out_what_it_cannot_take_with_a_warning_naming_it(
+    sink: Sink, params: dict[str, Any], ignored: list[str]
+) -> None:
+    # Issue 21: only params that are missing or not an object are refused.
+    protocol: MilkProtocol = sink.protocol  # type: ignore[attr-defined]
+    message = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+    protocol.handle_frame(Frame(json.dumps(message).encode()))
+    *warnings, answer = sink.messages
+    assert answer["result"]["capabilities"]["experimental"] == {"milk": {"protocolVersion": 1}}
+    assert [w["method"] for w in warnings] == ["window/logMessage"] * len(ignored)
+    assert [w["params"] for w in warnings] == [
+        {"type": types.MessageType.Warning.value, "message": f"milk: initialize: {words}"}
+        for words in ignored
+    ]
     assert feed(sink, {"jsonrpc": "2.0", "id": 2, "method": "test/echo"})["result"] == {
         "params": None
     }

@@ -162,6 +162,7 @@ def test_an_escalation_a_failure_and_notes() -> None:
                 "contextChars": 2500,
             },
             {"kind": "notice", "severity": "warning", "message": "slow disk"},
+            {"kind": "text", "agent": "claude", "delta": "\n\n"},  # the parts' break
             {"kind": "text", "agent": "claude", "delta": "Claude here."},
             {
                 "kind": "usage",
@@ -179,7 +180,7 @@ def test_an_escalation_a_failure_and_notes() -> None:
         "repo. (a new Claude conversation)\n" in text
     )
     assert "> Warning: slow disk\n" in text
-    assert "### Claude\n\nClaude here." in text
+    assert "### Claude\n\nClaude here." in text  # the heading is the break
     assert text.endswith(
         "**Failed:** claude exited; run claude login (claude: 10 tokens in, 2 out, $0.0123)\n"
     )

@@ -210,7 +210,7 @@ def test_percepts_are_collected_with_their_agent() -> None:
         (Agent.CLAUDE, "the user prefers tabs"),
     ]
     assert needs == []
-    assert bridge.shown_text() == "ok.done"
+    assert bridge.shown_text() == "ok.\n\ndone" == turn.text
 
 
 def test_a_new_part_releases_held_text_into_the_previous_part() -> None:
@@ -227,8 +227,28 @@ def test_a_new_part_releases_held_text_into_the_previous_part() -> None:
     assert [(u["agent"], u["delta"]) for u in bridge.of_kind("text")] == [
         ("local", "local answer "),
         ("local", "<milk:ne"),
+        ("claude", "\n\n"),
         ("claude", "claude answer"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("local_text", "claude_text"),
+    [("look into it.", "ACC-1 is fixed."), ("", "ACC-1 is fixed."), ("look into it.", "")],
+)
+def test_the_text_deltas_add_up_to_the_turns_text(local_text: str, claude_text: str) -> None:
+    # The paragraph break `Turn.text` puts between the parts is sent too, and only when both
+    # parts showed text (issue 21: the live view glued "look into it.ACC-1").
+    turn, bridge, _ = make_turn()
+    turn.start_part(Agent.LOCAL)
+    feed(turn, local_text)
+    turn.start_part(Agent.CLAUDE)
+    feed(turn, claude_text[:3], claude_text[3:])
+    turn.flush_text()
+    assert bridge.shown_text() == turn.text
+    assert turn.text == "\n\n".join(t for t in (local_text, claude_text) if t)
+    breaks = [u for u in bridge.of_kind("text") if u["delta"] == "\n\n"]
+    assert len(breaks) == (1 if local_text and claude_text else 0)
 
 
 # ---- tool calls and results ----------------------------------------------------------------
@@ -257,9 +277,11 @@ def test_tool_calls_and_results_are_recorded_on_the_part() -> None:
     assert statuses == [("c1", "pending"), ("c1", "running"), ("c2", "denied"), ("c3", "running")]
     assert bridge.of_kind("tool_call")[1]["input"] == {"path": "a.py"}
     results = bridge.of_kind("tool_result")
-    assert results[0]["output"] == "x" * TOOL_OUTPUT_WIRE_CHARS + (
-        "\n… (cut: 500 more characters)\n"
-    ), "the wire copy is cut, and says so"
+    note = "\n… (cut: 530 more characters)\n"
+    assert results[0]["output"] == "x" * (TOOL_OUTPUT_WIRE_CHARS - len(note)) + note, (
+        "the wire copy is cut, and says so within the limit"
+    )
+    assert len(results[0]["output"]) == TOOL_OUTPUT_WIRE_CHARS
     assert results[0]["isError"] is False and results[1]["isError"] is True
 
     record = turn.part.record("turn-1")

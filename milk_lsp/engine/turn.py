@@ -39,7 +39,7 @@ from milk_lsp.sessions.model import (
 )
 from milk_lsp.system.redact import redact_value
 from milk_lsp.text import cut, one_line
-from milk_lsp.wire import StopReason, TurnError, build_update
+from milk_lsp.wire import PART_BREAK, StopReason, TurnError, build_update
 from milk_lsp.workspace.edit_preview import capped
 
 logger = logging.getLogger(__name__)
@@ -48,8 +48,8 @@ NEED_MAX_CHARS = 400
 """The need is one sentence; a runaway tag body must not swell every hand-off."""
 
 TOOL_OUTPUT_WIRE_CHARS = 2000
-"""A `tool_result` update carries this much of the output, then a line saying how much was
-cut (`milk/session/get` has it whole)."""
+"""A `tool_result` update's output is at most this long, the closing line saying how much was
+cut included (`milk/session/get` has it whole)."""
 
 
 class ClientBridge(Protocol):
@@ -290,7 +290,7 @@ class Turn:
     def text(self) -> str:
         """All the text the user saw, in order, tags stripped."""
         pieces = [part.text for part in self.parts if part.text]
-        return "\n\n".join(pieces)
+        return PART_BREAK.join(pieces)
 
     def apply(self, event: AgentEvent) -> None:
         """Fold a streamed agent event into the turn and tell the client."""
@@ -367,8 +367,11 @@ class Turn:
     def _emit_visible(self, visible: str) -> None:
         interceptor = self._interceptor
         if visible:
+            agent = self.part.agent.value
+            if not self.part.text_parts and any(part.text for part in self.parts[:-1]):
+                self.update("text", agent=agent, delta=PART_BREAK)  # as `text` joins them
             self.part.text_parts.append(visible)
-            self.update("text", agent=self.part.agent.value, delta=visible)
+            self.update("text", agent=agent, delta=visible)
         if interceptor is None:
             return
         for need in interceptor.needs[self._needs_seen :]:

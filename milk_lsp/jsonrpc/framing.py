@@ -8,6 +8,13 @@ everything up to the next `Content-Length` header. A JSON body cannot hold such 
 raw line break is not allowed inside a JSON string), so the next message is found whether the
 refused one really was that long or the header lied. Bytes outside any message are skipped
 the same way and reported once per run.
+
+A header block the body cannot be framed by is refused the same way: one without
+`Content-Length` (only a `Content-Type`, say), and one with two `Content-Length` lines that
+disagree (where the body ends cannot be told; reading either length could swallow the next
+message and wait for bytes that never come). The first bytes kept to find the refused
+message's id end where the next message's `Content-Length` header starts, so a refused header
+block that had no body never takes the id of the request after it.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import BinaryIO
+
+from milk_lsp.jsonrpc.messages import INVALID_REQUEST, PARSE_ERROR
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +41,8 @@ _MAX_LENGTH_DIGITS = 15
 
 _HEADER = re.compile(rb"([A-Za-z0-9-]+)[ \t]*:[ \t]*(.*?)[ \t]*")
 _LENGTH_AT_LINE_END = re.compile(rb"Content-Length[ \t]*:[ \t]*([0-9]+)[ \t]*$", re.IGNORECASE)
+_NEXT_LENGTH_HEADER = re.compile(rb"Content-Length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+"""Where the next message starts in bytes read ahead (a JSON body holds no raw line break)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class Rejected:
     reason: str
     prefix: bytes
     """The first bytes of it (up to `PREFIX_BYTES`), to read its id from."""
+    code: int = INVALID_REQUEST
+    """The JSON-RPC error it is answered with."""
 
 
 class FrameReader:
@@ -56,7 +69,8 @@ class FrameReader:
         self._max_body = max_body
         self._buffer = bytearray()
         self._eof = False
-        self._headers: dict[bytes, bytes] = {}
+        self._headers: dict[bytes, list[bytes]] = {}
+        """The header block read so far: each name (lowercase) with its values in order."""
         self._skipping = False
         """Skipping the body of a refused message: those bytes are not reported again."""
         self._junk = bytearray()
@@ -90,16 +104,24 @@ class FrameReader:
                 self._add_junk(line)
                 continue
             rejected = self._end_junk()
-            self._headers[name] = value
+            self._headers.setdefault(name, []).append(value)
             if rejected is not None:
                 return rejected
 
     # ---- bodies --------------------------------------------------------------------------
 
-    def _body(self, headers: dict[bytes, bytes]) -> Frame | Rejected | None:
-        raw = headers.get(b"content-length")
-        if raw is None:
+    def _body(self, headers: dict[bytes, list[bytes]]) -> Frame | Rejected | None:
+        lengths = headers.get(b"content-length")
+        if not lengths:
             return self._refuse("the message has no Content-Length header")
+        if len(set(lengths)) > 1:
+            shown = " and ".join(repr(value[:40].decode("ascii", "replace")) for value in lengths)
+            return self._refuse(
+                f"the message has {len(lengths)} different Content-Length headers ({shown}): "
+                "where it ends cannot be told",
+                PARSE_ERROR,
+            )
+        raw = lengths[0]
         if not raw.isdigit():
             return self._refuse(f"Content-Length is not a number: {raw[:40]!r}")
         if len(raw) > _MAX_LENGTH_DIGITS or int(raw) > self._max_body:
@@ -114,12 +136,16 @@ class FrameReader:
             return None
         return Frame(body)
 
-    def _refuse(self, reason: str) -> Rejected:
+    def _refuse(self, reason: str, code: int = INVALID_REQUEST) -> Rejected:
         """Refuse the message whose headers were just read; its body is skipped after."""
         self._skipping = True
         if not self._buffer and not self._eof:
             self._fill()  # the body's first bytes, to find its id in
-        return Rejected(reason, bytes(self._buffer[:PREFIX_BYTES]))
+        prefix = bytes(self._buffer[:PREFIX_BYTES])
+        following = _NEXT_LENGTH_HEADER.search(prefix)
+        if following is not None:  # the next message: its id is not this one's
+            prefix = prefix[: following.start()]
+        return Rejected(reason, prefix, code)
 
     def _take(self, size: int) -> bytes | None:
         parts = [bytes(self._buffer[:size])]

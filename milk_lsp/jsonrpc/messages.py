@@ -98,10 +98,10 @@ def parse_message(body: bytes) -> Message:
     return classify(data)
 
 
-def invalid_from_prefix(prefix: bytes, reason: str) -> Invalid:
-    """A message refused before its body was read (too large, no length): `prefix` is what
-    arrived of it, enough to find an `id` sent before the bulk of it."""
-    return invalid_from_text(prefix.decode("utf-8", "replace"), INVALID_REQUEST, reason)
+def invalid_from_prefix(prefix: bytes, reason: str, code: int = INVALID_REQUEST) -> Invalid:
+    """A message refused before its body was read (too large, no length, two lengths):
+    `prefix` is what arrived of it, enough to find an `id` sent before the bulk of it."""
+    return invalid_from_text(prefix.decode("utf-8", "replace"), code, reason)
 
 
 def classify(data: Any) -> Message:

@@ -99,7 +99,7 @@ class Editor:
         )
 
     def show(self, message: str, level: str = "info") -> None:
-        logger.warning("%s", message)
+        logger.info("%s", message)  # the user sees it: the log keeps it, stderr need not
         self._server.window_show_message(
             types.ShowMessageParams(
                 type=_SEVERITY.get(level, types.MessageType.Info), message=message

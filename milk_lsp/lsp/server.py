@@ -33,6 +33,9 @@ from milk_lsp.workspace.paths import path_to_uri, uri_to_path
 logger = logging.getLogger(__name__)
 
 CONFIG_WAIT_SECONDS = 5.0
+CLOSE_SECONDS = 0.8
+"""When the client's input ends, how long running turns get to end (stored as cancelled)
+before the server exits anyway: an editor that quits waits for nobody."""
 
 
 class MilkServer(LanguageServer):
@@ -54,18 +57,28 @@ class MilkServer(LanguageServer):
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serve on stdio, reading with milk's framing (`protocol.serve_frames`) in place of
         pygls' reader, which dies on an absurd Content-Length and drops malformed messages."""
-        self._stop_event = threading.Event()
+        self._stop_event = stop_event = threading.Event()
         reader = FrameReader(stdin or sys.stdin.buffer)
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-        assert isinstance(self.protocol, MilkProtocol)
         try:
-            asyncio.run(serve_frames(reader, self.protocol, self._stop_event, self.thread_pool))
+            asyncio.run(self._serve(reader, stop_event))
         except BrokenPipeError:
             logger.error("the connection to the client is lost; stopping")
         except (KeyboardInterrupt, SystemExit):
             pass
         finally:
             self.shutdown()  # type: ignore[no-untyped-call]
+
+    async def _serve(self, reader: FrameReader, stop_event: threading.Event) -> None:
+        """Serve until the input ends; then end what runs, for `CLOSE_SECONDS` at most."""
+        assert isinstance(self.protocol, MilkProtocol)
+        await serve_frames(reader, self.protocol, stop_event, self.thread_pool)
+        closing = asyncio.ensure_future(self.engine.aclose())
+        done, _ = await asyncio.wait({closing}, timeout=CLOSE_SECONDS)
+        if not done:  # what is left is cancelled on the way out (asyncio.run)
+            logger.info("running turns did not end within %s s; exiting anyway", CLOSE_SECONDS)
+        elif closing.exception() is not None:
+            logger.error("closing failed: %s", closing.exception())
 
     def start_config(self, initialization_options: Any) -> None:
         """Defaults < the user file < `initializationOptions`, the problems told the user."""
@@ -146,12 +159,37 @@ def _plain(raw: Any) -> Any:
 def on_initialize(ls: MilkServer, params: types.InitializeParams) -> None:
     sweep_orphans()  # kill what runs of dead milk-lsp servers left running (Linux)
     ls.editor.set_client_capabilities(params.capabilities)
-    folders = [f.uri for f in params.workspace_folders or []]
+    folders = [
+        (f"workspaceFolders.{n}", f.uri) for n, f in enumerate(params.workspace_folders or [])
+    ]
     if not folders and params.root_uri:
-        folders = [params.root_uri]
-    paths = [str(p) for p in (uri_to_path(uri) for uri in folders) if p is not None]
-    ls.engine.sessions.set_workspaces(paths)
+        folders = [("rootUri", params.root_uri)]
+    ls.engine.sessions.set_workspaces(_folder_paths(ls, folders))
     ls.start_config(params.initialization_options)
+
+
+def _folder_paths(ls: MilkServer, folders: list[tuple[str, str]]) -> list[str]:
+    """The resolved paths of `(field, uri)` folders (other schemes left out, as before); a URI
+    no path can be made of (a lone surrogate, a NUL) is skipped with a warning naming it."""
+    paths = []
+    for field, uri in folders:
+        path = uri_to_path(uri)
+        if path is None:
+            continue
+        try:
+            paths.append(str(path.resolve()))
+        except UnicodeError:
+            _skipped(ls, field, uri, "it contains a lone surrogate (not valid Unicode)")
+        except ValueError:
+            _skipped(ls, field, uri, "it contains a NUL character")
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11)
+            _skipped(ls, field, uri, str(exc))
+    return paths
+
+
+def _skipped(ls: MilkServer, field: str, uri: str, problem: str) -> None:
+    shown = uri.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate escaped
+    ls.editor.log(f"milk: the workspace folder {field} ({shown}) is skipped: {problem}", "warn")
 
 
 @server.feature(types.INITIALIZED)
@@ -179,14 +217,11 @@ def on_did_change_workspace_folders(
     ls: MilkServer, params: types.DidChangeWorkspaceFoldersParams
 ) -> None:
     current = list(ls.engine.sessions.workspaces)
-    for removed in params.event.removed:
-        path = uri_to_path(removed.uri)
-        if path is not None and str(path.resolve()) in current:
-            current.remove(str(path.resolve()))
-    for added in params.event.added:
-        path = uri_to_path(added.uri)
-        if path is not None:
-            current.append(str(path))
+    removed = [(f"removed.{n}", f.uri) for n, f in enumerate(params.event.removed)]
+    for path in _folder_paths(ls, removed):
+        if path in current:
+            current.remove(path)
+    current += _folder_paths(ls, [(f"added.{n}", f.uri) for n, f in enumerate(params.event.added)])
     ls.engine.sessions.set_workspaces(current)
 
 

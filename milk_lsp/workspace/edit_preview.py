@@ -21,7 +21,8 @@ from milk_lsp.workspace.confined import read_text_inside
 from milk_lsp.workspace.paths import uri_to_path
 
 PREVIEW_MAX_CHARS = 200_000
-"""Each side of an edit is cut here; the cut text ends with a line saying how much is left."""
+"""Each side of an edit is cut to this many characters, a closing line saying how much was
+cut included."""
 
 DIFF_MESSAGE_MAX_LINES = 40
 """A unified diff in a `window/showMessageRequest` message is cut here."""
@@ -154,11 +155,22 @@ def _notebook_edit(tool_input: dict[str, Any], before: str | None) -> str | None
 
 
 def capped(text: str | None, limit: int = PREVIEW_MAX_CHARS) -> tuple[str | None, bool]:
-    """The text cut at `limit` characters with a closing line saying how much is left."""
+    """The text in at most `limit` characters: when longer, its start and a closing line
+    saying how much was cut, that line counted in the limit (a limit too small for the line:
+    the first `limit` characters)."""
     if text is None or len(text) <= limit:
         return text, False
-    rest = len(text) - limit
-    return f"{text[:limit]}\n… (cut: {rest} more characters)\n", True
+    room = len(_cut_note(len(text)))  # the longest the note can be: it never says more
+    if room >= limit:
+        return text[:limit], True
+    kept = limit - room
+    while len(_cut_note(len(text) - kept - 1)) < limit - kept:  # a shorter number: keep more
+        kept += 1
+    return text[:kept] + _cut_note(len(text) - kept), True
+
+
+def _cut_note(rest: int) -> str:
+    return f"\n… (cut: {rest} more characters)\n"
 
 
 def unified_diff(edit: FileEdit, label: str, max_lines: int = DIFF_MESSAGE_MAX_LINES) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from milk_lsp.sessions.model import Role, TurnRecord
 from milk_lsp.text import fenced, one_line
+from milk_lsp.wire import PART_BREAK
 from milk_lsp.workspace.paths import shown_uri
 
 MARKER = '<!-- milk: type your question below this line, then run "milk: Send" -->'
@@ -251,8 +252,8 @@ class TranscriptRenderer:
             self._block(out, f"### {_AGENT_HEADINGS.get(agent, agent)}\n\n")
 
     def _text(self, out: list[str], agent: str, delta: str) -> None:
-        if not delta:
-            return
+        if not delta or (delta == PART_BREAK and self._turn.agent != agent):
+            return  # between two agents' parts the heading is the break
         self._heading(out, agent)
         if not self._in_text:  # the answer goes on after a block of milk's own
             self._paragraph(out)
