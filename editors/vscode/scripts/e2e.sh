@@ -69,6 +69,9 @@ cat > "$W/workspace/hello.py" <<'PYEOF'
 def greet(name: str) -> str:
     """Say hello."""
     return f"hello {name}"
+
+
+STOP_REASON = "end_turn"  # named by the scripted answer: milk checks what an answer names
 PYEOF
 cat > "$W/ud/User/settings.json" <<JSON
 {
