@@ -607,4 +607,4 @@ async def test_milks_own_look_lists_the_top_folder_when_the_question_names_nothi
     )
     looked = await judge.look()
     assert tools.calls == [("list_directory", {"path": "."})]
-    assert looked is not None and "calc.py" in looked
+    assert looked.found and "calc.py" in looked.message

@@ -22,10 +22,12 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
+from milk_lsp.agents.local.judge import ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, LOOKED_NOTICE
 from milk_lsp.agents.local.watch import (
     MAKE_THE_CHANGE,
     NUDGE,
     Grounded,
+    Look,
     Nudge,
     TurnWatch,
     asks_for_change,
@@ -355,9 +357,11 @@ class ScriptedJudge:
         self.judged.append((answer, list(tool_outputs)))
         return Grounded(len(self.missing) or 1, self.missing)
 
-    async def look(self) -> str | None:
+    async def look(self) -> Look:
         self.looks += 1
-        return self.looked
+        if self.looked is None:
+            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False)
+        return Look(self.looked, LOOKED_NOTICE, found=True)
 
 
 async def run_judged(

@@ -82,6 +82,8 @@ class LocalPart:
         """The local agent's part of the turn: its escalation or failure signal, if any.
         `text` is what the model gets (with attachments), `user_ask` what the user typed."""
         config = turn.config
+        # the workspace's index is brought up to date while the prompt is put together
+        indexed = asyncio.ensure_future(self._fresh_index(session.workspace_folder))
         turn.start_part(Agent.LOCAL)
         session.state = SessionState.LOCAL
         percepts = await self._sessions.percepts(session.workspace_folder)
@@ -105,7 +107,7 @@ class LocalPart:
             Path(session.workspace_folder),
             TurnHost(turn, config.claude.permission_timeout_seconds),
         )
-        index = await self._fresh_index(session.workspace_folder)
+        index = await indexed
         attached = text.strip() != user_ask.strip()  # attachments count as having looked
         about = bool(DEICTIC.search(user_ask)) or about_workspace(user_ask, index)
         judge = TurnGrounding(user_ask, text, index, about_workspace=about or attached, tools=tools)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -66,11 +66,12 @@ from milk_lsp.agents.local.tool_calls import (
     parse_tool_arguments,
 )
 from milk_lsp.agents.local.watch import (
-    Grounded,
+    AnswerJudge,
     Nudge,
     TurnWatch,
     WrittenEscalation,
     embedded_call,
+    refuses_tool_choice,
 )
 
 __all__ = [
@@ -117,21 +118,6 @@ ESCALATE_TOOL_SPEC: dict[str, Any] = {
 
 _RAW_ARGS_CHARS = 500
 """Characters of invalid tool arguments quoted back to the model."""
-
-
-class AnswerJudge(Protocol):
-    """How milk judges a turn's final answer against the workspace (`TurnGrounding` fits)."""
-
-    def judge(self, answer: str, tool_outputs: Sequence[str], *, looked: bool) -> Grounded:
-        """What `answer` claims about the workspace, and which claims nothing backs (the
-        turn's successful tool outputs, the attachments, the workspace itself); `looked`:
-        the model called tools this turn (even ones that failed)."""
-        ...
-
-    async def look(self) -> str | None:
-        """milk's own look at the workspace for what the question names, as a message for
-        the model (None: nothing found)."""
-        ...
 
 
 class ToolOutcomeLike(Protocol):
@@ -354,10 +340,10 @@ class LocalAgent:
             look_first and bool(tools is not None and tools.names) and self.client.obeys(model)
         )
         if look_first and not require_call and judge is not None:
-            looked = await judge.look()  # a server known to ignore `tool_choice`: milk looks
-            if looked:
-                conversation.append({"role": "user", "content": looked})
-                yield NoticeEvent("info", _LOOKED_NOTICE)
+            look = await judge.look()  # a server known to ignore `tool_choice`: milk looks
+            if look.found:
+                conversation.append({"role": "user", "content": look.message})
+                yield NoticeEvent("info", look.notice)
         tool_outputs: list[str] = []
         while True:
             body: dict[str, Any] = {
@@ -391,12 +377,14 @@ class LocalAgent:
                         else:
                             yield event
             except LocalModelError as exc:
-                if require_call and _refuses_tool_choice(exc):
+                if require_call and refuses_tool_choice(exc.http_status, exc.message):
                     # The server refuses `tool_choice`: milk looks itself, and remembers.
                     self.client.ignores_tool_choice(model)
                     require_call = False
-                    for event in await _looked_instead(judge, conversation):
-                        yield event
+                    if judge is not None:  # the unlooked answer goes unseen; milk's look instead
+                        look = await judge.look()
+                        conversation.append({"role": "user", "content": look.message})
+                        yield NoticeEvent("info", look.notice)
                     continue
                 if gate is not None and gate.holding and gate.held:
                     yield paragraphs.delta(gate.release())  # what arrived before the failure
@@ -431,8 +419,10 @@ class LocalAgent:
                 require_call = False
                 if not named:  # the server ignored `tool_choice`: this answer did not look
                     self.client.ignores_tool_choice(model)
-                    for event in await _looked_instead(judge, conversation):
-                        yield event
+                    if judge is not None:  # the unlooked answer goes unseen; milk's look instead
+                        look = await judge.look()
+                        conversation.append({"role": "user", "content": look.message})
+                        yield NoticeEvent("info", look.notice)
                     continue
                 if "".join(held).strip() and not text_calls:  # said before its call
                     yield paragraphs.delta("".join(held))
@@ -591,37 +581,6 @@ class LocalAgent:
         yield ToolCallEvent(call.id, call.name, call.arguments, status)
         yield ToolResultEvent(call.id, outcome.output, outcome.is_error or outcome.denied)
         yield outcome
-
-
-def _refuses_tool_choice(exc: LocalModelError) -> bool:
-    """An HTTP 4xx answer that names `tool_choice` or tools: the server refuses to make the
-    model call a tool (a context overflow or a bad model name is not that)."""
-    status = exc.http_status
-    return status is not None and 400 <= status < 500 and "tool" in exc.message.lower()
-
-
-_ASKED_TO_LOOK_NOTICE = (
-    "milk asked the model to look in the workspace before answering (it answered without "
-    "looking, and milk found nothing the question names)"
-)
-_LOOKED_NOTICE = (
-    "milk looked in the workspace for what the question names and gave the model what it "
-    "found (the model's server does not make it call a tool first)"
-)
-
-
-async def _looked_instead(
-    judge: AnswerJudge | None, conversation: list[dict[str, Any]]
-) -> list[AgentEvent]:
-    """The model answered without looking although asked to: its answer is dropped unseen
-    and milk's own look at the workspace goes to the model instead."""
-    looked = await judge.look() if judge is not None else None
-    if looked:
-        conversation.append({"role": "user", "content": looked})
-        return [NoticeEvent("info", _LOOKED_NOTICE)]
-    asked = "milk: look at the workspace with a tool call before you answer."
-    conversation.append({"role": "user", "content": asked})
-    return [NoticeEvent("info", _ASKED_TO_LOOK_NOTICE)]
 
 
 def _plan_note(rest: int) -> str:

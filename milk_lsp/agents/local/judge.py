@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Protocol
 
+from milk_lsp.agents.local.agent import LocalTools
 from milk_lsp.agents.local.grounding import (
     Claims,
     markup_answer,
@@ -26,7 +26,7 @@ from milk_lsp.agents.local.grounding import (
     workspace_claims,
 )
 from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT
-from milk_lsp.agents.local.watch import Grounded
+from milk_lsp.agents.local.watch import Grounded, Look
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
@@ -38,6 +38,17 @@ LOOK_NAMES = 3
 LOOK_CHARS = 6000
 """What milk's own look hands the model, at most."""
 
+ASK_TO_LOOK = "milk: look at the workspace with a tool call before you answer."
+"""To a model that answered without looking, when milk's own look found nothing."""
+LOOKED_NOTICE = (
+    "milk looked in the workspace for what the question names and gave the model what it "
+    "found (the model's server does not make it call a tool first)"
+)
+ASKED_TO_LOOK_NOTICE = (
+    "milk asked the model to look in the workspace before answering (it answered without "
+    "looking, and milk found nothing the question names)"
+)
+
 DEICTIC = re.compile(
     r"\b(?:this|our|my)\s+(?:project|repo|repository|code|codebase|package|workspace|"
     r"folder|directory|app|library|module|script|tests?)\b|"
@@ -45,12 +56,6 @@ DEICTIC = re.compile(
     re.IGNORECASE,
 )
 """A question about "this project" is about the workspace even when it names nothing."""
-
-
-class ReadTools(Protocol):
-    """The confined tools milk looks with (`WorkspaceTools` fits)."""
-
-    async def call(self, tool_call_id: str, name: str, arguments: dict[str, object]) -> object: ...
 
 
 class TurnGrounding:
@@ -63,7 +68,7 @@ class TurnGrounding:
         index: WorkspaceIndex | None,
         *,
         about_workspace: bool,
-        tools: ReadTools | None = None,
+        tools: LocalTools | None = None,
     ) -> None:
         """`question`: what the user typed; `message`: what the model got (the question with
         the attachments' text); `about_workspace`: the question names something of this
@@ -91,11 +96,13 @@ class TurnGrounding:
         missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
         return Grounded(count, missing)
 
-    async def look(self) -> str | None:
+    async def look(self) -> Look:
         """Read the paths the question names and search for its names, as the model could
-        have; the results are evidence, and the model gets them as a message."""
-        if self._tools is None:
-            return None
+        have (the top folder when it names nothing); the results are evidence, and the
+        model gets them as a message."""
+        tools = self._tools
+        if tools is None:
+            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False)
         asked = question_claims(self._question)
         found: list[str] = []
         looks = [(READ_FILE, {"path": path}) for path in asked.paths[:LOOK_PATHS]]
@@ -104,21 +111,22 @@ class TurnGrounding:
             looks = [(LIST_DIRECTORY, {"path": "."})]
         for number, (tool, arguments) in enumerate(looks):
             try:
-                outcome = await self._tools.call(f"milk-look-{number}", tool, dict(arguments))
+                outcome = await tools.call(f"milk-look-{number}", tool, dict(arguments))
             except Exception:  # milk's own look is a help; it must never fail the turn
                 logger.warning("milk's look (%s %s) failed", tool, arguments, exc_info=True)
                 continue
-            output = str(getattr(outcome, "output", ""))
-            if getattr(outcome, "is_error", False) or not output.strip():
+            if outcome.is_error or not outcome.output.strip():
                 continue
-            self._evidence.append(output)
-            found.append(f"{tool} {arguments}:\n{output}")
+            self._evidence.append(outcome.output)
+            found.append(f"{tool} {arguments}:\n{outcome.output}")
         if not found:
-            return None
+            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False)
         text = "\n\n".join(found)
         if len(text) > LOOK_CHARS:
             text = text[:LOOK_CHARS] + "\n[… cut]"
-        return (
+        return Look(
             "milk looked in the workspace for what the question names (you answered without "
-            "looking). Answer from this, or call a tool to look further:\n\n" + text
+            "looking). Answer from this, or call a tool to look further:\n\n" + text,
+            LOOKED_NOTICE,
+            found=True,
         )

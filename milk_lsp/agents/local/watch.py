@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal
 from milk_lsp.agents.local.tool_calls import MergedToolCall, parse_text_tool_calls
@@ -28,7 +28,9 @@ from milk_lsp.text import cut, one_line
 __all__ = [
     "MAKE_THE_CHANGE",
     "NUDGE",
+    "AnswerJudge",
     "Grounded",
+    "Look",
     "Nudge",
     "TurnWatch",
     "WrittenCall",
@@ -186,6 +188,37 @@ class WrittenEscalation:
     that the task is beyond it, taken as the call."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class Look:
+    """milk's own look at the workspace, for a model that answered without looking."""
+
+    message: str
+    """For the model: what milk found, or a request to look with a tool call."""
+    notice: str
+    """For the user, in one quiet line."""
+    found: bool
+
+
+class AnswerJudge(Protocol):
+    """How milk judges a turn's final answer against the workspace (`TurnGrounding` fits)."""
+
+    def judge(self, answer: str, tool_outputs: Sequence[str], *, looked: bool) -> Grounded:
+        """What `answer` claims about the workspace, and which claims nothing backs (the
+        turn's successful tool outputs, the attachments, the workspace itself); `looked`:
+        the model called tools this turn (even ones that failed)."""
+        ...
+
+    async def look(self) -> Look:
+        """milk's own look at the workspace for what the question names."""
+        ...
+
+
+def refuses_tool_choice(http_status: int | None, message: str) -> bool:
+    """An HTTP 4xx answer that names `tool_choice` or tools: the server refuses to make the
+    model call a tool (a context overflow or a bad model name is not that)."""
+    return http_status is not None and 400 <= http_status < 500 and "tool" in message.lower()
 
 
 @dataclass
