@@ -2,8 +2,9 @@
 
 Opt-in and slow (tens of minutes on 2 cores); not a test and not in CI.
 
-The project is python-slugify 8.0.4, pinned by sha256 and unpacked afresh before every task
-(`bench/real_tasks_suite.py` holds it, the 15 tasks and their machine checks). Each task is
+The project (`--project`) is python-slugify 8.0.4 (`bench/real_tasks_slugify.py`, 15 tasks)
+or humanize 4.12.3 (`bench/real_tasks_humanize.py`, 13 tasks), pinned by sha256 and unpacked
+afresh before every task (`bench/real_tasks_suite.py` fetches and checks). Each task is
 a new session of the REAL milk-lsp (`python -m milk_lsp` over stdio, driven like an editor;
 every permission question answered `allow_once`), one `milk/chat` with route `auto` and
 `local.handOff: "auto"`, so a local failure may be handed to Claude without asking. Claude
@@ -23,7 +24,8 @@ the tools called, seconds and prompt tokens evaluated and cached; then the total
 tasks it measures the prefix cache: session A turn 1 (cold), A turn 2, then a new session B
 turn 1 in the same workspace; target B1 <= 15 % of A1's evaluated prompt tokens.
 
-    .venv/bin/python bench/real_tasks.py [--model-size 1.5b|0.5b] [--tasks a,b]
+    .venv/bin/python bench/real_tasks.py [--project slugify|humanize] [--model-size 1.5b|0.5b]
+        [--tasks a,b]
         [--base-url URL --model M] [--server-tree DIR] [--json out.json]
 
 `--server-tree DIR` runs the server from another source tree (e.g. a git worktree of an
@@ -48,15 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._harness import REPO, FakeProcess, MilkLsp, Scratch
 from bench._llama import MODELS, LlamaProcess, ModelCall, TimingsProxy
 from bench.escalation import claude_env
-from bench.real_tasks_suite import (
-    PROJECT,
-    PROJECT_SHA256,
-    PROJECT_VERSION,
-    TASKS,
-    Task,
-    fetch_project,
-    lay_out,
-)
+from bench.real_tasks_humanize import HUMANIZE
+from bench.real_tasks_slugify import SLUGIFY
+from bench.real_tasks_suite import Project, Task, fetch_project, lay_out
 from milk_lsp.agents.claude.cli import bundled_cli_path
 
 CLAUDE_REPLY = "Claude Code (the stand-in) took this task over."
@@ -66,6 +62,7 @@ CACHE_TURNS = (
     ("B1", "B", "Hi! In one sentence, what kinds of tasks can you do here?"),
 )
 RIGHT = ("right locally", "handed to Claude")
+PROJECTS: dict[str, Project] = {"slugify": SLUGIFY, "humanize": HUMANIZE}
 
 
 class Turns:
@@ -273,17 +270,18 @@ def totals(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    tasks = TASKS
+    project = PROJECTS[args.project]
+    tasks = list(project.tasks)
     if args.tasks:
         wanted = args.tasks.split(",")
-        unknown = set(wanted) - {t.name for t in TASKS}
+        unknown = set(wanted) - {t.name for t in tasks}
         if unknown:
-            raise SystemExit(f"unknown tasks {sorted(unknown)}; known: {[t.name for t in TASKS]}")
-        tasks = [t for t in TASKS if t.name in wanted]
+            raise SystemExit(f"unknown tasks {sorted(unknown)}; known: {[t.name for t in tasks]}")
+        tasks = [t for t in tasks if t.name in wanted]
     cli = bundled_cli_path()
     if cli is None:
         raise SystemExit("the claude-agent-sdk wheel's bundled claude CLI is missing")
-    sdist = fetch_project()
+    sdist = fetch_project(project)
     scratch = Scratch("milk-bench-real-")
     llama: LlamaProcess | None = None
     api: FakeProcess | None = None
@@ -329,9 +327,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         tree = args.server_tree or REPO
         print(f"model: {described}")
         print(f"milk-lsp server: {source} (tree {tree}, {tree_commit(tree)})")
-        print(f"project: {PROJECT} {PROJECT_VERSION} (sdist sha256 {PROJECT_SHA256[:12]}…)")
+        print(f"project: {project.name} {project.version} (sdist sha256 {project.sha256[:12]}…)")
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-        report |= {"model": described, "server": source, "serverTree": tree_commit(tree)}
+        report |= {
+            "project": f"{project.name} {project.version}",
+            "model": described,
+            "server": source,
+            "serverTree": tree_commit(tree),
+        }
         await milk.start()
         turns = Turns(milk, scratch.workspace, args.turn_timeout)
         if not args.no_prefix_cache:
@@ -362,6 +365,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", help="an existing OpenAI-compatible endpoint (…/v1)")
     parser.add_argument("--model", help="the model name to ask --base-url for")
+    parser.add_argument("--project", choices=sorted(PROJECTS), default="slugify")
     parser.add_argument("--model-size", choices=sorted(MODELS), default="1.5b")
     parser.add_argument("--tasks", help="comma-separated task names (default: all)")
     parser.add_argument("--json", type=Path, help="also write the results here")

@@ -155,6 +155,11 @@ GENERAL = {
         "How do I upgrade a package?",
         "Run `pip install --upgrade requests`, or `python -m pip install -U requests`.",
     ),
+    "options of programs named by words": (
+        "How do I build in parallel and page the output?",
+        "Run make --jobs 4, or `make -j4`; pipe it to `less` and use find . -name '*.o' to "
+        "list the objects.",
+    ),
     "javascript": (
         "And in JavaScript?",
         "In JavaScript, `arr.reverse()` reverses in place; `console.log(arr)` prints it. "
@@ -297,6 +302,17 @@ WRONG = {
         ("load_settings", "ReportBuilder.render"),
     ),
     "missing module run": ("Run `python -m calc_server --port 80`.", ("calc_server", "--port")),
+    # bench/real_tasks 'cli-word-boundary' (Qwen2.5-Coder-1.5B): "or less" names no program
+    "missing option on a line with 'less'": (
+        "To truncate to complete words using the calc CLI, you can use the `--max-word-length` "
+        "option. For example, to keep words that are 5 characters or less, use:\n\n"
+        "```sh\ncalc --max-word-length 5\n```",
+        ("--max-word-length",),
+    ),
+    "missing prose option near 'make'": (
+        "That will make the output shorter: pass --frobnicate to cli.py.",
+        ("--frobnicate",),
+    ),
 }
 
 

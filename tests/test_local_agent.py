@@ -925,6 +925,11 @@ TEXT_CALL_SHAPES = {
     "bracket-tag": f"[tool_call]{READ_A}[/tool_call]",
     "tag-unclosed": f"<tool_call>\n{READ_A}",
     "llama-style": '{"type": "function", "name": "read_file", "parameters": {"path": "a.py"}}',
+    # Qwen2.5-Coder-1.5B on bench/real_tasks: the tool's name and a Python dict
+    "named-dict": "read_file {'path': 'a.py'}",
+    "named-json": 'read_file: {"path": "a.py"}',
+    "named-keywords": "read_file(path='a.py')",
+    "named-backticks-dict": "`read_file`({'path': 'a.py'})",
 }
 NOT_TEXT_CALLS = {
     "not-offered": '{"name": "rm_rf", "arguments": {"path": "/"}}',
@@ -942,6 +947,13 @@ NOT_TEXT_CALLS = {
     "markdown-link": "[read_file](docs/read_file.md) reads a file.",
     "mismatched-tags": f"<tool_call>{READ_A}[/tool_call]",
     "plain": "Hello there",
+    "named-then-prose": "read_file {'path': 'a.py'} reads the file.",
+    "named-with-code": "read_file(path=open('a.py').name)",
+    "named-positional": "read_file('a.py')",
+    "named-not-offered": "rm_rf(path='/')",
+    "named-set": "read_file({'a.py'})",
+    "named-alone": "read_file",
+    "named-in-prose": "read_file reads a file.",
 }
 
 

@@ -684,9 +684,24 @@ def _expression_claims(found: _Collector, text: str, start: int, end: int) -> No
         found.name(chain, start, end, called=called, span=True)
 
 
+_WORDLIKE_TOOLS = _words(
+    "which make find less head tail cat top kill touch echo export source code env cd go"
+)
+"""Programs whose names are also English words: "5 characters or less" names no program."""
+_WORDLIKE_RUN = re.compile(
+    rf"(?:`|\b)(?:{'|'.join(sorted(_WORDLIKE_TOOLS))})`?\s+(?:[./~*][^\s`]*\s+)?`?-", re.IGNORECASE
+)
+"""One of them run with an option: `make --jobs 4`, "find . -name", "`less` -R"."""
+
+
 def _mentions_tool(line: str) -> bool:
-    """Whether a line names a well-known program (its options are then that program's)."""
-    return any(word in _EXTERNAL_TOOLS for word in re.findall(r"[\w+-]+", line.lower()))
+    """Whether a line names a well-known program (its options are then that program's); one
+    whose name is also a word counts only when it is run with an option or in a code span."""
+    words = re.findall(r"[\w+-]+", line.lower())
+    if any(word in _EXTERNAL_TOOLS and word not in _WORDLIKE_TOOLS for word in words):
+        return True
+    spans = (span.split()[0].lower() for span in re.findall(r"`([^`\s][^`]*)`", line))
+    return any(first in _WORDLIKE_TOOLS for first in spans) or bool(_WORDLIKE_RUN.search(line))
 
 
 def _line_at(text: str, position: int) -> str:

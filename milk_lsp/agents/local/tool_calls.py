@@ -8,7 +8,8 @@ they repeat and when they say they are done, so the loop goes by the tool calls 
 never by `finish_reason`. See `shared/research/local-model.md` for the recorded shapes.
 
 Small models (Qwen2.5-Coder behind llama.cpp, Ollama or vLLM) often write a tool call as
-text instead: a ```json block, bare JSON, or `<tool_call>`/`[tool_call]` tags.
+text instead: a ```json block, bare JSON, `<tool_call>`/`[tool_call]` tags, or the tool's
+name and its arguments (`search_text {'pattern': 'x'}`).
 `parse_text_tool_calls` recognises a reply whose whole text is such a call to an offered
 tool, and `TextCallGate` holds back text that starts like one while it still could be one,
 so the JSON is never shown as an answer.
@@ -16,6 +17,7 @@ so the JSON is never shown as an answer.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping
@@ -158,6 +160,8 @@ _CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
 _FENCE_LANG = re.compile(r"[A-Za-z0-9_-]*")
 _SPACE = re.compile(r"\s*")
 _JSON_DECODER = json.JSONDecoder()
+_NAMED = re.compile(r"`?([A-Za-z_]\w*)`?[ \t]*:?[ \t]*")
+"""A tool's name written before its arguments (`search_text {`, `` `read_file`( ``)."""
 _HEAD_KEY = re.compile(
     r"""\s*(?:```[A-Za-z0-9_-]*\s*|<tool_call>\s*|\[tool_call\]\s*)?(?:\[\s*)?"""
     r"""\{\s*"((?:[^"\\]|\\.)*)"\s*:\s*"""
@@ -208,7 +212,71 @@ def _walk_text_calls(
         return []
     if text[0] in "{[":
         return _walk_call_values(text, 0, offered, None, None, complete=complete)
-    return None
+    return _named_call(text, offered, complete=complete)
+
+
+def _named_call(
+    text: str, offered: Collection[str], *, complete: bool
+) -> list[MergedToolCall] | None:
+    """`search_text {'pattern': 'x'}` or `read_file(path="a.py")`: the whole reply is a call
+    written as the tool's name and its arguments (a JSON object, a Python dict, or keyword
+    arguments), as Qwen2.5-Coder-1.5B writes them on bench/real_tasks's questions."""
+    match = _NAMED.match(text)
+    if not complete:
+        if match is None:
+            return [] if not text.strip("`") else None
+        name = match.group(1)
+        if match.end() < len(text):
+            return [] if name in offered and text[match.end()] in "{(" else None
+        if name in offered:
+            return []
+        unfinished = text[-1].isalnum() or text[-1] == "_"  # the name may still grow
+        return [] if unfinished and any(tool.startswith(name) for tool in offered) else None
+    if match is None or match.group(1) not in offered:
+        return None
+    arguments = _named_arguments(text[match.end() :].rstrip().rstrip("`;").rstrip())
+    if arguments is None:
+        return None
+    return [MergedToolCall(id="", name=match.group(1), arguments=arguments)]
+
+
+def _named_arguments(written: str) -> str | None:
+    """The JSON of the arguments after a tool's name: `{...}` or `(key=value, ...)` /
+    `({...})` with literal values only (nothing is evaluated); None when they are not."""
+    value: Any = None
+    if written.startswith("{"):
+        try:
+            value = json.loads(written)
+        except ValueError:
+            value = _literal(written)
+    elif written.startswith("(") and written.endswith(")"):
+        try:
+            call = ast.parse(f"call{written}", mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        if not isinstance(call, ast.Call):
+            return None
+        if len(call.args) == 1 and not call.keywords:
+            value = _literal(call.args[0])
+        elif not call.args and all(kw.arg is not None for kw in call.keywords):
+            pairs = {kw.arg: _literal(kw.value, _MISSING) for kw in call.keywords}
+            value = None if _MISSING in pairs.values() else pairs
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        return None
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):  # a set or bytes literal: no JSON arguments
+        return None
+
+
+_MISSING = object()
+
+
+def _literal(node: str | ast.expr, failed: Any = None) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return failed
 
 
 def _walk_call_values(

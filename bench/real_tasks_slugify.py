@@ -1,0 +1,200 @@
+"""python-slugify 8.0.4 (MIT) and its tasks for `bench/real_tasks.py`.
+
+A small real package (about 360 lines in five modules) that turns text into URL slugs, with an
+argparse CLI, named constants and functions with many default parameters.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from bench.real_tasks_suite import (
+    Project,
+    Task,
+    defaults,
+    edited,
+    for_claude,
+    function,
+    mentions,
+)
+
+
+def _has_docstring(tree: ast.Module, _: str) -> str:
+    fn = function(tree, "slugify_params")
+    return "" if fn is not None and ast.get_docstring(fn) else "slugify_params has no docstring"
+
+
+def _renamed(tree: ast.Module, source: str) -> str:
+    if re.search(r"\bNUMBERS_PATTERN\b", source):
+        return "NUMBERS_PATTERN still there"
+    assigned = any(
+        isinstance(n, ast.Assign)
+        and any(getattr(t, "id", "") == "NUMBER_COMMA_PATTERN" for t in n.targets)
+        for n in tree.body
+    )
+    uses = len(re.findall(r"\bNUMBER_COMMA_PATTERN\b", source))
+    return (
+        ""
+        if assigned and uses >= 2
+        else f"NUMBER_COMMA_PATTERN assigned={assigned}, {uses} mention(s)"
+    )
+
+
+def _default_changed(tree: ast.Module, _: str) -> str:
+    truncate, slug = function(tree, "smart_truncate"), function(tree, "slugify")
+    if truncate is None or slug is None:
+        return "smart_truncate or slugify is gone"
+    new = defaults(truncate).get("max_length")
+    old = defaults(slug).get("max_length")
+    if not (isinstance(new, ast.Constant) and new.value == 100):
+        return f"smart_truncate max_length default is {ast.unparse(new) if new else None}"
+    return (
+        ""
+        if isinstance(old, ast.Constant) and old.value == 0
+        else "slugify's max_length changed too"
+    )
+
+
+def _return_hint(tree: ast.Module, _: str) -> str:
+    fn = function(tree, "main")
+    ok = fn is not None and isinstance(fn.returns, ast.Constant) and fn.returns.value is None
+    return (
+        ""
+        if ok
+        else f"main returns {ast.unparse(fn.returns) if fn and fn.returns else 'unannotated'}"
+    )
+
+
+def _description(tree: ast.Module, source: str) -> str:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "ArgumentParser":
+            for kw in node.keywords:
+                if kw.arg == "description" and isinstance(kw.value, ast.Constant):
+                    if kw.value.value == "Make a slug from text" and "Slug string" not in source:
+                        return ""
+                    return f"description is {kw.value.value!r}"
+    return "no ArgumentParser(description=...) left"
+
+
+def _lowercase_flag(tree: ast.Module, source: str) -> str:
+    if "--keep-case" not in source:
+        return "no --keep-case option"
+    if "--no-lowercase" in source:
+        return "--no-lowercase still there"
+    return "" if re.search(r"dest=['\"]lowercase['\"]", source) else "dest='lowercase' lost"
+
+
+MAIN = ("parse_args", "slugify_params", "main")
+CORE = ("smart_truncate", "slugify")
+
+SLUGIFY = Project(
+    "python-slugify",
+    "8.0.4",
+    "59202371d1d05b54a9e7720c5e038f928f45daaffe41dd10822f3907b937c856",
+    (
+        Task(
+            "where-smart-truncate",
+            "question",
+            "In which file of this project is the function smart_truncate defined? Give its path.",
+            mentions(r"slugify/slugify\.py|(?<![\w/])slugify\.py"),
+        ),
+        Task(
+            "where-uppercase",
+            "question",
+            "Which file defines the function add_uppercase_char?",
+            mentions(r"special\.py"),
+        ),
+        Task(
+            "default-max-length",
+            "question",
+            "What is the default value of the max_length parameter of smart_truncate?",
+            mentions(r"(?<![\w.])0(?![\w.])"),
+        ),
+        Task(
+            "default-separator",
+            "question",
+            "What is the value of the constant DEFAULT_SEPARATOR in slugify/slugify.py?",
+            mentions(r"""['"`]-['"`]|hyphen|dash"""),
+        ),
+        Task(
+            "cli-word-boundary",
+            "question",
+            "Which command-line option of the slugify CLI truncates to complete words?",
+            mentions(r"--word-boundary"),
+        ),
+        Task(
+            "cli-case",
+            "question",
+            "Which command-line option of the slugify CLI keeps upper-case letters in the slug?",
+            mentions(r"--no-lowercase"),
+        ),
+        Task(
+            "docstring",
+            "edit",
+            "Add a one-line docstring to the function slugify_params in slugify/__main__.py.",
+            edited("slugify/__main__.py", MAIN, _has_docstring),
+        ),
+        Task(
+            "rename-constant",
+            "edit",
+            "In slugify/slugify.py rename the constant NUMBERS_PATTERN to NUMBER_COMMA_PATTERN "
+            "(its definition and every use).",
+            edited("slugify/slugify.py", CORE, _renamed),
+        ),
+        Task(
+            "change-default",
+            "edit",
+            "In slugify/slugify.py change the default value of the max_length parameter of "
+            "smart_truncate from 0 to 100. Leave slugify() unchanged.",
+            edited("slugify/slugify.py", CORE, _default_changed),
+        ),
+        Task(
+            "type-hint",
+            "edit",
+            "Add the return type annotation -> None to the function main in slugify/__main__.py.",
+            edited("slugify/__main__.py", MAIN, _return_hint),
+        ),
+        Task(
+            "cli-description",
+            "edit",
+            'In slugify/__main__.py change the ArgumentParser description from "Slug string" to '
+            '"Make a slug from text".',
+            edited("slugify/__main__.py", MAIN, _description),
+        ),
+        Task(
+            "rename-option",
+            "edit",
+            "In slugify/__main__.py rename the command-line option --no-lowercase to --keep-case "
+            "(same behaviour, same dest).",
+            edited("slugify/__main__.py", MAIN, _lowercase_flag),
+        ),
+        Task(
+            "options-refactor",
+            "claude",
+            "Refactor the whole package: replace the long parameter lists of slugify() and "
+            "smart_truncate() with a frozen SlugOptions dataclass in a new module "
+            "slugify/options.py, build it from the CLI arguments in slugify/__main__.py, keep the "
+            "old keyword arguments working with a deprecation warning, and add tests for every "
+            "option.",
+            for_claude(),
+        ),
+        Task(
+            "plugin-design",
+            "claude",
+            "Design and implement a plugin system for per-language transliteration tables across "
+            "the package (registration through entry points, precedence over special.py and the "
+            "user's replacements, a CLI option to pick languages), with a short design document "
+            "explaining the trade-offs.",
+            for_claude(),
+        ),
+        Task(
+            "length-invariant",
+            "claude",
+            "Find every combination of options for which slugify() returns a slug longer than "
+            "max_length or ending with the separator, fix the root causes in all modules, and "
+            "prove the fix with property-based tests over all the parameters.",
+            for_claude(),
+        ),
+    ),
+)
