@@ -98,6 +98,16 @@ class Turns:
             return {"stopReason": "error", "error": error}, timed_out, seconds
         return dict(pending.result()), timed_out, seconds
 
+    def local_text(self, session_id: str, turn_id: str | None) -> str:
+        """What the local model showed the user in a turn (before any hand-off)."""
+        return "".join(
+            str(u.get("delta", ""))
+            for u in self.updates.get(session_id, [])
+            if u.get("kind") == "text"
+            and u.get("agent") == "local"
+            and (turn_id is None or u.get("turnId") == turn_id)
+        )
+
     def tools(self, session_id: str, turn_id: str | None) -> list[str]:
         """The tools called in a turn, in order; failed or denied calls marked."""
         calls: dict[str, str] = {}
@@ -113,6 +123,15 @@ class Turns:
             elif update.get("kind") == "tool_result" and update.get("isError"):
                 marks.setdefault(call_id, " (error)")
         return [name + marks.get(call_id, "") for call_id, name in calls.items()]
+
+
+def needless_hand_off(task: Task, turns: Turns, session_id: str, result: dict[str, Any]) -> bool:
+    """A question handed to Claude although the local model's answer shown before the
+    hand-off was already right: Claude money spent for nothing."""
+    if task.kind != "question" or not result.get("escalated"):
+        return False
+    local = turns.local_text(session_id, result.get("turnId"))
+    return bool(local.strip()) and task.check(turns.workspace, local)[0]
 
 
 def sums(calls: list[ModelCall]) -> tuple[int, int]:
@@ -153,6 +172,7 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
         "task": task.name,
         "kind": task.kind,
         **judge(task, turns.workspace, result, timed_out),
+        "needless": needless_hand_off(task, turns, session_id, result),
         "tools": turns.tools(session_id, result.get("turnId")),
         "seconds": round(seconds, 1),
         "modelCalls": len(calls),
@@ -162,7 +182,7 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
     }
     print(
         f"{task.name:<20} {task.kind:<8} {row['verdict']:<17} "
-        f"{'SILENT' if row['silent'] else '':<6} "
+        f"{'SILENT' if row['silent'] else 'NEEDLESS' if row['needless'] else '':<8} "
         f"{row['seconds']:>6.1f} {len(calls):>5} {prompt_n:>7} {cache_n:>7}  "
         f"{', '.join(row['tools']) or '-'}",
         flush=True,
@@ -247,6 +267,11 @@ def totals(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
         **{k.replace(" ", "_"): v for k, v in count.items()},
         "silentFailures": sum(r["silent"] for r in rows),
         "silentFailuresOnEdits": sum(r["silent"] for r in edits),
+        "needlessHandOffs": sum(r["needless"] for r in rows),
+        "questions": sum(r["kind"] == "question" for r in rows),
+        "questionsRightLocally": sum(
+            r["kind"] == "question" and r["verdict"] == "right locally" for r in rows
+        ),
         "editTasks": len(edits),
         "seconds": round(seconds, 1),
         "promptEvaluated": sum(r["promptEvaluated"] for r in rows),
@@ -261,6 +286,12 @@ def totals(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     print(
         f"silent failures on edit tasks: {out['silentFailuresOnEdits']}/{len(edits)} (target 0); "
         f"on all tasks: {out['silentFailures']}"
+    )
+    print(
+        f"needless hand-offs (a question handed to Claude whose local answer was already "
+        f"right): {out['needlessHandOffs']} (target 0); questions right locally: "
+        f"{out['questionsRightLocally']}/{out['questions']}; all tasks right locally: "
+        f"{count['right locally']}/{len(rows)}"
     )
     print(
         f"total {seconds:.0f} s for the tasks; prompt tokens evaluated {out['promptEvaluated']}, "
@@ -340,7 +371,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if not args.no_prefix_cache:
             report["prefixCache"] = await prefix_cache(turns, proxy, sdist)
         print(
-            f"\n{'task':<20} {'kind':<8} {'verdict':<17} {'silent':<6} {'secs':>6} {'calls':>5} "
+            f"\n{'task':<20} {'kind':<8} {'verdict':<17} {'silent':<8} {'secs':>6} {'calls':>5} "
             f"{'prompt':>7} {'cached':>7}  tools"
         )
         started = time.perf_counter()

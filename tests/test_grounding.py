@@ -23,6 +23,7 @@ from milk_lsp.agents.local.grounding import (
     ungrounded,
     workspace_claims,
 )
+from milk_lsp.agents.local.judge import TurnGrounding
 from milk_lsp.workspace.index import WorkspaceIndex
 
 CALC = '''\
@@ -394,6 +395,9 @@ ABOUT = {
     "what does `compute_total` return?": False,
     "What's the difference between a class method and a static method?": False,
     "How do I write a function that reverses a list?": False,
+    "What is the default value of the precision parameter of main?": True,
+    "Which option of the render_report command pads the rows?": True,
+    "How do I add an item to a set in Python?": False,
 }
 
 
@@ -624,3 +628,26 @@ async def test_milks_own_look_lists_the_top_folder_when_the_question_names_nothi
     looked = await judge.look()
     assert tools.calls == [("list_directory", {"path": "."})]
     assert looked.found and "calc.py" in looked.message
+
+
+# --- where a name is defined ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "wrong"),
+    [
+        ("`add` is defined in `cli.py`.", True),  # cli.py imports it
+        ("The function add lives in calc.py, and cli.py imports it.", False),
+        ("It is defined in `calc.py` at line 1.", False),
+        ("`add` is defined in calc.", False),  # no file named: nothing to hold it against
+    ],
+)
+def test_an_answer_placing_a_definition_in_the_wrong_file_is_caught(
+    index: WorkspaceIndex, answer: str, wrong: bool
+) -> None:
+    question = "Which file defines the function add?"
+    judge = TurnGrounding(question, question, index, about_workspace=True)
+    misplaced = judge.judge(answer, ["calc.py:1: def add(a, b):"], looked=True).misplaced
+    assert (misplaced is not None) is wrong, misplaced
+    if wrong:
+        assert "calc.py" in str(misplaced)

@@ -507,3 +507,39 @@ async def test_a_corrective_message_is_shown_as_one_quiet_line(
     notices = [e for e in events if isinstance(e, NoticeEvent)]
     assert [n.severity for n in notices] == ["info"]
     assert "milk asked the model to make the tool call it described" in notices[0].message
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I'm sorry, but I don't have enough information to answer your question.",
+        "I cannot determine that from here. Could you please provide the file?",
+        "I am unable to access the files of your project.",
+        # bench/real_tasks 'day-format' (humanize), after a search that found nothing
+        "To find the default value of the `format` parameter of `naturalday`, you can search "
+        'for the string "naturalday format" in the entire workspace. Once you find the '
+        "relevant code, you can extract the default value from it.",
+    ],
+)
+async def test_a_reply_that_says_it_could_not_answer_is_no_answer(
+    server: FakeOpenAIServer, agent: LocalAgent, reply: str
+) -> None:
+    class NoClaims(ScriptedJudge):
+        def judge(self, answer: str, tool_outputs: Any, *, looked: bool) -> Grounded:
+            return Grounded(0)
+
+    server.enqueue({"tool_calls": [READ_A]}, {"text": reply})
+    last = gave_up(await run_judged(agent, NoClaims(), look_first=True), LocalSignal.NO_ANSWER)
+    assert "could not answer" in last.detail
+
+
+async def test_a_long_answer_with_a_polite_cannot_is_an_answer(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    answer = (
+        "I can't run the tests from here, but the failure is clear from the code: `greet` "
+        "returns 'hello' while the test expects 'Hello'. " + "Change the literal in greet. " * 20
+    )
+    server.enqueue({"tool_calls": [READ_A]}, {"text": answer})
+    events = await run_judged(agent, ScriptedJudge(), look_first=True)
+    assert events[-1] == TurnDone()

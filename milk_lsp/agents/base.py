@@ -107,6 +107,7 @@ class LocalSignal(enum.StrEnum):
     EDIT_NOT_MADE = "edit_not_made"
     FAILED_EDIT = "failed_edit"
     EMPTY_REPLY = "empty_reply"
+    NO_ANSWER = "no_answer"
     MODEL_UNREACHABLE = "model_unreachable"
     MODEL_ERROR = "model_error"
     CONTEXT_OVERFLOW = "context_overflow"

@@ -218,6 +218,16 @@ class WorkspaceIndex:
         name): a plain word of a question that is one is about this workspace."""
         return _DEFINED + name in self._state.counts
 
+    def definers(self, name: str, limit: int = 8) -> tuple[str, ...]:
+        """The files that define `name` (at most `limit`, in walk order): where a question
+        asking where `name` is defined finds its answer."""
+        state = self._state
+        marked = _DEFINED + name
+        if not state.counts.get(marked):
+            return ()
+        found = [path for path, entry in state.files.items() if marked in entry.tokens]
+        return tuple(found[:limit])
+
     def has_option(self, option: str) -> bool:
         """Whether `--option` (a value after `=` ignored) appears in the text of a file."""
         option = option.strip().split("=", 1)[0].rstrip("-")

@@ -330,6 +330,16 @@ GOOD_CHAT: dict[str, Any] = {
         ],
         route="local",
     ),
+    "search-then-the-defining-file": Good(
+        "Which file defines the function add?",
+        [
+            call("search_text", pattern="add"),
+            say(
+                "`add` is defined in `calc.py`; `cli.py` and `tests/test_calc.py` import it "
+                "from there."
+            ),
+        ],
+    ),
     "list-then-files": Good(
         "Which files are in this project?",
         [
@@ -757,6 +767,27 @@ BAD: dict[str, Bad] = {
         "What does greet return?",
         "`greet()` lives in `src/greeting.py` and returns 'hi'.",
         "`greet()` lives in `lib/greetings.py`.",
+    ),
+    # a file that exists, named for a definition it does not hold (bench/real_tasks:
+    # humanize's naturalsize placed in the __init__.py that imports it)
+    "definition-in-the-importing-file": Bad(
+        "Which file defines the function add?",
+        [
+            call("search_text", pattern="add"),
+            say("The function `add` is defined in `tests/test_calc.py`."),
+        ],
+    ),
+    # the model's own verdict that it could not answer (bench/real_tasks, humanize)
+    "sorry-not-enough-information": Bad(
+        "What does the --precision option of cli.py do?",
+        [
+            read("cli.py"),
+            say(
+                "I'm sorry, but I don't have enough information to answer your question. "
+                "Could you please provide more context or clarify your question?"
+            ),
+        ],
+        signal="no_answer",
     ),
     "guess-a-function-twice": guessed(
         "What does add in calc.py do?",

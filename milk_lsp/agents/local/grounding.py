@@ -784,12 +784,15 @@ _NAME_PLACE = re.compile(
     r"call|calls|calling|test|tests|testing)\s+([A-Za-z_]\w{2,})\b|"
     r"\bwhere\s+(?:is|are|was|were)\s+([A-Za-z_]\w{2,})\s+(?:defined|declared|implemented|"
     r"used|set|called|raised|located|created|handled)\b|"
-    r"\bwhat\s+(?:is|are)\s+([A-Za-z_]\w{2,})\s*\?",
+    r"\bwhat\s+(?:is|are)\s+([A-Za-z_]\w{2,})\s*\?|"
+    r"\b(?:of|in|by|from)\s+(?:the\s+)?(?:function\s+|method\s+|class\s+)?([A-Za-z_]\w{2,})"
+    r"(?=\s*(?:\?|$|\(\)|\s(?:CLI|command-line|command)\b))",
     re.IGNORECASE,
 )
 """Where a plain word of a question stands as a name ("what does greet return", "rename
-greet"): only there is a word the workspace defines taken as that definition, so "How do I
-add an item to a set?" stays a general question where `add` is defined."""
+greet", "the default of naturalsize?", "an option of the slugify CLI"): only there is a word
+the workspace defines taken as that definition, so "How do I add an item to a set?" stays a
+general question where `add` is defined."""
 
 
 def _plain_words(question: str) -> list[str]:

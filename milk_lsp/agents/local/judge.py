@@ -58,6 +58,20 @@ DEICTIC = re.compile(
 """A question about "this project" is about the workspace even when it names nothing."""
 
 
+_WHERE_DEFINED = re.compile(
+    r"\b(?:where|which\s+(?:file|module)|what\s+(?:file|module)|in\s+which\s+(?:file|module))"
+    r"\b[^?]*\b(?:defined|defines?|declared|declares?|implemented|implements?|lives?|located)\b",
+    re.IGNORECASE,
+)
+"""A question that asks which file holds a definition."""
+
+
+def _same_file(claimed: str, definer: str) -> bool:
+    """Whether a path of the answer names `definer` (whole, or its trailing part)."""
+    claimed = claimed.split(":", 1)[0].removeprefix("./").strip("/")
+    return bool(claimed) and (definer == claimed or definer.endswith("/" + claimed))
+
+
 class TurnGrounding:
     """The evidence of one turn and the workspace's index, judging its final answers."""
 
@@ -94,7 +108,27 @@ class TurnGrounding:
         if not count:
             return Grounded(0)
         missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
-        return Grounded(count, missing)
+        return Grounded(count, missing, misplaced=self._misplaced(claims))
+
+    def _misplaced(self, claims: Claims) -> str | None:
+        """For "where is X defined?": the answer names files, none of which defines X, while
+        the workspace's index knows the ones that do (an existing file named for the wrong
+        thing passes the existence check)."""
+        index = self._index
+        if index is None or not claims.paths or not _WHERE_DEFINED.search(self._question):
+            return None
+        for name in question_claims(self._question).names:
+            definers = index.definers(name.split(".")[-1].removesuffix("()"))
+            if not definers:
+                continue
+            if any(_same_file(path, definer) for path in claims.paths for definer in definers):
+                return None
+            named = ", ".join(claims.paths[:2])
+            return (
+                f"the answer places {name} in {named}, but milk finds it defined in "
+                f"{', '.join(definers[:2])}"
+            )
+        return None
 
     async def look(self) -> Look:
         """Read the paths the question names and search for its names, as the model could

@@ -99,6 +99,24 @@ _CHANGE_VERBS = frozenset(
 _ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
 """Chat-template markup a confused model writes into its answer."""
 _USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
+_NO_ANSWER = re.compile(
+    r"\bI(?:'m| am)? (?:sorry|afraid)\b[^.\n]{0,40}\b(?:can(?:no|')t|do(?:n't| not)|unable|"
+    r"not able)\b|\bI (?:do(?:n't| not) have|lack) (?:enough|sufficient|the) (?:information|"
+    r"context|access)\b|\bI (?:can(?:no|')t|am unable to|am not able to) (?:answer|determine|"
+    r"find|access|see|tell)\b|\bcould you (?:please )?(?:provide|share|clarify)\b",
+    re.IGNORECASE,
+)
+"""A reply that says the model could not answer ("I'm sorry, but I don't have enough
+information"): its own verdict of failure, taken as one. Only a short reply counts: a long
+answer with a polite "I can't run it, but here is the fix" is an answer."""
+_NO_ANSWER_CHARS = 600
+_DEFLECTION = re.compile(
+    r"\bonce you (?:find|locate|have found|have located)\b|\byou (?:can|could|will need to|"
+    r"need to|should) (?:search (?:for|the)|look (?:for|up)|locate|grep)\b",
+    re.IGNORECASE,
+)
+"""A reply that tells the user how to find the answer instead of giving it ("you can search
+for … Once you find the code, …"): with no claim about the workspace it answered nothing."""
 
 
 def _short(text: str, limit: int = _SHORT_CHARS) -> str:
@@ -180,6 +198,8 @@ class Grounded:
     workspace."""
     markup: str | None = None
     """Chat-template markup given as the answer, described."""
+    misplaced: str | None = None
+    """The answer puts a definition in a file that does not define it, described."""
 
 
 @dataclass(frozen=True)
@@ -359,6 +379,15 @@ class TurnWatch:
             return self.gave_up(
                 LocalSignal.EDIT_NOT_MADE,
                 "the user asked for a change and the local model changed no file",
+            )
+        if grounded is not None and grounded.misplaced:
+            return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.misplaced)
+        claims = grounded.claims if grounded is not None else 0
+        deflects = claims == 0 and _DEFLECTION.search(visible) is not None
+        if (_NO_ANSWER.search(visible) or deflects) and len(visible) < _NO_ANSWER_CHARS:
+            return self.gave_up(
+                LocalSignal.NO_ANSWER,
+                f"the local model said it could not answer: {_short(visible)}",
             )
         if grounded is not None and grounded.missing:
             names = ", ".join(grounded.missing[:4])
