@@ -651,3 +651,16 @@ def test_an_answer_placing_a_definition_in_the_wrong_file_is_caught(
     assert (misplaced is not None) is wrong, misplaced
     if wrong:
         assert "calc.py" in str(misplaced)
+
+
+def test_an_answer_about_a_name_the_model_never_saw_is_a_guess(index: WorkspaceIndex) -> None:
+    question = "What is the default value of the precision parameter of main?"
+    answer = "It is not stated explicitly; it is probably 3."
+    judge = TurnGrounding(question, question, index, about_workspace=True)
+    listing = "calc.py\ncli.py\nreport.py"
+    assert "main" in str(judge.judge(answer, [listing], looked=True).misplaced)
+    read = "def main(argv=None):\n    parser.add_argument('--precision', default=2)"
+    assert judge.judge("It is 2.", [read], looked=True).misplaced is None
+    attached = f"{question}\n\n<attachment cli.py>\n{read}\n</attachment>"
+    from_selection = TurnGrounding(question, attached, index, about_workspace=True)
+    assert from_selection.judge("It is 2.", [], looked=False).misplaced is None

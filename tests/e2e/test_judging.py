@@ -777,6 +777,15 @@ BAD: dict[str, Bad] = {
             say("The function `add` is defined in `tests/test_calc.py`."),
         ],
     ),
+    # a look that missed what the question is about, then a guess (bench/real_tasks:
+    # humanize's naturalday, after listing the top folder)
+    "guess-after-a-look-that-missed": Bad(
+        "What is the default value of the precision parameter of main?",
+        [
+            call("list_directory", path="."),
+            say("The default is not stated explicitly; it is probably 3, a common choice."),
+        ],
+    ),
     # the model's own verdict that it could not answer (bench/real_tasks, humanize)
     "sorry-not-enough-information": Bad(
         "What does the --precision option of cli.py do?",
@@ -824,6 +833,12 @@ def assert_dropped_unseen(shown: str, case: Bad, updates: list[dict[str, Any]]) 
     assert len(looked) == (1 if case.looked else 0), notices(updates)
     if case.looked:
         assert looked[0]["severity"] == "info"
+        # milk's own look is shown as the tool calls it made, with their results
+        calls = [u for u in updates if u["kind"] == "tool_call"]
+        results = [u for u in updates if u["kind"] == "tool_result"]
+        own = [c for c in calls if str(c["toolCallId"]).startswith("milk-look-")]
+        assert own, calls
+        assert {c["toolCallId"] for c in own} <= {r["toolCallId"] for r in results}
 
 
 @pytest.mark.parametrize("case", list(BAD.values()), ids=list(BAD))

@@ -92,7 +92,9 @@ async def test_ten_thousand_deltas_arrive_whole_in_order_at_most_ten_edits_a_sec
     await editor.turn_ended(started["turnId"])
     deltas = [u for u in editor.updates if u["kind"] == "text"]
     answer = streamed(editor, started["turnId"])
-    assert len(deltas) >= 10_000 and answer.startswith(reply)
+    # the first characters ("l", "li") may come as one delta: the local agent holds a reply
+    # while it could still be a call written as the tool's name (`list_directory {...}`)
+    assert len(deltas) >= 9_990 and answer.startswith(reply)
     text = await settled(editor, uri, "*Done.*")
     assert f"### Local model\n\n{answer}\n\n*Done.*" in text
     inserts = [r for r in editor.edit_log if r.uri == uri]

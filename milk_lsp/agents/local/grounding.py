@@ -777,6 +777,15 @@ def about_workspace(question: str, index: WorkspaceIndex) -> bool:
     )
 
 
+def question_names(question: str, index: WorkspaceIndex) -> list[str]:
+    """The code names a question asks about: those it writes as code, and its plain words
+    that stand where a name does and that this workspace defines ("the default of
+    naturalday?")."""
+    names = list(question_claims(question).names)
+    names += [w for w in _plain_words(question) if w not in names and index.has_definition(w)]
+    return names
+
+
 _NAME_PLACE = re.compile(
     r"\b(?:does|do|did|will|would|can|could|should)\s+([A-Za-z_]\w{2,})\s+"
     r"(?:return|do|take|raise|print|yield|compute|output|accept|expect|mean|handle)\b|"
@@ -895,6 +904,11 @@ def _path_in(text: str, path: str) -> bool:
         return True
     parts = [part for part in core.split("/") if part not in ("", ".")]
     return len(parts) > 1 and all(_token_in(text, part) for part in parts)
+
+
+def shows_name(text: str, name: str) -> bool:
+    """Whether `text` (what the model saw) shows the code name `name` (see `_name_in`)."""
+    return _name_in(text, name)
 
 
 def _name_in(text: str, name: str) -> bool:

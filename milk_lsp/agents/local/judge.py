@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from collections.abc import Sequence
 
 from milk_lsp.agents.local.agent import LocalTools
@@ -22,11 +23,13 @@ from milk_lsp.agents.local.grounding import (
     Claims,
     markup_answer,
     question_claims,
+    question_names,
+    shows_name,
     ungrounded,
     workspace_claims,
 )
 from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT
-from milk_lsp.agents.local.watch import Grounded, Look
+from milk_lsp.agents.local.watch import Grounded, Look, LookCall
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
@@ -105,10 +108,34 @@ class TurnGrounding:
                 return Grounded(0)
             claims = Claims(options=claims.options)
         count = len(claims.paths) + len(claims.names) + len(claims.options)
+        unseen = self._unseen(tool_outputs)
         if not count:
-            return Grounded(0)
+            return Grounded(0, misplaced=unseen)
         missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
-        return Grounded(count, missing, misplaced=self._misplaced(claims))
+        return Grounded(count, missing, misplaced=self._misplaced(claims) or unseen)
+
+    def _unseen(self, tool_outputs: Sequence[str]) -> str | None:
+        """For a question about names this workspace defines: the answer came without the
+        model seeing any of them (not in its successful tool results, milk's own look or what
+        the user attached), so whatever it asserts about them is a guess."""
+        index = self._index
+        if index is None or not self.about_workspace:
+            return None
+        defined = [
+            name
+            for name in question_names(self._question, index)
+            if index.definers(name.split(".")[-1].removesuffix("()"))
+        ]
+        if not defined:
+            return None
+        attached = self._evidence[0].replace(self._question, " ")
+        seen = "\n".join([attached, *self._evidence[1:], *tool_outputs])
+        if any(shows_name(seen, name) for name in defined):
+            return None
+        return (
+            f"the question is about {defined[0]}, but nothing the local model looked at shows "
+            "it: the answer is a guess"
+        )
 
     def _misplaced(self, claims: Claims) -> str | None:
         """For "where is X defined?": the answer names files, none of which defines X, while
@@ -143,18 +170,22 @@ class TurnGrounding:
         looks += [(SEARCH_TEXT, {"pattern": name}) for name in asked.names[:LOOK_NAMES]]
         if not looks:  # "what does this project do?": what is at its top
             looks = [(LIST_DIRECTORY, {"path": "."})]
+        calls: list[LookCall] = []
+        prefix = f"milk-look-{uuid.uuid4().hex[:8]}"
         for number, (tool, arguments) in enumerate(looks):
+            call_id = f"{prefix}-{number}"
             try:
-                outcome = await tools.call(f"milk-look-{number}", tool, dict(arguments))
+                outcome = await tools.call(call_id, tool, dict(arguments))
             except Exception:  # milk's own look is a help; it must never fail the turn
                 logger.warning("milk's look (%s %s) failed", tool, arguments, exc_info=True)
                 continue
+            calls.append(LookCall(call_id, tool, dict(arguments), outcome.output, outcome.is_error))
             if outcome.is_error or not outcome.output.strip():
                 continue
             self._evidence.append(outcome.output)
             found.append(f"{tool} {arguments}:\n{outcome.output}")
         if not found:
-            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False)
+            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False, calls=tuple(calls))
         text = "\n\n".join(found)
         if len(text) > LOOK_CHARS:
             text = text[:LOOK_CHARS] + "\n[… cut]"
@@ -163,4 +194,5 @@ class TurnGrounding:
             "looking). Answer from this, or call a tool to look further:\n\n" + text,
             LOOKED_NOTICE,
             found=True,
+            calls=tuple(calls),
         )

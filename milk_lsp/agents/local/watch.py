@@ -199,7 +199,8 @@ class Grounded:
     markup: str | None = None
     """Chat-template markup given as the answer, described."""
     misplaced: str | None = None
-    """The answer puts a definition in a file that does not define it, described."""
+    """Evidence against the answer, described: it puts a definition in a file that does not
+    define it, or it is about names of this workspace the model never saw."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,19 @@ class Look:
     notice: str
     """For the user, in one quiet line."""
     found: bool
+    calls: tuple[LookCall, ...] = ()
+    """The tool calls milk made, shown to the user like the model's own."""
+
+
+@dataclass(frozen=True)
+class LookCall:
+    """One tool call of milk's own look and what it returned."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    output: str
+    is_error: bool
 
 
 class AnswerJudge(Protocol):
