@@ -659,6 +659,9 @@ def test_an_answer_about_a_name_the_model_never_saw_is_a_guess(index: WorkspaceI
     judge = TurnGrounding(question, question, index, about_workspace=True)
     listing = "calc.py\ncli.py\nreport.py"
     assert "main" in str(judge.judge(answer, [listing], looked=True).misplaced)
+    # a search for the parameter that shows a line of the file defining main
+    searched = "cli.py:7:     parser.add_argument('--precision', type=int, default=2)"
+    assert judge.judge("It is 2.", [searched], looked=True).misplaced is None
     read = "def main(argv=None):\n    parser.add_argument('--precision', default=2)"
     assert judge.judge("It is 2.", [read], looked=True).misplaced is None
     attached = f"{question}\n\n<attachment cli.py>\n{read}\n</attachment>"

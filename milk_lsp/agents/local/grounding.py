@@ -911,6 +911,12 @@ def shows_name(text: str, name: str) -> bool:
     return _name_in(text, name)
 
 
+def shows_line_of(text: str, path: str) -> bool:
+    """Whether `text` shows a line of the file `path`, as a search hit does
+    (`src/humanize/time.py:12: ...`)."""
+    return re.search(rf"(?<![\w/.-]){re.escape(path)}:\d+", text) is not None
+
+
 def _name_in(text: str, name: str) -> bool:
     """Whether the evidence shows `name`: whole, its last part (`calc.add` after reading
     calc.py), or as a module path (`pkg.mod` in `pkg/mod.py`)."""

@@ -24,6 +24,7 @@ from milk_lsp.agents.local.grounding import (
     markup_answer,
     question_claims,
     question_names,
+    shows_line_of,
     shows_name,
     ungrounded,
     workspace_claims,
@@ -121,20 +122,23 @@ class TurnGrounding:
         index = self._index
         if index is None or not self.about_workspace:
             return None
-        defined = [
-            name
+        defined = {
+            name: definers
             for name in question_names(self._question, index)
-            if index.definers(name.split(".")[-1].removesuffix("()"))
-        ]
+            if (definers := index.definers(name.split(".")[-1].removesuffix("()")))
+        }
         if not defined:
             return None
         attached = self._evidence[0].replace(self._question, " ")
         seen = "\n".join([attached, *self._evidence[1:], *tool_outputs])
-        if any(shows_name(seen, name) for name in defined):
-            return None
+        for name, definers in defined.items():
+            # the name itself, or a line of a file that defines it (a search for its parameter)
+            if shows_name(seen, name) or any(shows_line_of(seen, path) for path in definers):
+                return None
+        first = next(iter(defined))
         return (
-            f"the question is about {defined[0]}, but nothing the local model looked at shows "
-            "it: the answer is a guess"
+            f"the question is about {first}, but nothing the local model looked at shows it: "
+            "the answer is a guess"
         )
 
     def _misplaced(self, claims: Claims) -> str | None:
