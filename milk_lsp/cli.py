@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     undo.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder")
     undo.add_argument("--session", help="session id (default: the folder's latest)")
     undo.add_argument(
+        "--turn", help="the turn to take back (default: the last one that changed files)"
+    )
+    undo.add_argument(
         "--force", action="store_true", help="also put back files changed since the turn"
     )
     _add_setting_flags(undo)
@@ -147,12 +150,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "chat":
         from milk_lsp.terminal.chat import run_chat
 
+        text = " ".join(args.text)
+        if not text.strip():
+            print(
+                'milk: the message is empty: say what to ask, e.g. milk-lsp chat "what does '
+                'main.py do?"',
+                file=sys.stderr,
+            )
+            return 2
         workspace = _workspace(args)
         if workspace is None:
             return 2
         return asyncio.run(
             run_chat(
-                " ".join(args.text),
+                text,
                 workspace,
                 args.route,
                 args.session,
@@ -168,7 +179,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return asyncio.run(
             run_undo(
-                workspace, args.session, args.force, _settings_from_args(args), verbose=args.verbose
+                workspace,
+                args.session,
+                args.force,
+                _settings_from_args(args),
+                turn_id=args.turn,
+                verbose=args.verbose,
             )
         )
     if args.command == "doctor":

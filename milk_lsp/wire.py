@@ -348,6 +348,11 @@ class EscalatedInfo(WireModel):
     context_chars: int | None = None
 
 
+class TurnNotice(WireModel):
+    severity: str
+    message: str
+
+
 class TurnInfo(WireModel):
     """How a stored turn ended, so a reloaded chat shows what the live one did."""
 
@@ -361,6 +366,10 @@ class TurnInfo(WireModel):
     undone: bool | None = None
     model: str | None = None
     """The local model that answered (turns with a local part), as it was named then."""
+    route_reason: str | None = None
+    """The `turn_started` reason (why the turn went to its agent), as shown live."""
+    notices: list[TurnNotice] | None = None
+    """The turn's notices other than its error, in order, as shown live."""
 
 
 class SessionGetResult(WireModel):
@@ -417,6 +426,14 @@ class LocalStatus(WireModel):
     """How long the running embedded model took to load."""
     memory_bytes: int | None = None
     """The running embedded engine's resident memory (Linux)."""
+    server: str | None = None
+    """The model server milk recognised, with its version ("ollama 0.12.3"); unset: unknown."""
+    context_tokens: int | None = None
+    """The context the model runs with, when the server says (Ollama: `ollama ps`, or
+    `num_ctx` in the Modelfile)."""
+    context_warning: str | None = None
+    """Set when the server's context is (or may be) smaller than milk's prompts: the server
+    would silently drop their start. Says the fix."""
 
 
 class ClaudeStatus(WireModel):
@@ -461,6 +478,9 @@ class RequestPermissionParams(WireModel):
     description: str | None = None
     options: list[PermissionOptionWire]
     edits: list[FileEditWire] | None = None
+    local_answer: bool | None = None
+    """The hand-off question only: whether the local model gave an answer the user could
+    keep (so a client offers only the choices that exist)."""
 
 
 class RequestPermissionResult(WireModel):

@@ -65,6 +65,12 @@ def test_local_edit_has_a_title_a_location_and_a_diff() -> None:
         ("WebFetch", {"url": "https://example.org"}, "WebFetch https://example.org", "fetch"),
         ("TodoWrite", {"todos": []}, "Update the plan", "think"),
         ("mcp__thing", {}, "mcp__thing", "other"),
+        # Claude's calls are seen before their input: no empty fragments in the title
+        ("Bash", {}, "Run a command", "execute"),
+        ("Grep", {}, "Search", "search"),
+        ("WebFetch", {}, "WebFetch", "fetch"),
+        ("Task", {}, "Task", "think"),
+        ("escalate_to_claude", {}, "Escalate to Claude", "switch_mode"),
     ],
 )
 def test_tool_titles_and_kinds(name: str, tool_input: dict, title: str, kind: str) -> None:
@@ -114,7 +120,7 @@ def test_a_call_starts_once_then_updates() -> None:
     call = payload("tool_call", agent="local", toolCallId="c1", name="edit_file", input=edit)
     [start] = mapper.updates({**call, "status": "running"})
     wire = valid(start)
-    assert wire["sessionUpdate"] == "tool_call" and wire["status"] == "in_progress"
+    assert wire["sessionUpdate"] == "tool_call" and wire["status"] == "pending"
     assert wire["content"][0]["type"] == "diff" and wire["rawInput"] == edit
     [denied] = mapper.updates({**call, "status": "denied"})
     wire = valid(denied)
@@ -140,6 +146,70 @@ def test_a_call_starts_once_then_updates() -> None:
     assert wire["rawOutput"] == {"output": "The user denied it.", "isError": True}
 
 
+def statuses(mapper: UpdateMapper, call: dict[str, Any], *steps: str) -> list[str | None]:
+    """The ACP status each milk status of the call turns into (None: no update at all,
+    "-": an update that leaves the status alone); "ask" is the permission question."""
+    out: list[str | None] = []
+    for step in steps:
+        if step == "ask":
+            mapper.asking(call["toolCallId"])
+            continue
+        updates = mapper.updates({**call, "status": step})
+        out.append(None if not updates else (valid(updates[0]).get("status") or "-"))
+    return out
+
+
+def test_a_call_that_asks_starts_pending_and_never_goes_back() -> None:
+    local = payload("tool_call", agent="local", toolCallId="c", name="run_command")
+    local["input"] = {"command": "make"}
+    # the local loop reports the call running, then asks, then runs it
+    steps = ("running", "pending", "ask", "running", "completed")
+    assert statuses(UpdateMapper(WS), local, *steps) == [
+        "pending",
+        None,
+        "in_progress",
+        "completed",
+    ]
+    # the same call without a question (allowed for the session): pending, then done
+    assert statuses(UpdateMapper(WS), local, "running", "completed") == ["pending", "completed"]
+    assert statuses(UpdateMapper(WS), local, "running", "denied", "running") == [
+        "pending",
+        "failed",
+        None,
+    ]
+
+
+def test_claude_calls_start_pending_with_a_title_once_the_input_is_known() -> None:
+    mapper = UpdateMapper(WS)
+    call = payload("tool_call", agent="claude", toolCallId="b", name="Bash")
+    [start] = mapper.updates({**call, "input": {}, "status": "pending"})
+    assert (valid(start)["status"], valid(start)["title"]) == ("pending", "Run a command")
+    full = {**call, "input": {"command": "touch x", "description": "Create x"}}
+    [titled] = mapper.updates({**full, "status": "running"})  # input complete, not asked yet
+    assert valid(titled)["title"] == "Create x" and "status" not in valid(titled)
+    assert statuses(mapper, full, "pending", "ask", "running", "completed") == [
+        None,
+        "in_progress",
+        "completed",
+    ]
+
+
+def test_a_cancelled_turn_closes_its_open_calls() -> None:
+    mapper = UpdateMapper(WS)
+    for call_id, status in (("open", "running"), ("done", "completed")):
+        mapper.updates(
+            payload("tool_call", toolCallId=call_id, name="read_file", input={}, status=status)
+        )
+    other = payload("tool_call", toolCallId="other", name="read_file", input={}, status="running")
+    mapper.updates({**other, "turnId": "t2"})
+    assert mapper.updates(payload("turn_ended", stopReason="end_turn")) == []
+    [closed] = mapper.updates(payload("turn_ended", stopReason="cancelled"))
+    wire = valid(closed)
+    assert (wire["toolCallId"], wire["status"]) == ("open", "failed")
+    assert wire["_meta"]["milk"]["status"] == "cancelled"
+    assert mapper.updates(payload("turn_ended", stopReason="cancelled")) == []  # once
+
+
 def test_claude_input_that_arrives_later_updates_the_call() -> None:
     mapper = UpdateMapper(WS)
     call = payload("tool_call", agent="claude", toolCallId="t1", name="Edit")
@@ -162,16 +232,12 @@ def test_todo_write_is_also_a_plan() -> None:
         ]
     }
     mapper = UpdateMapper(WS)
-    out = mapper.updates(
-        payload(
-            "tool_call",
-            agent="claude",
-            toolCallId="p",
-            name="TodoWrite",
-            input=todos,
-            status="running",
-        )
-    )
+    call = payload("tool_call", agent="claude", toolCallId="p", name="TodoWrite", input=todos)
+    assert [u.session_update for u in mapper.updates({**call, "status": "running"})] == [
+        "tool_call"
+    ]
+    result = payload("tool_result", toolCallId="p", output="Todos updated", isError=False)
+    out = mapper.updates(result)
     plan = valid(out[-1])
     assert plan["sessionUpdate"] == "plan"
     assert [(e["content"], e["status"]) for e in plan["entries"]] == [
@@ -180,19 +246,30 @@ def test_todo_write_is_also_a_plan() -> None:
         ("odd", "pending"),
     ]
     assert plan_of({"todos": "x"}) is None
+    # the bundled CLI has no TodoWrite: a call it refused changes no plan
+    refused = UpdateMapper(WS)
+    refused.updates({**call, "status": "running"})
+    out = refused.updates({**result, "output": "No such tool available", "isError": True})
+    assert [u.session_update for u in out] == ["tool_call_update"]
 
 
-def test_usage_counts_the_context_and_sums_claudes_cost() -> None:
-    mapper = UpdateMapper(WS)
+def test_usage_is_sent_with_a_known_window_only() -> None:
+    mapper = UpdateMapper(WS, {"local": 8192, "claude": 200_000})
     [local] = mapper.updates(payload("usage", agent="local", inputTokens=100, outputTokens=7))
-    assert valid(local)["used"] == 107 and "cost" not in valid(local)
+    assert (valid(local)["used"], valid(local)["size"]) == (107, 8192)
+    assert "cost" not in valid(local)
     fields = {"inputTokens": 3, "outputTokens": 5, "cacheReadTokens": 10, "costUsd": 0.25}
     mapper.updates(payload("usage", agent="claude", **fields))
     [second] = mapper.updates(payload("usage", agent="claude", **fields))
     wire = valid(second)
-    assert wire["used"] == 18 and wire["size"] == 0
+    assert (wire["used"], wire["size"]) == (18, 200_000)
     assert wire["cost"] == {"amount": 0.5, "currency": "USD"}
     assert wire["_meta"]["milk"]["costUsd"] == 0.25
+    # Claude's last report is the cost alone: no `used: 0` that would empty the meter
+    assert mapper.updates(payload("usage", agent="claude", inputTokens=0, costUsd=0.1)) == []
+    # a window milk is not told (a model server of its own): no "0 of 0"
+    unknown = UpdateMapper(WS)
+    assert unknown.updates(payload("usage", agent="local", inputTokens=100)) == []
 
 
 def test_hand_offs_show_a_marker_and_notices_a_thought() -> None:
@@ -204,8 +281,9 @@ def test_hand_offs_show_a_marker_and_notices_a_thought() -> None:
     [notice] = mapper.updates(payload("notice", severity="warning", message="retrying"))
     assert valid(notice)["sessionUpdate"] == "agent_thought_chunk"
     assert mapper.updates(payload("notice", severity="error", message="failed")) == []
-    [need] = mapper.updates(payload("need", currentNeed="ship it"))
-    assert need.content.text == "Goal: ship it\n"
+    # milk's note of the goal is not shown: it echoes the prompt, and as a thought it
+    # would gather the model's reasoning under it
+    assert mapper.updates(payload("need", currentNeed="ship it")) == []
 
 
 def test_replay_of_stored_turns() -> None:
@@ -234,6 +312,24 @@ def test_replay_of_stored_turns() -> None:
         "replay": True,
     }
     assert out[4]["_meta"]["milk"]["status"] == "cancelled"
+
+
+def test_replayed_calls_end_as_they_ended_live() -> None:
+    cancelled = ToolCallRecord("c1", "run_command", {"command": "sleep 9"}, status="cancelled")
+    denied = ToolCallRecord("c2", "edit_file", {"path": "a"}, output="denied", status="denied")
+    older = ToolCallRecord("c3", "read_file", {"path": "a"})  # no status, never returned
+    records = [
+        TurnRecord(
+            "t", Role.ASSISTANT, Agent.LOCAL, "", [cancelled, denied], RecordStatus.CANCELLED
+        ),
+        TurnRecord("u", Role.ASSISTANT, Agent.LOCAL, "", [older], status=RecordStatus.ERROR),
+    ]
+    out = [valid(u) for u in replay(records, WS)]
+    assert [(u["status"], u["_meta"]["milk"]["toolStatus"]) for u in out] == [
+        ("failed", "cancelled"),
+        ("failed", "denied"),
+        ("failed", "failed"),
+    ]
 
 
 def test_replay_keeps_text_and_calls_in_the_order_they_were_shown() -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from milk_lsp import __version__
+from milk_lsp.agents.claude.cli import bundled_cli_path
 from tests.fakes.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
@@ -89,6 +90,10 @@ def fake_claude(bin_dir: Path) -> Path:
         "#!/bin/sh\n"
         'if [ "$1" = "--version" ]; then\n'
         f'  echo "{FAKE_CLAUDE_VERSION} (Claude Code)"\n'
+        "  exit 0\n"
+        "fi\n"
+        'if [ "$1 $2 $3" = "auth status --json" ]; then\n'
+        """  echo '{"loggedIn": true, "authMethod": "claude.ai"}'\n"""
         "  exit 0\n"
         "fi\n"
         "exit 1\n"
@@ -159,6 +164,10 @@ class Runs:
     doctor_good: Run
     doctor_no_models: Run
     doctor_bad_storage: Run
+    doctor_api_key: Run
+    doctor_logged_out: Run
+    chat_blank: Run
+    chat_empty: Run
     servers: dict[str, FakeOpenAIServer]
 
 
@@ -176,6 +185,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         "unknown": FakeOpenAIServer(),
         "good": FakeOpenAIServer(),
         "no_models": FakeOpenAIServer(models=[]),
+        "blank": FakeOpenAIServer(),
     }
     for server in servers.values():
         server.start()
@@ -203,6 +213,31 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         chat("ok", "what does", "hello.py do?")
         chat("fail", "hello")
         chat("unknown", "--session", "no-such-session-id", "hello")
+        chat("blank", "   ")
+        started["chat_empty"] = start(milk("chat", ""), base / "chat_empty", isolated_env(base))
+
+        # the real Claude Code CLI (bundled), asked whether it is logged in
+        for name, key in (
+            ("doctor_api_key", {"ANTHROPIC_API_KEY": "sk-test"}),
+            ("doctor_logged_out", {}),
+        ):
+            root = base / name
+            (root / "home").mkdir(parents=True)
+            cli_env = {k: v for k, v in isolated_env(root).items() if not k.startswith("ANTHROPIC")}
+            cli_env.update(
+                HOME=str(root / "home"), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", **key
+            )
+            started[name] = start(
+                milk(
+                    "doctor",
+                    "--base-url",
+                    servers["good"].base_url,
+                    "--claude-path",
+                    str(bundled_cli_path()),
+                ),
+                root,
+                cli_env,
+            )
 
         bare = base / "doctor_bare"
         started["doctor_bare"] = start(
@@ -264,6 +299,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             doctor_good=started["doctor_good"],
             doctor_no_models=started["doctor_no_models"],
             doctor_bad_storage=started["doctor_bad_storage"],
+            doctor_api_key=started["doctor_api_key"],
+            doctor_logged_out=started["doctor_logged_out"],
+            chat_blank=started["blank"],
+            chat_empty=started["chat_empty"],
             servers=servers,
         )
     finally:
@@ -341,6 +380,14 @@ def test_chat_unknown_session_names_session_not_found(runs: Runs) -> None:
     assert "session_not_found" in runs.chat_unknown.stderr, runs.chat_unknown.describe()
 
 
+def test_chat_with_an_empty_message_exits_2_with_one_sentence(runs: Runs) -> None:
+    for run in (runs.chat_blank, runs.chat_empty):
+        assert run.returncode == 2, run.describe()
+        assert run.stderr.startswith("milk: the message is empty") and run.stderr.count("\n") == 1
+        assert run.stdout == "" and "validation" not in run.stderr.lower()
+    assert runs.servers["blank"].requests == [], "no model turn for a blank message"
+
+
 # ---- doctor --------------------------------------------------------------------------------
 
 
@@ -368,10 +415,29 @@ def test_doctor_with_a_model_server_and_claude_reports_all_good(runs: Runs) -> N
     assert f"✓ local model server reachable at {runs.servers['good'].base_url}" in out
     assert "model fake-model" in out
     assert "✓ claude found:" in out and f"({FAKE_CLAUDE_VERSION})" in out
+    assert "✓ Claude Code logged in via claude.ai" in out
     assert str(run.root / "bin" / "claude") in out, "claude is found on PATH"
     assert f"✓ sessions stored in {run.root / 'data' / 'milk'}" in out
     assert out.strip().splitlines()[-1] == "all good"
     assert "✗" not in out
+
+
+@pytest.mark.claude
+@pytest.mark.skipif(bundled_cli_path() is None, reason="claude-agent-sdk's bundled CLI is missing")
+def test_doctor_asks_claude_code_whether_it_is_logged_in(runs: Runs) -> None:
+    keyed = runs.doctor_api_key
+    assert keyed.returncode == 0, keyed.describe()
+    assert "✓ Claude Code logged in via API key (ANTHROPIC_API_KEY)" in keyed.stdout
+    assert keyed.stdout.strip().splitlines()[-1] == "all good"
+    out = runs.doctor_logged_out
+    assert out.returncode == 1, out.describe()
+    lines = out.stdout.splitlines()
+    at = next(
+        i for i, line in enumerate(lines) if line.startswith("✗ Claude Code is not logged in")
+    )
+    assert lines[at - 1].startswith("✓ claude found:")
+    assert "auth login" in lines[at + 1] and "ANTHROPIC_API_KEY" in lines[at + 1]
+    assert "1 problem(s) found" in out.stdout
 
 
 def test_doctor_reports_a_server_without_models_as_a_problem(runs: Runs) -> None:

@@ -12,6 +12,7 @@ from milk_lsp.workspace.edit_preview import (
     line_counts,
     read_limited,
     unified_diff,
+    wire_edit_diff,
 )
 
 
@@ -111,11 +112,15 @@ def test_capped_marks_the_cut_within_the_limit() -> None:
 def test_unified_diff_and_line_counts() -> None:
     edit = FileEdit(Path("/w/a.py"), "a\nb\nc\n", "a\nB\nc\nd\n")
     diff = unified_diff(edit, "/w/a.py")
-    assert diff.splitlines()[:2] == ["--- a//w/a.py", "+++ b//w/a.py"]
+    assert diff.splitlines()[:2] == ["--- /w/a.py", "+++ /w/a.py"]  # never `a//w/a.py`
+    assert unified_diff(edit, "a.py").splitlines()[:2] == ["--- a/a.py", "+++ b/a.py"]
+    wire = {"uri": "file:///w/src/a.py", "before": "a\n", "after": "b\n"}
+    assert wire_edit_diff(wire, "/w").splitlines()[:2] == ["--- a/src/a.py", "+++ b/src/a.py"]
+    assert wire_edit_diff(wire, "/elsewhere").startswith("--- /w/src/a.py\n+++ /w/src/a.py")
     assert "-b\n+B" in diff
     assert line_counts("a\nb\nc\n", "a\nB\nc\nd\n") == (2, 1)
     assert line_counts(None, "1\n2\n") == (2, 0)
     long_old = "\n".join(str(i) for i in range(30_000))
     assert line_counts(long_old, long_old + "\nnew") == (1, 0)
     new_file = unified_diff(FileEdit(Path("/w/n"), None, "x\n"), "/w/n")
-    assert new_file.startswith("--- /dev/null\n+++ b//w/n")
+    assert new_file.startswith("--- /dev/null\n+++ /w/n")

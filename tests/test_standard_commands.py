@@ -8,6 +8,11 @@ import pytest
 
 from milk_lsp import wire
 from milk_lsp.lsp.standard import commands as cmds
+from milk_lsp.lsp.standard.questions import (
+    QUESTION_MAX_CHARS,
+    answer_words,
+    permission_question,
+)
 
 URI = "file:///ws/a.py"
 RANGE = {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 4}}
@@ -20,7 +25,7 @@ def rng(raw: dict[str, Any]) -> wire.Range:
 
 
 def test_every_command_is_listed_once() -> None:
-    assert len(set(cmds.COMMANDS)) == len(cmds.COMMANDS) == 14
+    assert len(set(cmds.COMMANDS)) == len(cmds.COMMANDS) == 15
     assert all(name.startswith("milk.") for name in cmds.COMMANDS)
 
 
@@ -32,6 +37,9 @@ def test_ask_arguments() -> None:
     [item] = asked.context
     assert item.uri == URI and item.range == rng(RANGE) and item.text is None
     assert cmds.parse_ask([{"text": "why?"}]).context == ()
+    # the route is honoured (issue 20 item 15: it was silently ignored)
+    assert cmds.parse_ask([{"text": "why?", "route": "local"}]).route == "local"
+    assert cmds.parse_ask([{"text": "why?"}]).route is None
 
 
 @pytest.mark.parametrize(
@@ -82,6 +90,18 @@ def test_ask_arguments() -> None:
             [{"text": "\ud800"}],
             r"arguments\[0\].text: contains",
             id="ask-surrogate",
+        ),
+        pytest.param(
+            cmds.parse_ask,
+            [{"text": "x", "route": "elsewhere"}],
+            r"arguments\[0\].route: expected one of auto, local, claude",
+            id="ask-bad-route",
+        ),
+        pytest.param(
+            cmds.parse_ask,
+            [{"text": "x", "agent": "local"}],
+            r"arguments\[0\].agent: not an argument of milk.ask",
+            id="ask-unknown-key",
         ),
         pytest.param(
             cmds.parse_send, ["text"], r"arguments\[0\]: expected \{uri\}", id="send-text"
@@ -248,3 +268,30 @@ def test_send_only_in_a_question_area_with_text() -> None:
     assert cmds.transcript_actions(URI, below, 8, "  \n", None) == []
     assert cmds.transcript_actions(URI, below, None, "q", None) == []
     assert cmds.transcript_actions(URI, below, 8, "q", ["quickfix"]) == []
+
+
+# ---- the permission question in one line (issue 20 item 18) --------------------------------
+
+
+def _question(**extra: Any) -> dict[str, Any]:
+    return {"agent": "local", "tool": "edit_file", "input": {}, "options": ["deny"], **extra}
+
+
+def test_a_permission_question_says_who_and_what_first_in_one_short_line() -> None:
+    workspace = "/w"
+    edit = {"uri": "file:///w/src/calc.py", "before": "a\nb\n", "after": "a\nB\n"}
+    line = permission_question(_question(edits=[edit]), workspace)
+    assert line == "The local model asks to edit src/calc.py (+1 -1) with edit_file."
+    created = {"uri": "file:///w/new.txt", "after": "x\n"}
+    assert permission_question(_question(edits=[created]), workspace).startswith(
+        "The local model asks to create new.txt (+1 -0)"
+    )
+    command = _question(agent="claude", tool="Bash", input={"command": "make test\n  -j2"})
+    assert permission_question(command, workspace) == "Claude asks to run `make test -j2`."
+    long = permission_question(_question(tool="WebFetch", input={"url": "x" * 500}), workspace)
+    assert long.startswith("The local model asks to use WebFetch: {") and "\n" not in long
+    assert len(long) <= QUESTION_MAX_CHARS
+    own = {"labels": {"allow_once": "Hand to Claude"}, "description": "Hand to Claude?\nWhy."}
+    assert permission_question(own, workspace) == "Hand to Claude? Why."
+    assert answer_words(own, "allow_once") == "You answered: Hand to Claude."
+    assert answer_words(_question(), "allow_session") == "You answered: Allow for this session."

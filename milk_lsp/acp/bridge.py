@@ -78,6 +78,9 @@ class OpenSession:
     buffers: dict[Path, str] = field(default_factory=dict)
     prompt: asyncio.Task[Any] | None = None
     """The running `session/prompt`, which `session/cancel` cancels."""
+    mcp_notice: str = ""
+    """Told once, after the first turn the local model answers: the client's MCP servers
+    it cannot use ("" once told, or when there are none)."""
 
 
 current_session: ContextVar[OpenSession | None] = ContextVar("milk_acp_session", default=None)
@@ -110,13 +113,6 @@ class AcpBridge:
             self._by_milk.pop(old.milk_id, None)
         self.sessions[session.acp_id] = session
         self._by_milk[session.milk_id] = session
-
-    def rebind(self, session: OpenSession, milk_id: str) -> None:
-        """The ACP session goes on with another milk session (`/new`)."""
-        self._by_milk.pop(session.milk_id, None)
-        session.milk_id = milk_id
-        session.mapper = UpdateMapper(session.workspace)
-        self._by_milk[milk_id] = session
 
     def notify(self, session: OpenSession, update: SessionUpdate | Any) -> None:
         notification = SessionNotification(session_id=session.acp_id, update=update)
@@ -172,6 +168,7 @@ class AcpBridge:
             ],
             field_meta={"milk": {**meta["milk"], "tool": tool}},
         )
+        session.mapper.asking(call_id)
         try:
             answer = await self._link.request("session/request_permission", dump(request))
         except asyncio.CancelledError:
@@ -187,6 +184,7 @@ class AcpBridge:
         return choice
 
     def _close_synthetic(self, session: OpenSession, call_id: str, status: str, text: str) -> None:
+        session.mapper.close(call_id, status)
         self.notify(
             session,
             ToolCallProgress(
@@ -232,7 +230,10 @@ class AcpBridge:
             session.buffers.pop(key, None)
             return False
         session.buffers[key] = new_text
-        return True
+        # A client that saved it (acpx writes the file itself): not an unsaved buffer edit,
+        # so the tool writes the same text and says the file is edited, not "in the editor
+        # (not saved yet)", and undo restores it from the disk checkpoint like any write.
+        return not await asyncio.to_thread(_on_disk, key, new_text)
 
     async def progress_begin(self, title: str) -> object | None:
         return None  # ACP has no progress; the updates and the prompt's end say it all
@@ -284,6 +285,16 @@ class AcpBridge:
 
 def _key(path: Path) -> Path:
     return path.resolve()
+
+
+def _on_disk(path: Path, text: str) -> bool:
+    """Whether the file on disk holds exactly `text` (read no further than its size)."""
+    data = text.encode("utf-8")
+    try:
+        with path.open("rb") as file:
+            return file.read(len(data) + 1) == data
+    except OSError:
+        return False
 
 
 def _chosen(answer: Any, option_ids: list[str]) -> str:

@@ -1,10 +1,12 @@
 """The chat's slash commands and milk's `_milk/*` extension methods over ACP.
 
 Functions of the collaborators they need: the engine, the bridge and the ACP session. The
-commands `/local`, `/context`, `/new` and `/undo` answer their `session/prompt` at once with
+commands `/local`, `/context` and `/undo` answer their `session/prompt` at once with
 `end_turn` and tell what they did as an agent message (`/escalate` and `/local <message>`
-are turns: `server` runs them). The extensions answer with milk's wire results, their ACP
-session id mapped to the milk session it is bound to.
+are turns: `server` runs them). `/new` is not offered: an ACP session id is its milk
+session's id for good (a chat reloaded later must show what was said in it), so a new
+session is a new chat, which only the client can start; typed anyway, it says so. The
+extensions answer with milk's wire results.
 
 Also here: what the client is shown of a session besides its turns, which the commands and
 the handlers both update: its mode (`claude` while an `auto` session is with Claude), its
@@ -29,7 +31,7 @@ from acp.schema import (
 from milk_lsp import wire
 from milk_lsp.acp.bridge import AcpBridge, OpenSession
 from milk_lsp.acp.errors import INVALID_PARAMS, engine_errors, invalid_params
-from milk_lsp.acp.prompt import COMMANDS
+from milk_lsp.acp.prompt import COMMANDS, UNOFFERED
 from milk_lsp.acp.updates import message
 from milk_lsp.engine import Engine, EngineError
 from milk_lsp.engine.routing import RoutingState, route_turn
@@ -50,7 +52,7 @@ async def run_command(
     if command == "context":
         return await show_context(engine, bridge, session, argument or None)
     if command == "new":
-        return await new_milk_session(engine, bridge, session, argument or None)
+        return new_chat_hint(bridge, session)
     if command == "undo":
         return await undo(engine, bridge, session, argument)
     return None
@@ -116,22 +118,15 @@ async def undo(
     return PromptResponse(stop_reason="end_turn")
 
 
-async def new_milk_session(
-    engine: Engine, bridge: AcpBridge, session: OpenSession, title: str | None
-) -> PromptResponse:
-    old = session.milk_id
-    with engine_errors("sessionId"):
-        stored = await engine.sessions.new(path_to_uri(str(session.workspace)), title)
-    bridge.rebind(session, stored.id)
-    session.mode = engine.config.route
-    show_mode(engine, bridge, session)
+def new_chat_hint(bridge: AcpBridge, session: OpenSession) -> PromptResponse:
+    """`/new`, typed although not offered: where a new session comes from over ACP."""
     text = (
-        f"Started a new milk session ({stored.id}); this chat goes on in it. "
-        f"The previous one ({old}) stays in the session list."
+        f"This chat is milk session `{session.milk_id}` and stays it, so that it reloads "
+        "with everything said in it. For a new session, start a new chat (thread) in your "
+        "editor; milk's earlier sessions stay in its session list."
     )
-    bridge.notify(session, message(text, {"milk": {"sessionId": stored.id}}))
-    show_title(engine, bridge, session)
-    return PromptResponse(stop_reason="end_turn", field_meta={"milk": {"sessionId": stored.id}})
+    bridge.notify(session, message(text + "\n", {"milk": {"kind": "new"}}))
+    return PromptResponse(stop_reason="end_turn")
 
 
 # ---- extensions -------------------------------------------------------------------------
@@ -227,6 +222,7 @@ def announce(bridge: AcpBridge, session: OpenSession) -> None:
             input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)),
         )
         for name, (description, hint) in COMMANDS.items()
+        if name not in UNOFFERED
     ]
     update = AvailableCommandsUpdate(
         session_update="available_commands_update", available_commands=commands

@@ -50,8 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "a reason, to preview an escalation by the local model (optional)",
     ),
     "new": (
-        "Start a new milk session in this folder and go on in it",
-        "title (optional)",
+        "Over ACP, a new session is a new chat: says how to start one",
+        "",
     ),
     "undo": (
         "Take back the files the last turn with changes changed (edits and commands alike)",
@@ -59,6 +59,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 """Slash commands: name → (description, input hint)."""
+UNOFFERED = frozenset({"new"})
+"""Commands understood when typed but not advertised (`/new`: see `commands`)."""
 
 
 class PromptError(ValueError):

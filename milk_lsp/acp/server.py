@@ -36,6 +36,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -49,10 +50,11 @@ from acp.schema import (
 )
 
 from milk_lsp import __version__, wire
-from milk_lsp.acp import commands
+from milk_lsp.acp import commands, mcp
 from milk_lsp.acp.bridge import AcpBridge, OpenSession, current_session
 from milk_lsp.acp.errors import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     busy,
     checked,
     engine_errors,
@@ -61,8 +63,10 @@ from milk_lsp.acp.errors import (
 from milk_lsp.acp.prompt import ContentBlock, Prompt, PromptError, context_item
 from milk_lsp.acp.prompt import read_prompt as read_prompt_blocks
 from milk_lsp.acp.transport import StdioTransport
-from milk_lsp.acp.updates import UpdateMapper, replay
+from milk_lsp.acp.updates import UpdateMapper, message, replay
+from milk_lsp.agents.claude.command import McpServer
 from milk_lsp.config import MilkConfig, load_sources
+from milk_lsp.doors import ACP
 from milk_lsp.engine import Engine
 from milk_lsp.engine.views import iso
 from milk_lsp.sessions.model import Session
@@ -124,6 +128,8 @@ class MilkAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
+                # stdio servers are a must; Claude Code also connects to these two itself
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=[],
@@ -137,14 +143,15 @@ class MilkAgent:
         self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> NewSessionResponse:
         folder = _absolute(cwd, "cwd")
+        servers, ignored = mcp.read_servers(mcp_servers)
         with engine_errors("cwd"):
             stored = await self.engine.sessions.new(path_to_uri(str(folder)), None)
-        session = self._open(stored)
+        session = self._open(stored, servers, ignored)
         meta: dict[str, Any] = {"milk": {"workspaceFolder": path_to_uri(stored.workspace_folder)}}
-        if mcp_servers:
-            names = [str(getattr(server, "name", "?")) for server in mcp_servers]
-            logger.warning("MCP servers from the client are not used by milk: %s", names)
-            meta["milk"]["ignoredMcpServers"] = names
+        if servers:
+            meta["milk"]["mcpServers"] = [server.name for server in servers]
+        if ignored:
+            meta["milk"]["ignoredMcpServers"] = ignored
         self._after_response(lambda: commands.announce(self.bridge, session))
         return NewSessionResponse(session_id=stored.id, modes=_modes(session), field_meta=meta)
 
@@ -154,10 +161,14 @@ class MilkAgent:
         running = self.bridge.sessions.get(session_id)
         if running is not None and running.prompt is not None and not running.prompt.done():
             raise busy(session_id)
+        folder = _absolute(cwd, "cwd")
+        servers, ignored = mcp.read_servers(mcp_servers)
         with engine_errors("sessionId"):
             stored = await self.engine.sessions.get(session_id)
+        _same_folder(folder, stored)
+        with engine_errors("sessionId"):
             records = await self.engine.sessions.records(stored.id, max(stored.turn_count, 1))
-        session = self._open(stored)
+        session = self._open(stored, servers, ignored)
         for update in replay(records, session.workspace):
             self.bridge.notify(session, update)
         self._after_response(lambda: commands.announce(self.bridge, session))
@@ -267,6 +278,10 @@ class MilkAgent:
 
     def _finished(self, session: OpenSession, result: wire.TurnResult) -> PromptResponse:
         """After the turn's updates: the mode and title as they are now, then the answer."""
+        if session.mcp_notice and result.agent == "local":
+            told = {"milk": {"kind": "mcp", "turnId": result.turn_id, "agent": "local"}}
+            self.bridge.notify(session, message(session.mcp_notice, told))
+            session.mcp_notice = ""
         commands.show_mode(self.engine, self.bridge, session)
         commands.show_title(self.engine, self.bridge, session)
         meta: dict[str, Any] = {"milk": {"turnId": result.turn_id, "agent": result.agent}}
@@ -320,15 +335,25 @@ class MilkAgent:
             )
         return session
 
-    def _open(self, stored: Session) -> OpenSession:
+    def _open(
+        self, stored: Session, servers: tuple[McpServer, ...], ignored: list[str]
+    ) -> OpenSession:
         workspace = Path(stored.workspace_folder)
+        local = self.engine.config.local
+        # the window of the local model milk runs itself; any other's is not known
+        windows = {"local": local.context_size} if local.provider == "embedded" else {}
         session = OpenSession(
             acp_id=stored.id,
             milk_id=stored.id,
             workspace=workspace,
             mode=self.engine.config.route,
-            mapper=UpdateMapper(workspace),
+            mapper=UpdateMapper(workspace, windows),
+            mcp_notice=mcp.local_notice(servers, ignored) if servers or ignored else "",
         )
+        if servers:  # Claude Code gets them on its command line
+            self.engine.claude.mcp_servers[stored.id] = servers
+        else:
+            self.engine.claude.mcp_servers.pop(stored.id, None)
         session.shown_mode = commands.effective_mode(self.engine, session, stored)
         self.bridge.open(session)
         return session
@@ -357,6 +382,28 @@ def _chat_params(
     except wire.ParamsError as exc:
         detail = str(exc).removeprefix("invalid params: ")
         raise invalid_params("prompt", f"as milk's message: {detail}") from None
+
+
+def _same_folder(cwd: Path, stored: Session) -> None:
+    """`session/load`'s `cwd` must be the session's folder: milk's sessions keep theirs
+    (its checkpoints, percepts and the Claude conversation belong to it)."""
+    folder = Path(stored.workspace_folder)
+    try:
+        same = cwd.resolve() == folder.resolve()
+    except OSError:
+        same = False
+    if not same:
+        raise RequestError(
+            INVALID_PARAMS,
+            f"invalid params: cwd: session {stored.id} belongs to the folder {folder}, not "
+            f"{cwd}; load it with that cwd, or start a new session here",
+            {
+                "reason": "workspace_mismatch",
+                "field": "cwd",
+                "cwd": str(cwd),
+                "workspaceFolder": str(folder),
+            },
+        )
 
 
 def _absolute(raw: str, field: str) -> Path:
@@ -403,7 +450,7 @@ async def run(cli_settings: dict[str, Any]) -> None:
     transport = StdioTransport(reader, writer)
     link = _Link(transport)
     bridge = AcpBridge(link)
-    engine = Engine(config, bridge)
+    engine = Engine(config, bridge, door=ACP)
     agent = MilkAgent(engine, bridge, problems)
     # MilkAgent has the methods milk serves; for the rest of the SDK's `Agent` protocol
     # (fork, resume, close, config options) the router answers -32601 by itself.

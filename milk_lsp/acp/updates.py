@@ -3,20 +3,26 @@
 One `UpdateMapper` per open ACP session. It remembers the tool calls it has announced, so the
 first sight of a call is a `tool_call` and every later one a `tool_call_update`, and so the
 edit's diff is sent again with the call's output (ACP's `content` replaces, it does not
-append). Every update carries `_meta.milk` with the turn, `seq`, milk's kind and the agent,
-so a client can tell the local model from Claude; a hand-off in the middle of a turn is also
-shown in the text, as a marker line.
+append). A call's status only moves forward: `pending` when first seen (a permission question
+may still come: both agents report a call as running before they ask), `in_progress` once the
+user allowed it, then `completed` or `failed`; the calls a cancelled or failed turn left open
+are closed `failed`, with milk's status (`cancelled`) in `_meta`. Every update carries
+`_meta.milk` with the turn, `seq`, milk's kind and the agent, so a client can tell the local
+model from Claude; a hand-off in the middle of a turn is also shown in the text, as a marker
+line.
 
 Tools are shown the way ACP clients present them: a title, a kind (read, edit, search,
 execute, fetch, think, switch_mode), the files they touch as absolute locations, and for edits
 a `diff` of the replaced text (old → new fragment, as Claude Code's own ACP adapter does).
-Claude's `TodoWrite` also becomes a `plan`.
+A successful `TodoWrite` (a call the CLI answered without an error) also becomes a `plan`.
+`usage_update` is sent only when milk knows the model's context window (ACP requires `size`):
+for the local model milk runs itself (`local.provider: "embedded"`, its `contextSize`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +46,13 @@ from acp.schema import (
 from milk_lsp.agents.local import tool_specs
 from milk_lsp.agents.local.agent import ESCALATE_TOOL_NAME
 from milk_lsp.engine.handoff import HAND_OFF_TOOL
-from milk_lsp.sessions.model import Role, ToolCallRecord, TurnRecord, in_shown_order
+from milk_lsp.sessions.model import (
+    RecordStatus,
+    Role,
+    ToolCallRecord,
+    TurnRecord,
+    in_shown_order,
+)
 from milk_lsp.text import cut, one_line
 
 SessionUpdate = (
@@ -62,6 +74,8 @@ STATUS = {
     "denied": "failed",
 }
 """milk's tool statuses → ACP's; a denied call is `failed` (`_meta.milk.status` says denied)."""
+RANK = {"pending": 0, "in_progress": 1, "completed": 2, "failed": 2}
+"""How far along a call is: a status is never followed by one of a lower rank."""
 
 TITLE_INPUT_CHARS = 80
 
@@ -115,23 +129,26 @@ def tool_view(name: str, tool_input: dict[str, Any], workspace: Path) -> ToolVie
             return ToolView(f"List {shown or '.'}", "search", here, [])
         case tool_specs.SEARCH_TEXT | "Grep" | "Glob":
             where = f" in {shown}" if shown else ""
-            return ToolView(f"Search {_short(arg.text('pattern'))}{where}", "search", here, [])
+            title = f"Search {_short(arg.text('pattern'))}".strip() + where
+            return ToolView(title, "search", here, [])
         case tool_specs.RUN_COMMAND | "Bash":
-            title = arg.text("description") or f"Run `{_short(arg.text('command'))}`"
+            command = _short(arg.text("command"))
+            title = arg.text("description") or (f"Run `{command}`" if command else "Run a command")
             return ToolView(title, "execute", here, [])
         case "WebFetch" | "WebSearch":
             what = arg.text("url") or arg.text("query")
-            return ToolView(f"{name} {_short(what)}", "fetch", here, [])
+            return ToolView(f"{name} {_short(what)}".strip(), "fetch", here, [])
         case "TodoWrite":
             return ToolView("Update the plan", "think", here, [])
         case "Task" | "Agent":
-            return ToolView(f"Task: {_short(arg.text('description'))}", "think", here, [])
+            task = _short(arg.text("description"))
+            return ToolView(f"Task: {task}" if task else "Task", "think", here, [])
         case "ExitPlanMode":
             return ToolView("Leave plan mode", "switch_mode", here, [])
         case _ if name == ESCALATE_TOOL_NAME:
-            return ToolView(
-                f"Escalate to Claude: {_short(arg.text('reason'))}", "switch_mode", [], []
-            )
+            reason = _short(arg.text("reason"))
+            title = f"Escalate to Claude: {reason}" if reason else "Escalate to Claude"
+            return ToolView(title, "switch_mode", [], [])
         case _ if name == HAND_OFF_TOOL:
             return ToolView("Hand this turn to Claude?", "switch_mode", [], [])
     return ToolView(name or "tool", "other", here, [])
@@ -216,13 +233,31 @@ def plan_of(tool_input: dict[str, Any]) -> AgentPlanUpdate | None:
 # ---- live updates ------------------------------------------------------------------------
 
 
-class UpdateMapper:
-    """The ACP updates of one session's `milk/update` payloads, in order."""
+@dataclass
+class _Call:
+    """An announced tool call: what it is, and what the client was told of it."""
 
-    def __init__(self, workspace: Path) -> None:
+    name: str
+    input: dict[str, Any]
+    turn_id: Any
+    status: str = "pending"
+    """The ACP status last sent."""
+    asked: bool = False
+    """A permission question was asked for it: a `running` after it means allowed."""
+    plan: AgentPlanUpdate | None = field(default=None, repr=False)
+
+
+class UpdateMapper:
+    """The ACP updates of one session's `milk/update` payloads, in order.
+
+    `context_windows`: the context window in tokens of the agents milk knows it of (by
+    `agent`); `usage_update` is sent for those only."""
+
+    def __init__(self, workspace: Path, context_windows: Mapping[str, int] | None = None) -> None:
         self.workspace = workspace
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
-        """Announced tool calls: their name and last input."""
+        self.context_windows = dict(context_windows or {})
+        self._calls: dict[str, _Call] = {}
+        """Announced tool calls, by id."""
         self.cost_usd = 0.0
         """Claude's cost in this session since it was opened here (ACP's cumulative cost)."""
 
@@ -231,7 +266,13 @@ class UpdateMapper:
 
     def view(self, tool_call_id: str) -> ToolView | None:
         call = self._calls.get(tool_call_id)
-        return None if call is None else tool_view(call[0], call[1], self.workspace)
+        return None if call is None else tool_view(call.name, call.input, self.workspace)
+
+    def asking(self, tool_call_id: str) -> None:
+        """A permission question for this call is about to be asked."""
+        call = self._calls.get(tool_call_id)
+        if call is not None:
+            call.asked = True
 
     def updates(self, payload: dict[str, Any]) -> list[SessionUpdate]:
         kind = payload.get("kind")
@@ -247,20 +288,23 @@ class UpdateMapper:
                 return self._tool_result(payload, meta)
             case "escalated":
                 return _hand_off_marker(payload, meta)
-            case "need":
-                return [thought(f"Goal: {payload.get('currentNeed', '')}\n", meta)]
             case "usage":
-                return [self._usage(payload, meta)]
+                return self._usage(payload, meta)
             case "notice" if payload.get("severity") != "error":
                 # An error notice precedes the failed turn's end; the prompt's error says it.
                 return [thought(f"⚠ {payload.get('message', '')}\n", meta)]
-        return []  # turn_started, turn_ended, error notices: nothing the chat shows
+            case "turn_ended" if payload.get("stopReason") in ("cancelled", "error"):
+                return self._close_open_calls(payload, meta)
+        # turn_started, turn_ended, error notices: nothing the chat shows. `need` neither:
+        # milk's note of the goal echoes the prompt, and a thought would gather the
+        # model's reasoning under it.
+        return []
 
     def announce(
         self, tool_call_id: str, name: str, tool_input: dict[str, Any], meta: dict[str, Any]
     ) -> ToolCallStart:
         """A `tool_call` for a call milk asks about before any agent reported it (hand-off)."""
-        self._calls[tool_call_id] = (name, tool_input)
+        self._calls[tool_call_id] = _Call(name, tool_input, meta["milk"].get("turnId"))
         view = tool_view(name, tool_input, self.workspace)
         return ToolCallStart(
             session_update="tool_call",
@@ -273,6 +317,23 @@ class UpdateMapper:
             field_meta=meta,
         )
 
+    def close(self, tool_call_id: str, status: str) -> None:
+        """milk closed a call itself (the hand-off question) with this ACP status."""
+        call = self._calls.get(tool_call_id)
+        if call is not None:
+            call.status = status
+
+    def _next_status(self, call: _Call | None, milk_status: str) -> str | None:
+        """The ACP status to send, or None to leave it as the client has it."""
+        target = STATUS.get(milk_status)
+        if call is None:  # first sight: a question may still come
+            return target if target in ("completed", "failed") else "pending"
+        if target is None or RANK[target] <= RANK[call.status]:
+            return None
+        if target == "in_progress" and not call.asked:
+            return None  # a call reported running before its question would go back
+        return target
+
     def _tool_call(self, payload: dict[str, Any], meta: dict[str, Any]) -> list[SessionUpdate]:
         call_id = str(payload.get("toolCallId", ""))
         name = str(payload.get("name", ""))
@@ -280,11 +341,9 @@ class UpdateMapper:
         assert isinstance(tool_input, dict)
         milk_status = str(payload.get("status", ""))
         meta["milk"]["status"] = milk_status
-        status = STATUS.get(milk_status)
+        call = self._calls.get(call_id)
+        status = self._next_status(call, milk_status)
         view = tool_view(name, tool_input, self.workspace)
-        out: list[SessionUpdate] = []
-        seen = self._calls.get(call_id)
-        self._calls[call_id] = (name, tool_input)
         whole: dict[str, Any] = {
             "tool_call_id": call_id,
             "title": view.title,
@@ -295,22 +354,27 @@ class UpdateMapper:
             "content": list(view.diffs) or None,
             "field_meta": meta,
         }
-        if seen is None:
-            out.append(ToolCallStart(session_update="tool_call", **whole))
-        elif seen[1] != tool_input:  # Claude's input arrives after the call starts
-            out.append(ToolCallProgress(session_update="tool_call_update", **whole))
-        else:
-            out.append(
+        if call is None:
+            call = self._calls[call_id] = _Call(name, tool_input, payload.get("turnId"))
+            out: list[SessionUpdate] = [ToolCallStart(session_update="tool_call", **whole)]
+        elif call.input != tool_input:  # Claude's input arrives after the call starts
+            call.name, call.input = name or call.name, tool_input
+            out = [ToolCallProgress(session_update="tool_call_update", **whole)]
+        elif status is not None:
+            out = [
                 ToolCallProgress(
                     session_update="tool_call_update",
                     tool_call_id=call_id,
                     status=status,
                     field_meta=meta,
                 )
-            )
-        if name == "TodoWrite" and (plan := plan_of(tool_input)) is not None:
-            plan.field_meta = meta
-            out.append(plan)
+            ]
+        else:
+            return []
+        if status is not None:
+            call.status = status
+        if name == "TodoWrite":
+            call.plan = plan_of(tool_input)  # shown once the CLI ran it (`_tool_result`)
         return out
 
     def _tool_result(self, payload: dict[str, Any], meta: dict[str, Any]) -> list[SessionUpdate]:
@@ -321,7 +385,7 @@ class UpdateMapper:
         content: list[ToolContent] = list(view.diffs) if view is not None else []
         if output:
             content.append(ContentToolCallContent(type="content", content=text_block(output)))
-        return [
+        out: list[SessionUpdate] = [
             ToolCallProgress(
                 session_update="tool_call_update",
                 tool_call_id=call_id,
@@ -330,8 +394,33 @@ class UpdateMapper:
                 field_meta=meta,
             )
         ]
+        call = self._calls.get(call_id)
+        if call is not None and call.plan is not None and not is_error:
+            call.plan.field_meta = meta
+            out.append(call.plan)
+        return out
 
-    def _usage(self, payload: dict[str, Any], meta: dict[str, Any]) -> UsageUpdate:
+    def _close_open_calls(
+        self, payload: dict[str, Any], meta: dict[str, Any]
+    ) -> list[SessionUpdate]:
+        """A cancelled or failed turn: the calls it left open end `failed`."""
+        milk_status = "cancelled" if payload.get("stopReason") == "cancelled" else "failed"
+        out: list[SessionUpdate] = []
+        for call_id, call in self._calls.items():
+            if call.turn_id != payload.get("turnId") or RANK[call.status] == RANK["completed"]:
+                continue
+            call.status = "failed"
+            out.append(
+                ToolCallProgress(
+                    session_update="tool_call_update",
+                    tool_call_id=call_id,
+                    status="failed",
+                    field_meta={"milk": {**meta["milk"], "status": milk_status}},
+                )
+            )
+        return out
+
+    def _usage(self, payload: dict[str, Any], meta: dict[str, Any]) -> list[SessionUpdate]:
         counts = [
             payload.get(key)
             for key in ("inputTokens", "cacheReadTokens", "cacheCreationTokens", "outputTokens")
@@ -340,18 +429,21 @@ class UpdateMapper:
         cost = payload.get("costUsd")
         if isinstance(cost, int | float) and cost > 0:
             self.cost_usd += float(cost)
+        size = self.context_windows.get(str(payload.get("agent")))
+        if size is None or used <= 0:
+            # ACP's `size` is required: unknown, the meter is left alone rather than told
+            # "0 of 0"; a report of the cost alone (Claude's last) has no context to show.
+            return []
         for key in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheCreationTokens"):
             if key in payload:
                 meta["milk"][key] = payload[key]
         if isinstance(cost, int | float):
             meta["milk"]["costUsd"] = cost
-        return UsageUpdate(
-            session_update="usage_update",
-            used=used,
-            size=0,  # milk is not told the model's context window: 0 stands for unknown
-            cost=Cost(amount=round(self.cost_usd, 6), currency="USD") if self.cost_usd else None,
-            field_meta=meta,
+        total = Cost(amount=round(self.cost_usd, 6), currency="USD") if self.cost_usd else None
+        update = UsageUpdate(
+            session_update="usage_update", used=used, size=size, cost=total, field_meta=meta
         )
+        return [update]
 
 
 def _meta(payload: dict[str, Any]) -> dict[str, Any]:
@@ -405,21 +497,30 @@ def replay(records: Iterable[TurnRecord], workspace: Path) -> list[SessionUpdate
             if isinstance(piece, str):
                 out.append(message(piece, meta))
             else:
-                out.append(_stored_call(piece, workspace, meta))
+                out.append(_stored_call(piece, record, workspace, meta))
     return out
 
 
-def _stored_call(call: ToolCallRecord, workspace: Path, meta: dict[str, Any]) -> ToolCallStart:
+def _stored_call(
+    call: ToolCallRecord, record: TurnRecord, workspace: Path, meta: dict[str, Any]
+) -> ToolCallStart:
+    """A stored call as it ended live: milk's final status (`cancelled`, `denied`) in
+    `_meta`; a call of a failed turn that never returned is `failed`."""
     view = tool_view(call.name, call.input, workspace)
     content: list[ToolContent] = list(view.diffs)
     if call.output:
         content.append(ContentToolCallContent(type="content", content=text_block(call.output)))
+    status = call.status
+    if status is None:  # stored before calls kept their status, or never finished
+        unfinished = call.output is None and record.status is not RecordStatus.OK
+        status = "failed" if call.is_error or unfinished else "completed"
+    meta = {"milk": {**meta["milk"], "toolStatus": status}}  # `status` is the record's
     return ToolCallStart(
         session_update="tool_call",
         tool_call_id=call.tool_call_id,
         title=view.title,
         kind=view.kind,
-        status="failed" if call.is_error else "completed",
+        status="completed" if status == "completed" else "failed",
         raw_input=call.input,
         raw_output=None
         if call.output is None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from milk_lsp.changes.blobs import CheckpointUnavailable
 from milk_lsp.changes.tracker import (
     ChangeTracker,
+    SavedState,
     TurnChange,
     UndoConflict,
     later_touches,
@@ -198,15 +199,24 @@ class ChangeBook:
         later = await self._sessions.turn_infos_after(session.id, turn_id)
         conflicts = set(later_touches(changes, later))
         conflicts.update(await asyncio.to_thread(tracker.disk_conflicts, workspace, changes))
+        disk: dict[str, SavedState] = {}
         for change in changes:
-            if change.editor and await self._editor_text(Path(change.path)) != change.after_text:
+            if not change.editor:
+                continue
+            if await self._editor_text(Path(change.path)) != change.after_text:
+                conflicts.add(change.path)
+            disk[change.path] = await asyncio.to_thread(tracker.saved_edit, workspace, change)
+            if disk[change.path] == "changed":  # on disk, neither the turn's text nor the old
                 conflicts.add(change.path)
         if conflicts and not force:
             raise UndoConflict(sorted(conflicts))
-        restored = await asyncio.to_thread(tracker.restore_disk, workspace, changes)
+        # A buffer edit the user saved (or, forced, a file changed on disk since) goes back
+        # on disk with the disk changes, all or nothing; then the buffers.
+        saved = [c for c in changes if c.editor and disk[c.path] in ("saved", "changed")]
+        restored = await asyncio.to_thread(tracker.restore_disk, workspace, changes, saved)
         for change in changes:
             if change.editor:
-                await self._restore_editor(workspace, change)
+                await self._restore_editor(workspace, change, disk[change.path])
                 restored.append(change.path)
         info["undone"] = True
         await self._sessions.set_turn_info(session.id, turn_id, info)
@@ -227,14 +237,26 @@ class ChangeBook:
         except (OSError, UnicodeDecodeError):
             return None
 
-    async def _restore_editor(self, workspace: str, change: TurnChange) -> None:
-        """An unsaved buffer edit goes back through the editor; once saved or closed, on disk."""
+    async def _restore_editor(self, workspace: str, change: TurnChange, disk: SavedState) -> None:
+        """A buffer edit goes back through the editor; its file on disk was put back already
+        when the turn's first checkpoint had it (`disk` not "unknown"). Without that
+        checkpoint, the old text is written to disk when the editor cannot take it (closed)
+        or the user saved the edit."""
         path = Path(change.path)
-        if change.before_text is not None and await self._documents.apply_edit(
+        in_editor = change.before_text is not None and await self._documents.apply_edit(
             path, change.before_text
-        ):
-            return
-        await asyncio.to_thread(_write_back, workspace, path, change.before_text)
+        )
+        if disk == "unknown" and (not in_editor or await self._saved(path, change)):
+            await asyncio.to_thread(_write_back, workspace, path, change.before_text)
+
+    @staticmethod
+    async def _saved(path: Path, change: TurnChange) -> bool:
+        """The file on disk holds the turn's text (the user saved the buffer edit)."""
+        try:
+            text = await asyncio.to_thread(path.read_text, encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return text == change.after_text
 
 
 def _write_back(workspace: str, path: Path, text: str | None) -> None:

@@ -5,7 +5,9 @@ outside the user's repository, never touching their git state), so a change made
 tool, a shell command included, is seen and its pre-image kept. Edits the editor applied to
 an open buffer without saving are not on disk: the turn records their texts itself.
 Undo restores exactly the turn's files, and refuses (`UndoConflict`) when one of them
-changed again after the turn, by the user or by a later turn.
+changed again after the turn, by the user or by a later turn. A buffer edit the user saved
+after the turn is on disk too: its undo puts the file on disk back as the turn found it
+(`disk_before`), so disk and buffer both end where they were.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ if TYPE_CHECKING:  # the scanner (and pathspec) load with the first checkpoint, 
 logger = logging.getLogger(__name__)
 
 ChangeKind = Literal["created", "modified", "deleted"]
+SavedState = Literal["untouched", "saved", "changed", "unknown"]
+
+ABSENT = "absent"
+"""`TurnChange.disk_before` of a buffer edit whose file was not on disk when the turn began."""
 
 
 @dataclass
@@ -46,6 +52,9 @@ class TurnChange:
     """Changed in the editor's buffer only (not saved when the turn ended)."""
     before_text: str | None = None
     after_text: str | None = None
+    disk_before: str | None = None
+    """A buffer edit's file on disk when the turn began: its checkpoint version, `ABSENT`,
+    or None when the turn had no checkpoint."""
 
     def to_dict(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value not in (None, False)}
@@ -67,6 +76,7 @@ class TurnChange:
             editor=raw.get("editor") is True,
             before_text=_str(raw.get("before_text")),
             after_text=_str(raw.get("after_text")),
+            disk_before=_str(raw.get("disk_before")),
         )
 
 
@@ -110,8 +120,8 @@ class ChangeTracker:
             version
             for info in infos
             for change in stored_changes(info)
-            for version in (change.before, change.after)
-            if version is not None
+            for version in (change.before, change.after, change.disk_before)
+            if version is not None and version != ABSENT
         }
         return book.prune(keep)
 
@@ -126,7 +136,8 @@ class ChangeTracker:
         editor_edits: dict[Path, tuple[str | None, str]],
     ) -> list[TurnChange]:
         """What the turn changed: the disk between `before` and now, then buffer edits of
-        files whose disk copy did not change. Raises `CheckpointUnavailable`."""
+        files whose disk copy did not change (with that copy's version in `before`, for an
+        undo after the user saved the edit). Raises `CheckpointUnavailable`."""
         found: list[TurnChange] = []
         root = Path(workspace)
         if before is not None:
@@ -164,6 +175,7 @@ class ChangeTracker:
                     editor=True,
                     before_text=old_text,
                     after_text=new_text,
+                    disk_before=_disk_version(before, root, path),
                 )
             )
         return found
@@ -186,16 +198,66 @@ class ChangeTracker:
             and book.current_digest(Path(change.path).relative_to(root).as_posix()) != change.after
         ]
 
-    def restore_disk(self, workspace: str, changes: list[TurnChange]) -> list[str]:
+    def saved_edit(self, workspace: str, change: TurnChange) -> SavedState:
+        """Where the file of a buffer edit stands on disk: as the turn found it, holding the
+        turn's text (the user saved the edit), something else, or unknown (no checkpoint)."""
+        if change.disk_before is None:
+            return "unknown"
+        rel = Path(change.path).relative_to(Path(workspace)).as_posix()
+        now = self.book(workspace).current_digest(rel)
+        if now == (None if change.disk_before == ABSENT else change.disk_before):
+            return "untouched"
+        if now is None or change.after_text is None:
+            return "changed"
+        try:
+            data = Path(change.path).read_bytes()
+        except OSError:
+            return "changed"
+        return "saved" if _same_text(data, change.after_text) else "changed"
+
+    def restore_disk(
+        self, workspace: str, changes: list[TurnChange], saved: Iterable[TurnChange] = ()
+    ) -> list[str]:
         """Put the disk changes' files back to their pre-images (bytes and mode; created
-        files deleted). All or nothing: every kept copy is checked before a file is touched
-        (raises `CheckpointUnavailable` naming what is missing)."""
+        files deleted), and the files of the buffer edits in `saved` to what the turn found
+        on disk. All or nothing: every kept copy is checked before a file is touched (raises
+        `CheckpointUnavailable` naming what is missing)."""
         root = Path(workspace)
         disk = [change for change in changes if not change.editor]
-        self.book(workspace).restore_all(
-            [(Path(change.path).relative_to(root).as_posix(), change.before) for change in disk]
+        versions = [
+            (Path(change.path).relative_to(root).as_posix(), change.before) for change in disk
+        ]
+        versions.extend(
+            (
+                Path(change.path).relative_to(root).as_posix(),
+                None if change.disk_before == ABSENT else change.disk_before,
+            )
+            for change in saved
+            if change.disk_before is not None
         )
+        self.book(workspace).restore_all(versions)
         return [change.path for change in disk]
+
+
+def _same_text(data: bytes, text: str) -> bool:
+    """A file's bytes hold `text`, whatever line endings or BOM the editor wrote it with."""
+    try:
+        decoded = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+    return decoded.replace("\r\n", "\n") == text.replace("\r\n", "\n")
+
+
+def _disk_version(before: Snapshot | None, root: Path, path: Path) -> str | None:
+    """The version of `path` in the turn's first checkpoint (`ABSENT`: not there)."""
+    if before is None:
+        return None
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:  # not inside the workspace: no checkpoint covers it
+        return None
+    state = before.get(rel)
+    return state.version if state is not None else ABSENT
 
 
 def later_touches(changes: list[TurnChange], later_infos: list[dict[str, Any]]) -> list[str]:
@@ -238,8 +300,10 @@ def _int(value: Any) -> int:
 
 
 __all__ = [
+    "ABSENT",
     "ChangeTracker",
     "CheckpointUnavailable",
+    "SavedState",
     "TurnChange",
     "UndoConflict",
     "later_touches",

@@ -18,6 +18,7 @@ from milk_lsp import wire
 from milk_lsp.agents.claude.agent import ClaudeAgent
 from milk_lsp.changes.book import ChangeBook, ChangeTexts
 from milk_lsp.config import MilkConfig
+from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import claude_part
 from milk_lsp.engine.claude_part import ClaudePart, claude_prompt_for_escalate
 from milk_lsp.engine.local_part import LocalPart
@@ -51,22 +52,29 @@ class Engine:
         store: SessionStore | None = None,
         local: LocalAgent | None = None,
         claude: ClaudeAgent | None = None,
+        door: Door = LSP,
     ) -> None:
         """Collaborators not given are made from the settings when first needed (the store
         and the local agent lazily: start-up stays quick); tests pass their own."""
         self.config = config
         self.bridge = bridge
+        self.door = door
+        """How the front door names settings and the way to Claude (`milk_lsp.doors`); the
+        LSP server sets it at `initialize`, before any turn."""
         settings = self._settings
         self.sessions = Sessions(settings, store)
-        self.local_models = LocalModels(settings, local)
+        self.local_models = LocalModels(settings, local, door=self._door)
         self.changes = ChangeBook(settings, self.sessions, bridge)
         self.claude = ClaudePart(self.sessions, claude or ClaudeAgent())
         self.running = RunningTurns(self.sessions)
-        local_part = LocalPart(self.sessions, self.local_models, self.claude_path)
+        local_part = LocalPart(self.sessions, self.local_models, self.claude_path, self._door)
         self._runner = TurnRunner(bridge, self.sessions, self.changes, local_part, self.claude)
 
     def _settings(self) -> MilkConfig:
         return self.config
+
+    def _door(self) -> Door:
+        return self.door
 
     def claude_path(self) -> str | None:
         """The `claude` CLI the current settings run (None: not found)."""
@@ -119,7 +127,7 @@ class Engine:
 
     async def status(self) -> wire.Status:
         """`milk/status`: the local model's server and `claude`, checked now."""
-        return await collect_status(self._settings, self.local_models)
+        return await collect_status(self._settings, self.local_models, self.door)
 
     async def context_preview(self, session_id: str, reason: str | None) -> wire.ContextPreview:
         """`milk/context`: exactly what the next escalation would hand Claude."""

@@ -23,6 +23,7 @@ from milk_lsp.agents.claude.command import (
     CONTEXT_FILE_PLACEHOLDER,
     ClaudeSettings,
     ClaudeTurnRequest,
+    McpServer,
     build_argv,
 )
 from milk_lsp.config import ClaudeConfig
@@ -70,6 +71,8 @@ class ClaudePart:
     def __init__(self, sessions: Sessions, claude: ClaudeAgent) -> None:
         self._sessions = sessions
         self._claude = claude
+        self.mcp_servers: dict[str, tuple[McpServer, ...]] = {}
+        """By session id: the MCP servers an ACP client handed for that session."""
 
     async def context_inputs(
         self, session: Session, *, resume_rejected: bool = False, in_turn: bool = False
@@ -133,6 +136,7 @@ class ClaudePart:
             session_id=session.next_claude_session_id if fresh else session.claude_session_id,
             resume=not fresh,
             settings=claude_settings(cfg),
+            mcp_servers=self.mcp_servers.get(session.id, ()),
         )
 
     async def reserve_conversation_id(self, session: Session) -> None:

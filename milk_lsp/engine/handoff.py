@@ -20,7 +20,9 @@ from milk_lsp.agents.base import (
     PermissionTimedOut,
     TurnFailed,
 )
+from milk_lsp.doors import LSP, Door
 from milk_lsp.engine.turn import Turn
+from milk_lsp.sessions.model import Agent
 from milk_lsp.text import cut, one_line
 
 HandOffMode = Literal["ask", "auto", "off"]
@@ -29,6 +31,9 @@ HAND_OFF_TOOL = "hand_off_to_claude"
 """The `tool` of the permission question that asks whether Claude takes over."""
 HAND_OFF_LABELS = {"allow_once": "Hand to Claude", "deny": "Keep the local answer"}
 """The question reuses the permission option ids, so every client can answer it."""
+HAND_OFF_NO_ANSWER_LABELS = {"allow_once": "Hand to Claude", "deny": "Don't hand off"}
+"""The labels when the local model gave no answer to keep (the model server was down, or
+only tool calls ran): "Keep the local answer" would offer a choice that does not exist."""
 REASON_CHARS = 300
 
 _OVERFLOW = re.compile(
@@ -73,8 +78,9 @@ def brief(gave_up: LocalGaveUp, user_ask: str) -> str:
     return "\n".join(lines)
 
 
-def failure(gave_up: LocalGaveUp, why_kept: str) -> tuple[FailureReason, str]:
-    """The turn's failure when the local part's failure is not handed off."""
+def failure(gave_up: LocalGaveUp, why_kept: str, door: Door = LSP) -> tuple[FailureReason, str]:
+    """The turn's failure when the local part's failure is not handed off; its advice
+    names the front door's own setting and way to Claude (`door`)."""
     if gave_up.signal is LocalSignal.MODEL_UNREACHABLE:
         return FailureReason.LOCAL_UNREACHABLE, gave_up.detail
     if gave_up.signal in (LocalSignal.MODEL_ERROR, LocalSignal.CONTEXT_OVERFLOW):
@@ -85,9 +91,9 @@ def failure(gave_up: LocalGaveUp, why_kept: str) -> tuple[FailureReason, str]:
         else FailureReason.LOCAL_FAILED
     )
     advice = (
-        "raise local.maxToolRounds, or ask Claude instead"
+        f"raise {door.setting('local.maxToolRounds')}, or {door.escalate} instead"
         if gave_up.signal is LocalSignal.ROUND_LIMIT
-        else "ask Claude (Escalate), or rephrase and try again"
+        else f"{door.escalate}, or rephrase and try again"
     )
     message = f"The local model did not finish: {gave_up.detail}."
     if why_kept:
@@ -95,12 +101,27 @@ def failure(gave_up: LocalGaveUp, why_kept: str) -> tuple[FailureReason, str]:
     return reason, f"{message} To go on, {advice}."
 
 
+def has_local_answer(turn: Turn) -> bool:
+    """Whether the local part said anything the user could keep as the turn's answer."""
+    local = turn.part_of(Agent.LOCAL)
+    return local is not None and bool(local.text.strip())
+
+
 async def ask_user(turn: Turn, gave_up: LocalGaveUp, timeout_seconds: float) -> bool:
     """Ask through the permission path whether Claude takes over; True to hand off.
 
+    The question is in words, with the reason, and offers only the choices that exist:
+    `localAnswer` says whether the local model said anything the user could keep.
     No answer in time, a dismissed question or a broken client keeps the local answer; a
     cancel of the turn withdraws the question (the bridge cancels the client request).
     """
+    has_answer = has_local_answer(turn)
+    detail = gave_up.detail.rstrip(". ")
+    keep = (
+        "Keep the local answer: the turn ends as failed, with its text."
+        if has_answer
+        else "The local model gave no answer to keep."
+    )
     params = {
         "sessionId": turn.session_id,
         "turnId": turn.turn_id,
@@ -109,11 +130,12 @@ async def ask_user(turn: Turn, gave_up: LocalGaveUp, timeout_seconds: float) -> 
         "tool": HAND_OFF_TOOL,
         "input": {"signal": gave_up.signal.value, "detail": gave_up.detail},
         "description": (
-            f"The local model could not finish: {gave_up.detail}. "
-            "Hand this turn to Claude Code with the session's context?"
+            f"The local model could not finish: {detail}. Hand this turn to Claude Code, "
+            f"with the session's context? {keep}"
         ),
         "options": list(HAND_OFF_LABELS),
-        "labels": HAND_OFF_LABELS,
+        "labels": HAND_OFF_LABELS if has_answer else HAND_OFF_NO_ANSWER_LABELS,
+        "localAnswer": has_answer,
     }
     turn.bridge.progress_report(turn.progress_token, "the local model failed: hand to Claude?")
     try:

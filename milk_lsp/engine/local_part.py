@@ -31,6 +31,7 @@ from milk_lsp.agents.local.grounding import about_workspace
 from milk_lsp.agents.local.judge import DEICTIC, TurnGrounding
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.agents.local.watch import asks_for_change
+from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import handoff
 from milk_lsp.engine.agent_host import TurnHost
 from milk_lsp.engine.routing import Plan
@@ -67,9 +68,15 @@ class LocalPart:
     """Runs the local agent for a turn, and decides whether Claude takes over."""
 
     def __init__(
-        self, sessions: Sessions, models: LocalModels, claude_path: Callable[[], str | None]
+        self,
+        sessions: Sessions,
+        models: LocalModels,
+        claude_path: Callable[[], str | None],
+        door: Callable[[], Door] = lambda: LSP,
     ) -> None:
-        """`claude_path`: where the `claude` CLI is (None: not found, so no hand-off)."""
+        """`claude_path`: where the `claude` CLI is (None: not found, so no hand-off);
+        `door`: how the front door names the way to Claude (`milk_lsp.doors`)."""
+        self._door = door
         self._sessions = sessions
         self._models = models
         self._claude_path = claude_path
@@ -116,6 +123,7 @@ class LocalPart:
         async with self._models.around(progress, turn.notice) as agent:
             if isinstance(agent, TurnFailed):  # the embedded model could not start
                 return handoff.from_model_failure(agent)
+            turn.local_model = agent.model_in_use  # known from an earlier turn, if any
             run = agent.run(
                 messages,
                 tools,
@@ -128,6 +136,8 @@ class LocalPart:
             try:
                 async with aclosing(run) as events:
                     async for event in events:
+                        # the model as the turn ran on it: a failed turn forgets it after
+                        turn.local_model = agent.model_in_use or turn.local_model
                         if isinstance(event, EscalationRequested | LocalGaveUp):
                             outcome = event
                             break
@@ -139,7 +149,7 @@ class LocalPart:
                         elif not isinstance(event, TurnDone | ClaudeSessionStarted):
                             turn.apply(event)
             finally:  # the turn's info names the model, however the part ended
-                turn.local_model = agent.model_in_use or None
+                turn.local_model = agent.model_in_use or turn.local_model
         turn.flush_text()
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
@@ -198,13 +208,16 @@ class LocalPart:
         elif mode == "auto" or await handoff.ask_user(turn, gave_up, timeout):
             return True
         else:
-            kept = "You kept the local answer."
-        turn.failure = handoff.failure(gave_up, kept)
+            kept = (
+                "You kept the local answer."
+                if handoff.has_local_answer(turn)
+                else "You chose not to hand it to Claude."
+            )
+        turn.failure = handoff.failure(gave_up, kept, self._door())
         turn.failure_signal = gave_up.signal.value
         if gave_up.signal is LocalSignal.MODEL_UNREACHABLE and self._claude_path() is not None:
             turn.notice(
                 "info",
-                "The local model is unreachable; you can still ask Claude (Escalate, or route "
-                "claude).",
+                f"The local model is unreachable; you can still {self._door().escalate}.",
             )
         return False

@@ -331,6 +331,10 @@ def _turn_info(
         info["usage"] = usage.to_wire()
     if changes:
         info["changes"] = [change.to_dict() for change in changes]
-    if turn.local_model and turn.part_of(Agent.LOCAL) is not None:
+    if turn.local_model:  # set when the local part ran, even if it said nothing
         info["model"] = turn.local_model
+    if turn.route_reason_shown:
+        info["routeReason"] = turn.route_reason_shown
+    if turn.notices_shown:
+        info["notices"] = list(turn.notices_shown)
     return info

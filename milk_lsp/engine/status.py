@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from milk_lsp import __version__, wire
 from milk_lsp.agents.claude.cli import cli_version, not_found_message, resolve_cli
 from milk_lsp.config import MilkConfig
+from milk_lsp.doors import LSP, Door
 from milk_lsp.engine.claude_part import claude_settings
+from milk_lsp.local_model.context import context_warning
 from milk_lsp.local_model.embedded import EmbeddedSettings, model_size, planned_model
 from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.system.orphans import resident_bytes
@@ -18,18 +21,22 @@ from milk_lsp.system.orphans import resident_bytes
 STATUS_ATTEMPTS = 3
 
 
-async def collect_status(settings: Callable[[], MilkConfig], models: LocalModels) -> wire.Status:
+async def collect_status(
+    settings: Callable[[], MilkConfig], models: LocalModels, door: Door = LSP
+) -> wire.Status:
     """Checked again when the settings change during the check: the answer is of one set of
-    settings, and the old local client (which the change closes) is not used after."""
+    settings, and the old local client (which the change closes) is not used after. The
+    fixes are worded for the front door (`door`)."""
     provider = await models.provider()
     if provider == "embedded":
-        return await _embedded_status(settings(), models)
+        return await _embedded_status(settings(), models, door)
     for attempt in range(STATUS_ATTEMPTS):
         config = settings()
         try:
             (reachable, model, local_error), claude = await asyncio.gather(
-                models.agent.probe(), _claude_status(config)
+                models.agent.probe(), _claude_status(config, door)
             )
+            context = await _server_context(models, model, door) if reachable else {}
         except RuntimeError:  # httpx: the client was closed by the settings change
             if settings() is config or attempt == STATUS_ATTEMPTS - 1:
                 raise
@@ -45,19 +52,33 @@ async def collect_status(settings: Callable[[], MilkConfig], models: LocalModels
             reachable=reachable,
             error=local_error,
             provider="openai",
+            **context,
         ),
         claude=claude,
         storage=str(config.storage_path()),
     )
 
 
-async def _embedded_status(config: MilkConfig, models: LocalModels) -> wire.Status:
+async def _server_context(models: LocalModels, model: str | None, door: Door) -> dict[str, Any]:
+    """The `server`, `context_tokens` and `context_warning` of an Ollama server (Ollama cuts
+    long prompts silently; `local_model.context`); nothing for other servers."""
+    info = await models.agent.client.ollama(model, now=True)
+    if info is None:
+        return {}
+    return {
+        "server": f"ollama {info.version}",
+        "context_tokens": info.context_tokens,
+        "context_warning": context_warning(info, door),
+    }
+
+
+async def _embedded_status(config: MilkConfig, models: LocalModels, door: Door) -> wire.Status:
     """The embedded engine is not started for a status: a stopped one is reachable when its
     model could load (the engine installed, the file a GGUF or one to download); a running
     one is probed."""
     settings = EmbeddedSettings.of(config.local)
     server = models.embedded
-    claude_task = asyncio.ensure_future(_claude_status(config))
+    claude_task = asyncio.ensure_future(_claude_status(config, door))
     planned = await asyncio.to_thread(planned_model, settings)
     model_path = server.model_path if server is not None and server.model_path else planned.path
     base_url, model = "", Path(model_path).stem or planned.name or None
@@ -93,7 +114,7 @@ async def _embedded_status(config: MilkConfig, models: LocalModels) -> wire.Stat
     )
 
 
-async def _claude_status(config: MilkConfig) -> wire.ClaudeStatus:
+async def _claude_status(config: MilkConfig, door: Door) -> wire.ClaudeStatus:
     settings = claude_settings(config.claude)
     resolved = resolve_cli(settings)
     skip = True if settings.skip_permissions else None
@@ -101,7 +122,7 @@ async def _claude_status(config: MilkConfig) -> wire.ClaudeStatus:
         return wire.ClaudeStatus(
             path=settings.path,
             found=False,
-            error=not_found_message(settings),
+            error=not_found_message(settings, door),
             skip_permissions=skip,
         )
     version = await cli_version(resolved.path)
@@ -125,7 +146,14 @@ def describe(
     if local.provider == "embedded":
         problems += _describe_embedded(local, lines)
     elif local.reachable and local.model and not local.error:
-        lines.append(f"✓ local model server reachable at {local.base_url}, model {local.model}")
+        server = f" ({local.server})" if local.server else ""
+        lines.append(
+            f"✓ local model server{server} reachable at {local.base_url}, model {local.model}"
+        )
+        if local.context_warning:
+            # A known context too small is a problem; Ollama's invisible default may be one.
+            problems += 1 if local.context_tokens is not None else 0
+            lines.append(f"! context: {local.context_warning}")
     elif local.reachable:
         problems += 1
         lines.append(f"✗ the local model server at {local.base_url} answers, but: {local.error}")

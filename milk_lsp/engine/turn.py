@@ -51,6 +51,9 @@ TOOL_OUTPUT_WIRE_CHARS = 2000
 """A `tool_result` update's output is at most this long, the closing line saying how much was
 cut included (`milk/session/get` has it whole)."""
 
+MAX_NOTICES_KEPT = 20
+"""Notices a turn keeps for its stored info (a reloaded chat shows them again)."""
+
 
 class ClientBridge(Protocol):
     """What the server offers the engine: the editor side of the connection."""
@@ -156,6 +159,10 @@ class Turn:
         """The session's workspace folder: edits outside it are not previewed."""
         self.escalation_shown: dict[str, Any] | None = None
         """The last `escalated` update's fields, as the user saw them."""
+        self.route_reason_shown: str | None = None
+        """The `turn_started` reason, as the user saw it next to the badge."""
+        self.notices_shown: list[dict[str, str]] = []
+        """The turn's notices other than its error (the error is `error`), as shown."""
         self.editor_edits: dict[Path, tuple[str | None, str]] = {}
         """Files changed in the editor's buffer (not on disk): first text before, last after."""
         self.turn_id = turn_id
@@ -191,6 +198,16 @@ class Turn:
             self.escalation_shown = {
                 key: wire_update[key] for key in ("by", "reason", "mode", "contextChars")
             }
+        elif kind == "turn_started":
+            self.route_reason_shown = wire_update.get("reason") or None
+        elif (
+            kind == "notice"
+            and wire_update.get("severity") != "error"
+            and len(self.notices_shown) < MAX_NOTICES_KEPT
+        ):
+            self.notices_shown.append(
+                {"severity": wire_update["severity"], "message": wire_update["message"]}
+            )
         self.bridge.send_update(wire_update)
 
     def started(self, agent: Agent, route: str, reason: str, warning: str | None) -> None:

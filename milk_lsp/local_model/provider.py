@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from milk_lsp.agents.base import TurnFailed
 from milk_lsp.agents.local.stream import LocalModelError
 from milk_lsp.config import MilkConfig
+from milk_lsp.doors import LSP, Door
 from milk_lsp.local_model.embedded import (
     EmbeddedServer,
     EmbeddedSettings,
@@ -35,9 +36,16 @@ Notice = Callable[[str, str], None]
 class LocalModels:
     """The local agent and the embedded server, for the settings `config` gives."""
 
-    def __init__(self, config: Callable[[], MilkConfig], agent: LocalAgent | None = None):
-        """`agent`: a ready agent (tests); otherwise made from the settings when needed."""
+    def __init__(
+        self,
+        config: Callable[[], MilkConfig],
+        agent: LocalAgent | None = None,
+        door: Callable[[], Door] = lambda: LSP,
+    ):
+        """`agent`: a ready agent (tests); otherwise made from the settings when needed.
+        `door`: how the front door names settings in the agent's failure messages."""
         self._config = config
+        self._door = door
         self._agent: LocalAgent | None = agent
         self._embedded: EmbeddedServer | None = None
         self._holders: dict[int, int] = {}
@@ -62,6 +70,7 @@ class LocalModels:
                     read_timeout_seconds=cfg.request_timeout_seconds,
                     text_tool_calls=cfg.text_tool_calls,
                     temperature=cfg.temperature,
+                    door=self._door(),
                 )
             )
         return self._agent

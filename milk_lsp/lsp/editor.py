@@ -25,8 +25,7 @@ from milk_lsp import wire
 from milk_lsp.agents.base import EditRejected
 from milk_lsp.lsp.positions import Encoding
 from milk_lsp.lsp.standard.edits import Edit
-from milk_lsp.text import short_json
-from milk_lsp.workspace.edit_preview import wire_edit_diff
+from milk_lsp.lsp.standard.questions import permission_question
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -54,6 +53,14 @@ class Editor:
         self._capabilities = types.ClientCapabilities()
         self.update_listeners: list[Callable[[dict[str, Any]], None]] = []
         """Called with every `milk/update` after it is sent (the transcripts, `$/progress`)."""
+        self.question_listeners: list[Callable[[dict[str, Any], str | None], None]] = []
+        """Called with a permission question's params when it is asked (None) and with the
+        option chosen when it is answered (the transcripts record both)."""
+        self.question_text: Callable[[dict[str, Any]], str] = lambda params: permission_question(
+            params, None
+        )
+        """The `showMessageRequest` fallback's message (the standard door names files
+        relative to the workspace)."""
         self._turn_progress: dict[str, str] = {}
         """Turn id → its work-done progress token, while the turn runs."""
         self._changed: dict[str, asyncio.Event] = {}
@@ -126,6 +133,14 @@ class Editor:
 
     async def ask_permission(self, params: dict[str, Any]) -> str:
         """milk/requestPermission, or window/showMessageRequest for clients without it."""
+        for listener in self.question_listeners:
+            listener(params, None)
+        answer = await self._ask_permission(params)
+        for listener in self.question_listeners:
+            listener(params, answer)
+        return answer
+
+    async def _ask_permission(self, params: dict[str, Any]) -> str:
         option_ids: list[str] = params["options"]
         labels: dict[str, str] = {**wire.PERMISSION_LABELS, **params.get("labels", {})}
         if self.asks_milk_permission:
@@ -137,7 +152,7 @@ class Editor:
                 return str(answer["optionId"])
             return "deny"
         by_label = {labels[oid]: oid for oid in option_ids}
-        message = _question_text(params)
+        message = self.question_text(params)
         show = types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
             message=message,
@@ -304,30 +319,6 @@ class Editor:
             del self._turn_progress[turn_id]
         if isinstance(token, str):
             self._server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-
-
-def _question_text(params: dict[str, Any]) -> str:
-    """A permission question as one readable message: who wants what, and for an edit
-    the unified diff of each file (a client with only `showMessageRequest` shows this)."""
-    if params.get("labels") and params.get("description"):  # a question of milk's own
-        return str(params["description"])
-    agent = "Claude" if params.get("agent") == "claude" else "The local model"
-    edits = params.get("edits") or []
-    if edits:
-        diffs = [wire_edit_diff(edit) for edit in edits]
-        return f"{agent} wants to change {len(edits)} file(s) with {params['tool']}:\n" + (
-            "\n".join(diffs)
-        )
-    tool_input = params.get("input") or {}
-    command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if isinstance(command, str):
-        shown = f"run `{command}`"
-    else:
-        shown = f"use {params['tool']}: {short_json(tool_input)}"
-    message = f"{agent} wants to {shown}"
-    if params.get("description"):
-        message = f"{message}\n{params['description']}"
-    return message
 
 
 def _resolved(path: Path) -> Path:

@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 
 from milk_lsp import __version__, wire
 from milk_lsp.config import MilkConfig, SettingProblem, load_sources, merge_settings
+from milk_lsp.doors import door_for_client
 from milk_lsp.engine import Engine
 from milk_lsp.engine.views import session_detail, session_info, turn_changes_result
 from milk_lsp.jsonrpc.framing import FrameReader
@@ -51,6 +52,8 @@ class MilkServer(LanguageServer):
         self.engine = Engine(MilkConfig(), self.editor)
         self._base_config = MilkConfig()
         """Defaults < user file < initializationOptions: what workspace settings merge over."""
+        self._told: set[tuple[str, bool, str]] = set()
+        """The setting problems told already (key, unknown, message)."""
         self.config_ready = asyncio.Event()
         """Set once the settings pulled at `initialized` are in force; requests wait for it."""
 
@@ -96,8 +99,14 @@ class MilkServer(LanguageServer):
         return merged
 
     def tell_problems(self, problems: list[SettingProblem]) -> None:
-        """Unknown keys go to the log, invalid values are shown."""
+        """Unknown keys go to the log, invalid values are shown; each once per connection
+        (the same settings come again from every source and every pull: one problem, one
+        line in the editor's log)."""
         for problem in problems:
+            told = (problem.key, problem.unknown, problem.message)
+            if told in self._told:
+                continue
+            self._told.add(told)
             if problem.unknown:
                 self.editor.log(
                     f"milk: unknown setting '{problem.key}' ignored ({problem.source})", "warn"
@@ -159,6 +168,8 @@ def _plain(raw: Any) -> Any:
 def on_initialize(ls: MilkServer, params: types.InitializeParams) -> None:
     sweep_orphans()  # kill what runs of dead milk-lsp servers left running (Linux)
     ls.editor.set_client_capabilities(params.capabilities)
+    client_name = params.client_info.name if params.client_info is not None else None
+    ls.engine.door = door_for_client(client_name, params.capabilities.experimental)
     folders = [
         (f"workspaceFolders.{n}", f.uri) for n, f in enumerate(params.workspace_folders or [])
     ]

@@ -22,10 +22,13 @@ from lsprotocol.converters import get_converter
 from pygls.lsp.client import LanguageClient
 
 from milk_lsp import __version__, wire
+from milk_lsp.doors import TERMINAL_CLIENT_NAME
+from milk_lsp.lsp.standard.questions import permission_question
 from milk_lsp.workspace.edit_preview import wire_edit_diff
-from milk_lsp.workspace.paths import uri_to_path
+from milk_lsp.workspace.paths import shown_uri
 
 _MARK = {"local": "local", "claude": "Claude"}
+INVALID_PARAMS = -32602
 
 
 class ChatPrinter:
@@ -33,6 +36,8 @@ class ChatPrinter:
 
     def __init__(self, out: Any = None) -> None:
         self.out = out or sys.stdout
+        self.workspace: Path | None = None
+        """Paths inside it are shown relative to it."""
         self._agent: str | None = None
         self._mid_line = False
 
@@ -51,7 +56,7 @@ class ChatPrinter:
         kind = update.get("kind")
         agent = update.get("agent")
         if kind == "turn_started":
-            self._line(f"── {_MARK.get(str(agent), agent)} ({update.get('reason')})")
+            self._line(f"── {_MARK.get(str(agent), agent)} ({_why(update)})")
             self._agent = agent
         elif kind == "text":
             if agent != self._agent:
@@ -79,7 +84,8 @@ class ChatPrinter:
             self._line(f"[{update.get('severity')}] {update.get('message')}")
         elif kind == "changes":
             changed = [
-                f"{Path(str(c.get('uri', ''))).name} (+{c.get('added')} -{c.get('removed')})"
+                f"{shown_uri(str(c.get('uri', '')), self.workspace)} "
+                f"(+{c.get('added')} -{c.get('removed')})"
                 for c in update.get("changes") or []
                 if isinstance(c, dict)
             ]
@@ -91,11 +97,22 @@ class ChatPrinter:
 
 _STOP_WORDS = {"end_turn": "done", "cancelled": "cancelled", "error": "failed"}
 
+
+def _why(update: dict[str, Any]) -> str:
+    """Why the turn went to its agent: the option the user gave, else the server's reason
+    (a route the command line chose is the user's `--route`, not a choice made for them)."""
+    route = update.get("route")
+    if route in ("local", "claude"):
+        return f"--route {route}"
+    return str(update.get("reason"))
+
+
 _STANDARD_KEYS = {"allow_once": "o", "allow_session": "s", "deny": "d"}
 
 
-def _ask_on_terminal(params: dict[str, Any]) -> str:
-    """Ask a permission question (or the hand-off question) with the server's own labels."""
+def _ask_on_terminal(params: dict[str, Any], workspace: Path | None = None) -> str:
+    """Ask a permission question (or the hand-off question) with the server's own labels;
+    who asks and for what comes first, the diff (paths relative to `workspace`) after."""
     options = [o for o in params.get("options") or [] if isinstance(o, dict)]
     if not sys.stdin.isatty():
         sys.stderr.write(f"milk: denied {params.get('tool')} (no terminal to ask on)\n")
@@ -112,12 +129,9 @@ def _ask_on_terminal(params: dict[str, Any]) -> str:
     if params.get("tool") == "hand_off_to_claude":
         question = f"\n{params.get('description')}\n"
     else:
-        question = (
-            f"\n{params.get('agent')} wants to run {params.get('tool')} "
-            f"{json.dumps(params.get('input'), ensure_ascii=False)[:400]}\n"
-        )
+        question = "\n" + permission_question(params, workspace) + "\n"
         for edit in params.get("edits") or []:
-            question += wire_edit_diff(edit) + "\n"
+            question += wire_edit_diff(edit, workspace) + "\n"
     answer = input(f"{question}  {choices} > ").strip().lower()
     return keys.get(answer[:1], "deny")
 
@@ -130,6 +144,7 @@ async def connected(
     it: updates printed, permission questions asked on the terminal; shut down on exit."""
     client = LanguageClient("milk-chat", __version__, converter_factory=get_converter)
     printer = ChatPrinter()
+    printer.workspace = workspace
 
     @client.feature(wire.UPDATE)
     def on_update(ls: LanguageClient, params: Any) -> None:
@@ -137,12 +152,12 @@ async def connected(
 
     @client.feature(wire.REQUEST_PERMISSION)
     async def on_permission(ls: LanguageClient, params: Any) -> dict[str, str]:
-        answer = await asyncio.to_thread(_ask_on_terminal, params)
+        answer = await asyncio.to_thread(_ask_on_terminal, params, workspace)
         return {"optionId": answer}
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
     def on_show_message(ls: LanguageClient, params: types.ShowMessageParams) -> None:
-        sys.stderr.write(f"milk: {params.message}\n")
+        sys.stderr.write(f"milk: {params.message.removeprefix('milk: ')}\n")
 
     @client.feature(types.WINDOW_LOG_MESSAGE)
     def on_log_message(ls: LanguageClient, params: types.LogMessageParams) -> None:
@@ -162,6 +177,7 @@ async def connected(
         await client.initialize_async(
             types.InitializeParams(
                 process_id=os.getpid(),
+                client_info=types.ClientInfo(name=TERMINAL_CLIENT_NAME),
                 root_uri=workspace.as_uri(),
                 workspace_folders=[
                     types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)
@@ -230,24 +246,32 @@ async def run_undo(
     force: bool,
     settings: dict[str, Any],
     *,
+    turn_id: str | None = None,
     verbose: bool = False,
 ) -> int:
     """`milk-lsp undo`: take back the last turn with changes of the folder's latest session
-    (or `session_id`), through the server's `milk.undo` command."""
+    (or `session_id`), or the turn `turn_id`, through the server's `milk.undo` command."""
     async with connected(workspace, settings, verbose=verbose) as (client, _):
         execute = client.workspace_execute_command_async
         try:
             if session_id:
                 await execute(types.ExecuteCommandParams("milk.switchSession", [session_id]))
-            result = await execute(types.ExecuteCommandParams("milk.undo", [{"force": force}]))
+            undo: dict[str, Any] = {"force": force}
+            if turn_id:
+                undo["turnId"] = turn_id
+            result = await execute(types.ExecuteCommandParams("milk.undo", [undo]))
         except Exception as exc:
             data = getattr(exc, "data", None)
             if isinstance(data, dict) and data.get("reason") == "undo_conflict":
                 sys.stderr.write(f"milk: {exc}\n  (run `milk-lsp undo --force` to do it anyway)\n")
                 return 1
+            if getattr(exc, "code", None) == INVALID_PARAMS:  # nothing to undo: said in words
+                said = str(getattr(exc, "message", "") or exc).removeprefix("arguments: ")
+                sys.stderr.write(f"milk: {said}\n")
+                return 1
             return _refused(exc)
         restored = result.get("restored", []) if isinstance(result, dict) else []
-        names = [str(uri_to_path(str(uri)) or uri) for uri in restored]
+        names = [shown_uri(str(uri), workspace) for uri in restored]
         turn = result.get("turnId") if isinstance(result, dict) else None
         print(f"milk: undid turn {turn}: " + (", ".join(names) or "nothing left to restore"))
         return 0

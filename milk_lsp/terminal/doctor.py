@@ -1,12 +1,18 @@
-"""`milk-lsp doctor`: what `milk/status` reports, in words, with the fix for each problem."""
+"""`milk-lsp doctor`: what `milk/status` reports, in words, with the fix for each problem,
+and whether Claude Code is logged in (`claude_login`: `milk/status` runs the CLI only for
+`--version`; a doctor may take the few seconds more)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from milk_lsp.config import load_sources
+from milk_lsp.doors import TERMINAL
 from milk_lsp.engine import Engine
+from milk_lsp.engine.claude_part import claude_settings
 from milk_lsp.engine.status import describe
+from milk_lsp.terminal.claude_login import claude_login, login_lines
 
 
 class _NoEditor:
@@ -46,7 +52,7 @@ async def run_doctor(settings: dict[str, Any]) -> int:
         note += " (not present, defaults used)"
     for problem in loaded.problems:
         note += f"\n! setting {problem.key}: {problem.message}"
-    engine = Engine(loaded.config, _NoEditor())
+    engine = Engine(loaded.config, _NoEditor(), door=TERMINAL)
     storage_error = None
     try:
         status = await engine.status()
@@ -57,6 +63,15 @@ async def run_doctor(settings: dict[str, Any]) -> int:
     finally:
         await engine.aclose()
     lines, count = describe(status, note, storage_error)
+    claude = status.claude
+    if claude.found and claude.version and claude.path:
+        login = await claude_login(claude.path, claude_settings(loaded.config.claude), Path.cwd())
+        said, problems = login_lines(login, claude.path)
+        at = next(
+            (i + 1 for i, line in enumerate(lines) if line.startswith("✓ claude")), len(lines)
+        )
+        lines[at:at] = said  # right below the line that found the CLI
+        count += problems
     print("\n".join(lines))
     print("all good" if count == 0 else f"{count} problem(s) found")
     return 0 if count == 0 else 1

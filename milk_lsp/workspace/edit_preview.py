@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from milk_lsp.workspace.confined import read_text_inside
-from milk_lsp.workspace.paths import uri_to_path
+from milk_lsp.workspace.paths import shown_path, uri_to_path
 
 PREVIEW_MAX_CHARS = 200_000
 """Each side of an edit is cut to this many characters, a closing line saying how much was
@@ -181,8 +181,8 @@ def unified_diff(edit: FileEdit, label: str, max_lines: int = DIFF_MESSAGE_MAX_L
         difflib.unified_diff(
             before,
             after,
-            fromfile="/dev/null" if edit.before is None else f"a/{label}",
-            tofile="/dev/null" if edit.after is None else f"b/{label}",
+            fromfile="/dev/null" if edit.before is None else _side("a", label),
+            tofile="/dev/null" if edit.after is None else _side("b", label),
             lineterm="",
             n=2,
         )
@@ -192,11 +192,19 @@ def unified_diff(edit: FileEdit, label: str, max_lines: int = DIFF_MESSAGE_MAX_L
     return "\n".join(lines)
 
 
-def wire_edit_diff(edit: dict[str, Any]) -> str:
+def _side(prefix: str, label: str) -> str:
+    """`a/calc.py`; an absolute path (a file outside the workspace) as it is, not `a//…`."""
+    return label if label.startswith("/") else f"{prefix}/{label}"
+
+
+def wire_edit_diff(edit: dict[str, Any], workspace: str | Path | None = None) -> str:
     """The unified diff of one `edits` entry of a permission question (`{uri, before?,
-    after?}`), for clients that show text: the `showMessageRequest` fallback, the terminal."""
-    path = uri_to_path(str(edit.get("uri", "")))
-    label = str(path) if path is not None else str(edit.get("uri"))
+    after?}`), for clients that show text: the standard door's transcript, the terminal.
+    Its headers name the file as git does, relative to `workspace` (`a/calc.py`); a file
+    outside it keeps its absolute path."""
+    uri = str(edit.get("uri", ""))
+    path = uri_to_path(uri)
+    label = shown_path(path, workspace) if path is not None else uri
     before, after = edit.get("before"), edit.get("after")
     diff = unified_diff(
         FileEdit(

@@ -51,6 +51,8 @@ class RecordingClient:
     reads: list[str] = field(default_factory=list)
     writes: list[tuple[str, str]] = field(default_factory=list)
     refuse_writes: bool = False
+    save_writes: bool = False
+    """Write `fs/write_text_file` to disk too, as acpx does (a client that saves)."""
     question_open: asyncio.Event = field(default_factory=asyncio.Event)
     release: asyncio.Event = field(default_factory=asyncio.Event)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -101,6 +103,8 @@ class RecordingClient:
             raise RequestError(-32603, "the buffer is read-only")
         self.writes.append((path, content))
         self.buffers[path] = content
+        if self.save_writes:
+            await asyncio.to_thread(Path(path).write_text, content)
         return WriteTextFileResponse()
 
     # ---- reading what arrived -------------------------------------------------------

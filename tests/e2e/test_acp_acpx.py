@@ -95,7 +95,6 @@ async def test_acpx_exec_streams_a_local_turn(env: Env, openai: FakeOpenAIServer
         "escalate",
         "local",
         "context",
-        "new",
         "undo",
     ]
 
@@ -120,6 +119,13 @@ async def test_acpx_permission_policy_on_an_edit(
         # acpx offers fs/write_text_file: the edit went through the client
         assert answer_to(messages, "fs/write_text_file").get("result") is not None
         assert final["status"] == "completed"
+        # acpx saved the file itself: the call says it is edited, not "not saved yet"
+        [output] = [
+            u["rawOutput"]["output"]
+            for u in updates(messages, "tool_call_update")
+            if u.get("rawOutput")
+        ]
+        assert output == "Edited hello.py."
     else:
         assert chosen.get("optionId", "deny") == "deny" or chosen["outcome"] == "cancelled"
         assert text == "def greet():\n    return 'hello'\n"

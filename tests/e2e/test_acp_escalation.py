@@ -55,8 +55,8 @@ async def test_escalate_sends_the_lsp_context_and_the_mode_follows_the_session(
         assert user_text(sent) == "fix the greeting"
         assert agent.client.text(sid, agent="claude") == CLAUDE_REPLY
         assert modes(agent.client, sid) == ["claude"]  # the session is with Claude now
-        cost = agent.client.of_kind("usage_update", sid)[-1].cost
-        assert cost is not None and cost.currency == "USD" and cost.amount > 0
+        # Claude's context window is not known to milk: no usage_update to mislead a meter
+        assert agent.client.of_kind("usage_update", sid) == []
         await no_leftovers(env)
 
         # choosing `auto` does not take the session back: the mode shows `claude` again
@@ -96,6 +96,17 @@ async def test_claude_asks_through_session_request_permission(
             "allow_always",
             "reject_once",
         ]
+        # Claude's call starts pending, gets its title once its input is known, and its
+        # status never goes back (the question comes while it is pending)
+        [start] = client.of_kind("tool_call", sid)
+        assert start.status == "pending" and "``" not in start.title
+        shown = [start.status] + [
+            u.status for u in client.of_kind("tool_call_update", sid) if u.status
+        ]
+        expected = ["pending", "in_progress", "completed"] if answer == "allow_once" else None
+        assert shown == (expected or ["pending", "failed"])
+        titled = [u.title for u in client.of_kind("tool_call_update", sid) if u.title]
+        assert titled[-1] == "Create marker"
         final = [u for u in client.of_kind("tool_call_update", sid) if u.status][-1]
         if answer == "allow_once":
             assert (env.workspace / "marker.txt").exists()
@@ -103,6 +114,26 @@ async def test_claude_asks_through_session_request_permission(
         else:
             assert not (env.workspace / "marker.txt").exists()
             assert final.field_meta["milk"]["status"] == "denied"
+        await no_leftovers(env)
+
+
+async def test_a_todo_write_the_cli_refuses_makes_no_plan(
+    claude_env: Env, api: FakeAnthropicAPI
+) -> None:
+    env = claude_env
+    client = RecordingClient(permission_answers=["allow_once"])
+    async with start_agent(env, client) as agent:
+        sid = await agent.new_session(env.workspace)
+        await agent.conn.set_session_mode(session_id=sid, mode_id="claude")
+        todos = {"todos": [{"content": "rename", "status": "pending", "activeForm": "renaming"}]}
+        api.enqueue({"tool_use": {"name": "TodoWrite", "input": todos}}, {"text": "no plan"})
+        result = await agent.say(sid, "plan it")
+        assert result.stop_reason == "end_turn"
+        [call] = client.of_kind("tool_call", sid)
+        assert call.title == "Update the plan"
+        outputs = [u.raw_output for u in client.of_kind("tool_call_update", sid) if u.raw_output]
+        assert outputs and outputs[-1]["isError"] is True  # the bundled CLI has no TodoWrite
+        assert client.of_kind("plan", sid) == []
         await no_leftovers(env)
 
 
@@ -133,7 +164,7 @@ async def test_the_hand_off_question_uses_its_own_option_names(
         assert asked["toolCall"]["kind"] == "switch_mode"
         assert [(o["optionId"], o["name"], o["kind"]) for o in asked["options"]] == [
             ("allow_once", "Hand to Claude", "allow_once"),
-            ("deny", "Keep the local answer", "reject_once"),
+            ("deny", "Don't hand off", "reject_once"),  # no local answer to keep
         ]
         [announced] = [
             u for u in client.of_kind("tool_call", sid) if u.tool_call_id.startswith("handoff-")

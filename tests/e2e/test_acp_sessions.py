@@ -4,6 +4,7 @@ over ACP, goes on there, and the LSP server then sees the ACP turn."""
 from __future__ import annotations
 
 import pytest
+from acp import RequestError
 
 from tests.e2e.acp_harness import start_agent
 from tests.e2e.conftest import Env, Harness, request
@@ -66,6 +67,32 @@ async def test_a_session_started_over_lsp_loads_over_acp_and_back(
         "and it takes no arguments",
     ]
     assert detail["session"]["turnCount"] == 2
+
+
+async def test_load_refuses_another_folder_naming_both(env: Env, openai: FakeOpenAIServer) -> None:
+    other = env.root / "other"
+    other.mkdir()
+    async with start_agent(env) as agent:
+        sid = await agent.new_session(env.workspace)
+        openai.enqueue({"text": "hello"})
+        await agent.say(sid, "hi")
+        before = len(agent.client.updates)
+        with pytest.raises(RequestError) as refused:
+            await agent.conn.load_session(cwd=str(other), session_id=sid, mcp_servers=[])
+        assert refused.value.code == -32602
+        assert refused.value.data == {
+            "reason": "workspace_mismatch",
+            "field": "cwd",
+            "cwd": str(other),
+            "workspaceFolder": str(env.workspace),
+        }
+        assert str(env.workspace) in str(refused.value) and str(other) in str(refused.value)
+        assert agent.client.updates[before:] == []  # nothing replayed
+        # the same folder by another path (a symlink to it) is the same folder
+        link = env.root / "link"
+        link.symlink_to(env.workspace)
+        loaded = await agent.conn.load_session(cwd=str(link), session_id=sid, mcp_servers=[])
+        assert loaded.modes is not None
 
 
 async def test_list_pages_and_filters_by_folder(env: Env, openai: FakeOpenAIServer) -> None:

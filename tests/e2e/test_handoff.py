@@ -188,9 +188,10 @@ async def test_each_signal_not_handed_off_ends_error_naming_it(
     assert result.get("escalated") is None
     assert result["error"]["data"]["signal"] == signal, result["error"]
     assert signal not in result["error"]["message"], "the words name no signal id"
-    why = "local.handOff" if mode == "off" else "You kept the local answer"
+    # declined: "kept" only when the local model said something to keep (issue 20)
+    why = ["local.handOff"] if mode == "off" else ["You kept the local answer", "You chose not"]
     if signal not in ("model_unreachable", "model_error", "context_overflow"):
-        assert why in result["error"]["message"]
+        assert any(w in result["error"]["message"] for w in why), result["error"]
     asked = [q for q in client.permission_requests if q["tool"] == "hand_off_to_claude"]
     assert len(asked) == (0 if mode == "off" else 1)
     assert api.main_requests() == []
@@ -252,16 +253,37 @@ async def test_ask_deny_keeps_the_local_answer_and_ends_error(
     assert result["stopReason"] == "error"
     assert result["error"]["reason"] == "local_failed"
     assert result["error"]["data"]["signal"] == "empty_reply"
-    assert "You kept the local answer" in result["error"]["message"]
+    # only tool calls ran: there is no local answer to keep, and the question says so
+    assert "You chose not to hand it to Claude" in result["error"]["message"]
     [question] = client.permission_requests
     assert question["tool"] == "hand_off_to_claude"
-    assert [o["label"] for o in question["options"]] == ["Hand to Claude", "Keep the local answer"]
+    assert question["localAnswer"] is False
+    assert [o["label"] for o in question["options"]] == ["Hand to Claude", "Don't hand off"]
     assert [o["optionId"] for o in question["options"]] == ["allow_once", "deny"]
     assert "could not finish" in question["description"]
     assert api.main_requests() == []
     # the session stays readable and the stored turn is marked failed
     got = await request(client, "milk/session/get", {"sessionId": result["sessionId"]})
     assert got["turns"][-1]["status"] == "error"
+
+
+async def test_ask_offers_keeping_only_an_answer_there_is(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    """Issue 20: with a local answer, "Keep the local answer" is offered and says so; the
+    question is in words (the reason and what each choice does)."""
+    openai.enqueue(*SIGNALS["ungrounded_answer"].script)
+    client = await start(harness, claude_env, "ask")
+    client.permission_answers = ["deny"]
+    result = await chat(client, claude_env, SIGNALS["ungrounded_answer"].ask)
+    assert result["stopReason"] == "error"
+    assert "You kept the local answer" in result["error"]["message"]
+    [question] = client.permission_requests
+    assert question["localAnswer"] is True
+    assert [o["label"] for o in question["options"]] == ["Hand to Claude", "Keep the local answer"]
+    assert question["description"].startswith("The local model could not finish: ")
+    assert "Hand this turn to Claude Code" in question["description"]
+    assert "ungrounded_answer" not in question["description"]
 
 
 async def test_ask_allow_hands_off(
@@ -288,7 +310,7 @@ async def test_ask_through_show_message_request(
     result = await chat(client, claude_env, "what does hello.py do?")
     assert result["escalated"]["by"] == "fallback", result
     [shown] = client.message_requests
-    assert [a.title for a in shown.actions] == ["Hand to Claude", "Keep the local answer"]
+    assert [a.title for a in shown.actions] == ["Hand to Claude", "Don't hand off"]
     assert shown.message.startswith("The local model could not finish")
 
 

@@ -256,9 +256,16 @@ async def test_message_request_fallback_shows_a_unified_diff(
     assert result["stopReason"] == "end_turn"
     [question] = client.message_requests
     path = env.workspace / "hello.py"
-    assert question.message.startswith("The local model wants to change 1 file(s) with edit_file:")
-    assert f"--- a/{path}" in question.message and f"+++ b/{path}" in question.message
-    assert "-    return 'hello'\n+    return 'hi there'" in question.message
+    # one short line, who asks for what first (issue 20 item 18); the diff is in the transcript
+    assert question.message == "The local model asks to edit hello.py (+1 -1) with edit_file."
+    transcript = env.storage / "transcripts" / f"{result['sessionId']}.md"
+    for _ in range(100):  # written on disk just after the turn's end
+        text = await asyncio.to_thread(transcript.read_text)
+        if "*Done.*" in text:
+            break
+        await asyncio.sleep(0.1)
+    assert "```diff\n--- a/hello.py\n+++ b/hello.py\n" in text and str(path) not in text
+    assert "-    return 'hello'\n+    return 'hi there'" in text
 
 
 async def test_unknown_turn_and_bad_params(client: MilkClient, env: Env) -> None:
@@ -359,9 +366,21 @@ async def test_milk_lsp_undo_from_the_terminal(
     assert "milk-lsp undo --force" in refused.stderr
     forced = await asyncio.to_thread(undo_from_terminal, env, "--force")
     assert forced.returncode == 0, forced.stderr
-    assert f"{hello}" in forced.stdout and "milk: undid turn" in forced.stdout
+    assert ": hello.py\n" in forced.stdout and "milk: undid turn" in forced.stdout  # relative
     assert hello.read_text() == "def greet():\n    return 'hello'\n"
     # the next undo takes the turn before it (the last one not undone)
     earlier = await asyncio.to_thread(undo_from_terminal, env, "--session", first["sessionId"])
     assert earlier.returncode == 0, earlier.stderr
     assert not (env.workspace / "one.txt").exists()
+    assert "milk: milk:" not in earlier.stderr  # the server's message, prefixed once
+    # nothing left: one sentence, no option that does not exist (issue 20 item 20)
+    nothing = await asyncio.to_thread(undo_from_terminal, env)
+    assert nothing.returncode == 1, nothing.stderr
+    assert nothing.stderr == (
+        "milk: nothing to undo: no turn of the current session changed files that is not "
+        "undone yet\n"
+    )
+    # --turn names a turn (here one already undone: nothing left to restore)
+    again = await asyncio.to_thread(undo_from_terminal, env, "--turn", first["turnId"])
+    assert again.returncode == 0, again.stderr
+    assert f"milk: undid turn {first['turnId']}: nothing left to restore" in again.stdout

@@ -59,7 +59,11 @@ Scripted responses (one dict per chat request; unknown keys are ignored):
   ``[DONE]``.
 * ``"delay": s``: waits ``s`` seconds before each event; ``"usage": {...}`` is merged into
   the reported usage (``false`` sends no usage chunk); ``"repeat": N`` answers N requests
-  with the same entry.
+  with the same entry. The reported ``prompt_tokens`` count the messages and the tool specs
+  (JSON characters / 4), as a real server counts what its template renders.
+
+``FakeOpenAIServer.ollama`` (a dict) makes it answer Ollama's native ``/api/version``,
+``/api/ps`` and ``/api/show`` too (see ``_answer_ollama``).
 """
 
 from __future__ import annotations
@@ -185,7 +189,9 @@ class _Handler(LoopbackHandler):
             )
             return
         self._record(None)
-        if path in ("/health", "/v1/health"):
+        if path.startswith("/api/") and self.fake.ollama is not None:
+            self._answer_ollama(path, None)
+        elif path in ("/health", "/v1/health"):
             self._send_json(200, {"status": "ok"})
         elif path.endswith("/models"):
             data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
@@ -207,6 +213,9 @@ class _Handler(LoopbackHandler):
             self._replace_script(body)
             return
         self._record(body)
+        if path.startswith("/api/") and self.fake.ollama is not None:
+            self._answer_ollama(path, body)
+            return
         if not path.endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
             return
@@ -223,6 +232,29 @@ class _Handler(LoopbackHandler):
             self.close_connection = True
 
     # -- answers ---------------------------------------------------------------------------
+
+    def _answer_ollama(self, path: str, body: Any) -> None:
+        """Ollama's native API, as far as milk reads it: `GET /api/version`, `GET /api/ps`
+        (the loaded models and their `context_length`), `POST /api/show` (`parameters`)."""
+        ollama = self.fake.ollama or {}
+        if path == "/api/version":
+            self._send_json(200, {"version": ollama.get("version", "0.12.3")})
+        elif path == "/api/ps":
+            self._send_json(200, {"models": ollama.get("loaded", [])})
+        elif path == "/api/show" and isinstance(body, dict):
+            model = body.get("model") or body.get("name")
+            if model not in self.fake.models:
+                self._send_json(404, {"error": f"model '{model}' not found"})
+                return
+            self._send_json(
+                200,
+                {
+                    "parameters": ollama.get("parameters", ""),
+                    "model_info": {"qwen2.context_length": 32768},
+                },
+            )
+        else:
+            self._send_json(404, {"error": f"no route {path}"})
 
     def _answer_error(self, response: Response) -> None:
         status = int(response["status"])
@@ -247,7 +279,11 @@ class _Handler(LoopbackHandler):
             self._send_json(status, body)
 
     def _usage(self, response: Response, request: dict[str, Any], pieces: int) -> dict[str, Any]:
-        prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
+        # What a real server counts: the messages and the tool specs its template renders.
+        sent = len(json.dumps(request.get("messages", []))) + len(
+            json.dumps(request.get("tools", []))
+        )
+        prompt = max(1, sent // 4)
         usage: dict[str, Any] = {
             "completion_tokens": max(1, pieces),
             "prompt_tokens": prompt,
@@ -515,6 +551,9 @@ class FakeOpenAIServer(ScriptedLoopbackServer):
         """What ``GET /v1/models`` lists (may be empty)."""
         self.records: list[dict[str, Any]] = []
         """Every request but the ``/_`` control ones: method, path, headers, JSON body."""
+        self.ollama: dict[str, Any] | None = None
+        """Set: the server also answers as Ollama's native API (`_answer_ollama`): keys
+        ``version``, ``loaded`` (the ``/api/ps`` entries), ``parameters`` (``/api/show``)."""
         self._disconnects = 0
         self._open_streams = 0
         self._changed = threading.Condition(self.lock)

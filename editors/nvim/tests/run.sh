@@ -12,6 +12,8 @@
 set -uo pipefail
 
 TEST_TIMEOUT="${MILK_TEST_TIMEOUT:-240}"
+# test_install runs one real :MilkInstall (a venv and a pip install with its dependencies).
+INSTALL_TIMEOUT="${MILK_INSTALL_TEST_TIMEOUT:-1500}"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 plugin="$(dirname "$here")"
@@ -34,6 +36,8 @@ nvim="$(bash "$repo/scripts/install-nvim.sh" "$venv")" || die "no Neovim 0.11+ t
 echo "run.sh: $("$nvim" --version | head -1), milk-lsp from $venv"
 
 # --- A throwaway environment for Neovim itself -----------------------------------------
+# pip's download cache stays the user's (a cache only: the install itself is fresh).
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pip}"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/milk-nvim-tests.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
 export XDG_CONFIG_HOME="$scratch/config" XDG_DATA_HOME="$scratch/data" \
@@ -63,7 +67,9 @@ for file in "${files[@]}"; do
   echo "=== $name"
   t0=$(date +%s)
   out="$scratch/$name.out"
-  timeout -k 10 "$TEST_TIMEOUT" "$nvim" --headless -u NONE -i NONE -l "$file" >"$out" 2>&1
+  limit="$TEST_TIMEOUT"
+  [ "$name" = test_install ] && limit="$INSTALL_TIMEOUT"
+  timeout -k 10 "$limit" "$nvim" --headless -u NONE -i NONE -l "$file" >"$out" 2>&1
   rc=$?
   cat "$out"
   # No summary line (the file stopped before its end: an error, a prompt that swallowed the

@@ -20,7 +20,7 @@ H.run(function()
   pcall(vim.cmd, 'helpclose')
 
   local text = table.concat(vim.fn.readfile(H.plugin .. '/doc/milk.txt'), '\n')
-  for _, cmd in ipairs({ 'Milk', 'MilkLocal', 'MilkEscalate', 'MilkCancel', 'MilkUndo', 'MilkNew', 'MilkSessions', 'MilkContext', 'MilkStatus' }) do
+  for _, cmd in ipairs({ 'Milk', 'MilkLocal', 'MilkEscalate', 'MilkCancel', 'MilkUndo', 'MilkNew', 'MilkSessions', 'MilkContext', 'MilkStatus', 'MilkInstall' }) do
     H.check(':' .. cmd .. ' defined and documented', vim.fn.exists(':' .. cmd) == 2 and text:find('*:' .. cmd .. '*', 1, true) ~= nil)
   end
   local defaults = require('milk.config').defaults
@@ -52,9 +52,24 @@ H.run(function()
   H.check('help lines fit in 78 columns', #long == 0, long)
 
   local readme = table.concat(vim.fn.readfile(H.plugin .. '/README.md'), '\n')
-  for _, cmd in ipairs({ ':MilkLocal', ':Milk!', ':MilkUndo' }) do
+  for _, cmd in ipairs({ ':MilkLocal', ':Milk!', ':MilkUndo', ':MilkInstall' }) do
     H.check('README names ' .. cmd, readme:find(cmd, 1, true) ~= nil)
   end
+  -- Installing as the main README says (issue 20 item 14: `pipx install milk-lsp` fails,
+  -- the package is on no index): from the clone, in the README, :help and :checkhealth.
+  local main = table.concat(vim.fn.readfile(H.repo .. '/README.md'), '\n')
+  local health = table.concat(vim.fn.readfile(H.plugin .. '/lua/milk/health.lua'), '\n')
+  local by_hand = 'python3 -m venv ~/.venvs/milk && ~/.venvs/milk/bin/pip install /path/to/milk-lsp'
+  H.check('the main README installs from a clone', main:find(by_hand, 1, true) ~= nil and main:find('pipx install /path/to/milk-lsp', 1, true) ~= nil)
+  for what, body in pairs({ README = readme, help = text, health = health }) do
+    H.check(what .. ' never says to install milk-lsp from an index', body:find('pipx install milk-lsp', 1, true) == nil
+      and body:find('pip install milk-lsp', 1, true) == nil)
+  end
+  H.check('README and help install as the main README does', readme:find(by_hand, 1, true) ~= nil
+    and text:find('python3 -m venv ~/.venvs/milk\n    ~/.venvs/milk/bin/pip install /path/to/milk-lsp', 1, true) ~= nil
+    and readme:find('pipx install /path/to/milk-lsp', 1, true) ~= nil and text:find('pipx install /path/to/milk-lsp', 1, true) ~= nil)
+  H.check('help: requirements name :MilkInstall', text:match('%*milk%-requirements%*(.-)=====') ~= nil
+    and text:match('%*milk%-requirements%*(.-)====='):find('|:MilkInstall|', 1, true) ~= nil)
   H.check('README has a lazy.nvim spec', readme:find('lazy.nvim', 1, true) ~= nil and readme:find('opts = {', 1, true) ~= nil)
   H.check('README has a minimal init.lua', readme:find('init.lua', 1, true) ~= nil and readme:find("require('milk').setup", 1, true) ~= nil)
 

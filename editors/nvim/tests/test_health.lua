@@ -67,7 +67,9 @@ H.run(function()
   H.setup_milk({ cmd = { H.tmp .. '/no-such-milk-lsp' } })
   text = checkhealth()
   H.check('ERROR when the server is missing', text:find('ERROR server `' .. vim.pesc(H.tmp .. '/no-such-milk-lsp') .. '` not found') ~= nil, text)
-  H.check('advice to install it', text:find('pipx install milk-lsp', 1, true) ~= nil, text)
+  H.check('advice: :MilkInstall, or from the checkout by hand (no package index has it)', text:find('Run :MilkInstall', 1, true) ~= nil
+    and text:find('pip install ' .. H.repo, 1, true) ~= nil and text:find('pipx install ' .. H.repo, 1, true) ~= nil
+    and text:find('pipx install milk-lsp', 1, true) == nil, text)
 
   -- And the commands say so instead of failing silently.
   H.notes = {}

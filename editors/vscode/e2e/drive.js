@@ -9,7 +9,8 @@ const { chromium } = require('playwright-core');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const { URL: WORKBENCH, OUT = '.', PROFILE, WORKSPACE, OPENAI_URL, ANTHROPIC_URL } = process.env;
+const { URL: WORKBENCH, OUT = '.', PROFILE, WORKSPACE, OPENAI_URL, ANTHROPIC_URL, SETTINGS, EXT_DIR } = process.env;
+const review = require('./review');
 const t0 = Date.now();
 const ms = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
 const checks = [];
@@ -77,7 +78,9 @@ async function turnDigests(chat) {
     turns.map((t) => ({
       status: t.dataset.status,
       // the agent; a stored turn does not say which local model answered (see chatModel.fromHistory)
-      badges: [...t.querySelectorAll('.badge-name')].map((e) => e.textContent.replace(/ · .*/, '')),
+      // the agent, the local model that answered then, and why the turn went there (issue 20)
+      badges: [...t.querySelectorAll('.badge')].map((e) => e.textContent),
+      notices: [...t.querySelectorAll('.notice')].map((e) => e.textContent),
       banner: [...t.querySelectorAll('.banner.escalation')].map((e) => e.textContent),
       tools: [...t.querySelectorAll('details.tool')].map((d) => `${d.querySelector('.tool-name').textContent}:${d.dataset.status}`),
       usage: t.querySelector('.usage')?.textContent ?? '',
@@ -245,11 +248,14 @@ async function shot(page, name) {
       editText.slice(0, 200));
     const editButtons = await editDialog.locator('.dialog-buttons .monaco-button').allInnerTexts();
     check('the edit question offers Review… next to Deny / Allow', ['Deny', 'Review…', 'Allow once'].every((b) => editButtons.includes(b)), editButtons.join(' | '));
+    check('the edit question has four buttons: no Cancel next to Deny', editButtons.length === 4 && !editButtons.includes('Cancel'), editButtons.join(' | '));
+    check('the edit question states the change once', !/replace \d+ line/.test(editText) && (editText.match(/1 line added/g) || []).length === 1, editText.slice(0, 200));
     const focused = await page.evaluate(() => document.activeElement?.textContent?.trim());
-    check('Deny is the default button of the permission question (Enter)', focused === 'Deny', focused);
+    check('the default button of the edit question allows nothing (Enter)', focused === 'Deny' || focused === 'Review…', focused);
     const waiting = await chat.innerText('.turn:last-of-type details.tool .tool-status').catch(() => '');
     check('the tool row waits for the answer while the question is open', /waiting for your answer/.test(waiting), waiting);
     await shot(page, 'permission-edit.png');
+    await shot(page, '04-edit-dialog.png');
     await editDialog.locator('.dialog-buttons .monaco-button', { hasText: 'Review…' }).click();
     const diffEditor = page.locator('.editor-instance .monaco-diff-editor').first();
     await diffEditor.waitFor({ timeout: 30000 });
@@ -300,6 +306,8 @@ async function shot(page, name) {
       return /undone/.test(t) ? t : undefined;
     }, 'undone in the chat', 10000).catch(() => '');
     check('the turn says its changes were undone', /1 file changed · undone/.test(undone), undone);
+    const reviewStays = await until(async () => (await page.locator('.tabs-container .tab', { hasText: 'changes of the turn' }).count()) === 0, 'the review tab to close', 5000).then(() => false, () => true);
+    check('Undo closes the "changes of the turn" diff', !reviewStays);
     // the palette has milk's commands under one "milk" category
     await runCommand(page, 'milk: Undo Last Turn');
     const nothing = await until(async () => {
@@ -311,8 +319,8 @@ async function shot(page, name) {
 
     // the session's goal: milk takes it from the first request (the local model gets no tag
     // instructions by default: small models echo them)
-    const needBefore = await chat.innerText('#need').catch(() => '');
-    check('the goal is taken from the first request', needBefore === 'Need: Say hello, please.', needBefore);
+    const needBefore = (await chat.getAttribute('#escalate', 'title')) ?? '';
+    check('the goal is taken from the first request (what Escalate carries on with)', /Say hello, please\./.test(needBefore), needBefore);
 
     // 3. escalate to Claude; Claude asks to run Bash; answer the modal with "Allow once"
     await script(ANTHROPIC_URL, [
@@ -327,6 +335,9 @@ async function shot(page, name) {
     check('the permission question is a modal dialog naming the tool and its input', /Claude wants to use Bash/.test(dialogText) && /touch e2e-marker.txt/.test(dialogText), dialogText.slice(0, 160));
     const buttons = await dialog.locator('.dialog-buttons .monaco-button').allInnerTexts();
     check('the dialog offers Allow once / Allow for this session / Deny', ['Allow once', 'Allow for this session', 'Deny'].every((b) => buttons.includes(b)), buttons.join(' | '));
+    check('the dialog has no Cancel next to Deny', !buttons.includes('Cancel'), buttons.join(' | '));
+    const bashFocus = await page.evaluate(() => document.activeElement?.textContent?.trim());
+    check('Deny is the default button of the command question (Enter)', bashFocus === 'Deny', bashFocus);
     const progressItem = await until(
       async () => page.locator('.statusbar-item', { hasText: 'waiting for your permission' }).first().innerText().catch(() => ''),
       'the progress item', 5000,
@@ -341,8 +352,8 @@ async function shot(page, name) {
     await until(async () => (await chat.getAttribute('.turn:last-of-type', 'data-status')) === 'ok', 'the Claude turn to end', 90000);
     const claudeText = await chat.innerText('.turn:last-of-type .md.text.agent-claude');
     check("Claude's answer streams into the chat", /Claude here: I created e2e-marker.txt for you\./.test(claudeText), claudeText);
-    const need = await chat.innerText('#need').catch(() => '');
-    check('the current need is still shown after the escalation', need === 'Need: Say hello, please.' && !/milk:need/.test(claudeText), need);
+    const need = (await chat.getAttribute('#escalate', 'title')) ?? '';
+    check('the current need is kept after the escalation', /Say hello, please\./.test(need) && !/milk:need/.test(claudeText), need);
     const banner = await chat.innerText('.turn:last-of-type .banner.escalation');
     check('the escalation banner says who escalated', /Escalated to Claude by you/.test(banner), banner);
     const badges = await chat.$$eval('.turn:last-of-type .badge-name', (els) => els.map((e) => e.textContent));
@@ -361,6 +372,17 @@ async function shot(page, name) {
     check('the session picker lists the session', sessions.length >= 1 && / messages · /.test(sessions.join()), sessions.join(' | '));
     await page.waitForTimeout(300);
     await shot(page, 'chat-claude.png');
+    // the README's picture: the chat alone, at its real size (readable on the extension page)
+    await page.locator('.part.sidebar').first().screenshot({ path: path.join(OUT, 'readme-chat.png') });
+    // milk: Undo Last Turn asks first; its default button is the safe one
+    await runCommand(page, 'milk: Undo Last Turn');
+    const undoAsk = page.locator('.monaco-dialog-box');
+    const undoAsked = await undoAsk.waitFor({ timeout: 10000 }).then(() => true, () => false);
+    const undoFocus = undoAsked ? await page.evaluate(() => document.activeElement?.textContent?.trim()) : '';
+    if (undoAsked) await shot(page, '10-undo-confirm.png');
+    check('the Undo Last Turn question defaults to a safe button (Review…), not Undo', undoAsked && undoFocus !== 'Undo' && /Review…|Cancel/.test(undoFocus ?? ''), undoFocus);
+    if (undoAsked) await undoAsk.locator('.dialog-buttons .monaco-button', { hasText: 'Cancel' }).first().click();
+    check('cancelled, the file the turn created stays', fs.existsSync(path.join(WORKSPACE, 'e2e-marker.txt')));
 
     // 3b. the session now goes to Claude: the chat and the status bar say so, and
     // "Back to local" sends the next message to the local model
@@ -416,6 +438,18 @@ async function shot(page, name) {
     const errorCount = await chat.$$eval('.turn:last-of-type .error-card:not([hidden]), .turn:last-of-type .notice.sev-error', (els) => els.length);
     check('an error is shown once, as a card with Retry and Doctor', errorCount === 1 && /Retry/.test(card) && /Doctor/.test(card) && !/\(local_\w+\)/.test(card), card.replace(/\s+/g, ' ').slice(0, 200));
     await shot(page, 'chat-error.png');
+    // Open Settings on a card whose message names no setting: the one behind it, not a list
+    await chat.click('.turn:last-of-type .error-card button[data-action="openSettings"]');
+    const listed = await until(async () => {
+      const n = await page.locator('.settings-editor .setting-item-contents').count();
+      return n ? n : undefined;
+    }, 'the Settings editor', 15000).catch(() => 0);
+    await page.waitForTimeout(800);
+    const titles = await page.locator('.settings-editor .setting-item-contents .setting-item-title').allInnerTexts().catch(() => []);
+    check('Open Settings on a model error shows the one setting behind it (milk.local.baseUrl), not the milk.local list',
+      listed > 0 && titles.length === 1 && /Base Url/i.test(titles[0]), titles.join(' | '));
+    await shot(page, '05-open-settings-model-error.png');
+    await page.keyboard.press('Control+W');
     await script(OPENAI_URL, [{ text: 'Yes, still here.' }]);
     const turnsBeforeRetry = (await chat.$$('.turn')).length;
     await chat.click('.turn:last-of-type .error-card button[data-action="retry"]');
@@ -423,6 +457,13 @@ async function shot(page, name) {
       () => check('Retry sends the message again', true),
       () => check('Retry sends the message again', false),
     );
+    // issue 20: the review's flows (they leave the session local, the model at a proxy)
+    const t = { page, chat, status, check, until, shot, script, runCommand, OPENAI_URL, ANTHROPIC_URL, WORKSPACE, SETTINGS, EXT_DIR };
+    await review.markdown(t);
+    await review.routeSetting(t);
+    await review.claudeWrite(t);
+    await review.goalLine(t);
+    result.proxy = await review.modelAway(t);
     const liveDigest = await turnDigests(chat);
 
     // 4. reload the window: the chat shows the session's history (milk/session/get)
@@ -452,6 +493,7 @@ async function shot(page, name) {
     check('reopening the chat shows the session history', turns === liveDigest.length && /Say hello, please\./.test(histText) && /Claude here: I created/.test(histText) && /Bash/.test(histText), `${turns} turns`);
     const histDigest = await turnDigests(chat2);
     const diffs = liveDigest.map((t, i) => [i, t, histDigest[i]]).filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b));
+    for (const d of diffs) console.log(`history differs: ${JSON.stringify(d)}`);
     check('the live chat shows the text said before a tool call before the call', liveDigest.some((t) => t.order.join('|').includes('text:Let me run it.|tool')),
       JSON.stringify(liveDigest.map((t) => t.order)));
     check('the reloaded history equals the live chat (statuses, badges, banner, tools, text and tools in order, usage, errors, changes)', diffs.length === 0,
@@ -459,6 +501,10 @@ async function shot(page, name) {
     const options = await chat2.$$eval('#sessions option', (os) => os.map((o) => o.textContent));
     check('the session list shows titles and relative times, no ids', options.every((o) => !/[0-9a-f]{8}-[0-9a-f]{4}-/.test(o) && /ago|just now/.test(o)), options.join(' | '));
     await shot(page, 'chat-history.png');
+    // the unreachable turn after the reload: its badge with the model, its reason and notice
+    await chat2.locator('.turn', { hasText: 'Are you there?' }).first().scrollIntoViewIfNeeded().catch(() => undefined);
+    await page.waitForTimeout(300);
+    await shot(page, '07-after-reload.png');
 
     // 5. "+" twice gives one empty session, not two
     await chat2.click('#new-session');
@@ -507,12 +553,24 @@ async function shot(page, name) {
     await page.waitForTimeout(500);
     check('the README images on the extension page load', readme.length > 0 && readme.every((i) => i.ok), JSON.stringify(readme));
     await shot(page, 'extension-page.png');
+    const sizes = await until(async () => {
+      for (const f of page.frames()) {
+        const n = await f.$$eval('img', (imgs) => imgs.map((i) => ({ natural: i.naturalWidth, shown: i.getBoundingClientRect().width }))).catch(() => null);
+        if (n && n.length && (await f.$('h1').catch(() => null))) return n;
+      }
+      return undefined;
+    }, 'the README image sizes', 5000).catch(() => []);
+    const first = sizes[0];
+    check('the README screenshot is shown at 3/4 of its own size or more, so it is readable', !!first && first.shown >= 0.75 * first.natural, JSON.stringify(first));
+    await review.packaging({ page, check, until, shot, runCommand, EXT_DIR, SETTINGS });
   } catch (e) {
     check('e2e ran to the end', false, String(e && e.stack ? e.stack.split('\n').slice(0, 3).join(' / ') : e));
     try {
       await page.screenshot({ path: path.join(OUT, 'failure.png') });
     } catch {}
   } finally {
+    await result.proxy?.down().catch(() => undefined);
+    delete result.proxy;
     await ctx.close().catch(() => undefined);
   }
   result.consoleErrors = consoleErrors;

@@ -16,6 +16,7 @@ import type {
   Update,
   Usage,
 } from './methods';
+import { vscodeSettingNames } from './config';
 import { displayPath } from './paths';
 
 export interface ToolView {
@@ -125,9 +126,11 @@ export function fromHistory(result: SessionGetResult, localModel?: string): Chat
       if (turn.agent === 'local' || info?.escalated) turn.blocks.push({ key: key(turn), kind: 'escalation', ...escalationOf(info) });
     }
     turn.agent = rec.agent;
-    // the model that answered then (when the server stored it), never the current one
+    // the model that answered then (when the server stored it), never the current one; the
+    // turn's first badge says why the turn went there, as it did live
     const model = rec.agent === 'local' ? (info?.model ?? undefined) : undefined;
-    turn.blocks.push({ key: key(turn), kind: 'agent', agent: rec.agent, model });
+    const first = !turn.blocks.some((b) => b.kind === 'agent');
+    turn.blocks.push({ key: key(turn), kind: 'agent', agent: rec.agent, model, reason: first ? (info?.routeReason ?? undefined) : undefined });
     const pieces = inShownOrder(rec);
     if (pieces) {
       for (const p of pieces) {
@@ -154,10 +157,17 @@ export function fromHistory(result: SessionGetResult, localModel?: string): Chat
     if (!turn.blocks.some((b) => b.kind === 'agent')) {
       // the turn failed before its agent said anything: live, it still had its badge (under
       // the banner when Claude ran it from the start)
-      const badge: Block = { key: key(turn), kind: 'agent', agent: info.agent };
+      const badge: Block = {
+        key: key(turn),
+        kind: 'agent',
+        agent: info.agent,
+        model: info.agent === 'local' ? (info.model ?? undefined) : undefined,
+        reason: info.routeReason ?? undefined,
+      };
       const banner = turn.blocks.findIndex((b) => b.kind === 'escalation');
       turn.blocks.splice(banner >= 0 && info.agent === 'claude' ? banner + 1 : 0, 0, badge);
     }
+    for (const n of info.notices ?? []) turn.blocks.push({ key: key(turn), kind: 'notice', severity: n.severity, message: vscodeSettingNames(n.message) });
     if (info.changes?.length) turn.changes = info.changes;
     if (info.undone) turn.undone = true;
     turn.agent = info.agent;
@@ -397,6 +407,25 @@ export function applyResult(state: ChatState, r: TurnResult): TurnView | undefin
   return turn;
 }
 
+/**
+ * The local model became known (the status was read again after a turn that worked while the
+ * model had been unreachable): the newest turn's local badges, made without a name, get it,
+ * as the turn's stored info has it. A turn whose local part said nothing keeps its badge.
+ */
+export function nameLocalModel(state: ChatState, model: string | undefined): TurnView | undefined {
+  const turn = state.turns[state.turns.length - 1];
+  if (!model || !turn || turn.status !== 'ok') return undefined;
+  const answered = turn.blocks.some((b) => (b.kind === 'text' || b.kind === 'tool') && (b.kind === 'text' ? b.agent : b.tool.agent) === 'local');
+  let named = false;
+  for (const b of turn.blocks) {
+    if (b.kind === 'agent' && b.agent === 'local' && !b.model && answered) {
+      b.model = model;
+      named = true;
+    }
+  }
+  return named ? turn : undefined;
+}
+
 /** The turn's changes were undone (milk/turn/undo answered). */
 export function markUndone(state: ChatState, turnId: string): TurnView | undefined {
   const turn = findTurn(state, turnId);
@@ -444,12 +473,13 @@ export function agentLabel(agent: AgentName, localModel?: string | null): string
   return localModel ? `local · ${localModel}` : 'local';
 }
 
-/** One-line summary of a tool call's input, e.g. `echo hi` for a command. */
-export function toolSummary(tool: Pick<ToolView, 'name' | 'input'>): string {
+/** One-line summary of a tool call's input, e.g. `echo hi` for a command; a file inside the
+ * workspace by its relative path, as the permission question names it. */
+export function toolSummary(tool: Pick<ToolView, 'name' | 'input'>, workspaceFolder?: string): string {
   const input = tool.input ?? {};
-  for (const k of ['command', 'cmd', 'file_path', 'path', 'pattern', 'query', 'url']) {
+  for (const k of ['command', 'cmd', 'file_path', 'notebook_path', 'path', 'pattern', 'query', 'url']) {
     const v = (input as Record<string, unknown>)[k];
-    if (typeof v === 'string' && v) return oneLine(v, 120);
+    if (typeof v === 'string' && v) return oneLine(k.endsWith('path') ? displayPath(v, workspaceFolder) : v, 120);
   }
   const json = JSON.stringify(input);
   return json === '{}' ? '' : oneLine(json, 120);
@@ -582,12 +612,19 @@ export function errorActions(reason: string): ErrorAction[] {
   }
 }
 
-/** The setting an error card's Open Settings shows: the first `milk.*` name in the message, else by reason. */
+/** The setting an error card's Open Settings shows: the first `milk.*` name in the message,
+ * else the one setting behind the reason (never a whole group to search through). */
 export function errorSetting(reason: string, message: string): string {
   const named = /\bmilk\.[A-Za-z]+(?:\.[A-Za-z]+)?/.exec(message);
   if (named) return named[0];
-  if (reason.startsWith('local')) return 'milk.local';
+  if (reason === 'tool_rounds_exceeded') return 'milk.local.maxToolRounds';
+  if (reason.startsWith('local')) return 'milk.local.baseUrl';
   if (reason.startsWith('claude')) return 'milk.claude.path';
   if (reason === 'storage_failed') return 'milk.storageDir';
   return 'milk';
+}
+
+/** A call milk stopped before it ran (its output starts `not run:`): not a failure of the tool. */
+export function notRun(tool: Pick<ToolView, 'status' | 'output'>): boolean {
+  return tool.status === 'failed' && /^not run\b/.test(tool.output ?? '');
 }

@@ -101,6 +101,8 @@ export class ChatController {
   nextRoute: NextRoute | undefined;
   /** "Back to local": the next message of the active session goes with this route */
   routeOverride: 'local' | undefined;
+  /** the `milk.route` setting: the server routes a message without a route by it */
+  routeSetting: Route | undefined;
 
   constructor(private readonly host: ControllerHost) {}
 
@@ -183,8 +185,24 @@ export class ChatController {
     if (u.sessionId === this.activeSessionId) this.host.post({ type: 'update', update: localizeUpdate(u) });
   }
 
+  /** Where the next message goes as shown: the session's route, unless `milk.route` names
+   * an agent (then every message without a route goes there). */
+  get shownRoute(): NextRoute | undefined {
+    if (this.routeSetting === 'claude') return { agent: 'claude', reason: 'the milk.route setting is "claude"' };
+    if (this.routeSetting === 'local') return { agent: 'local', reason: 'the milk.route setting is "local"' };
+    return this.nextRoute;
+  }
+
+  /** `milk.route` changed in Settings: the route line and the status bar follow it. */
+  setRouteSetting(route: string | undefined): void {
+    const next = route === 'claude' || route === 'local' || route === 'auto' ? route : undefined;
+    if (next === this.routeSetting) return;
+    this.routeSetting = next;
+    this.postRoute();
+  }
+
   private postRoute(): void {
-    this.host.post({ type: 'route', nextRoute: this.nextRoute, override: this.routeOverride });
+    this.host.post({ type: 'route', nextRoute: this.shownRoute, override: this.routeOverride });
     this.host.onRouteChanged?.();
   }
 
@@ -337,6 +355,12 @@ export class ChatController {
     }
     if (!id) return false;
     const r = await this.request<{ cancelled: boolean }>(Methods.CANCEL, { sessionId: id });
+    return !!r?.cancelled;
+  }
+
+  /** Cancel the running turn of any session (a permission question's "Stop the turn"). */
+  async cancelSession(sessionId: string): Promise<boolean> {
+    const r = await this.request<{ cancelled: boolean }>(Methods.CANCEL, { sessionId });
     return !!r?.cancelled;
   }
 

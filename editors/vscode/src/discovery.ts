@@ -25,8 +25,9 @@ export interface DiscoveryInput {
 export type DiscoveryResult = { ok: true; server: ServerCommand } | { ok: false; problem: string };
 
 export const INSTALL_HINT =
-  'Install it with `pipx install milk-lsp` (or `pip install milk-lsp`), ' +
-  'or set `milk.server.path` to the milk-lsp executable or `milk.server.python` to a Python that has it.';
+  // plain words: a notification shows backticks literally
+  'Install it from its folder (pip install /path/to/milk-lsp, or pipx install /path/to/milk-lsp), ' +
+  'then set milk.server.path to the milk-lsp executable, or milk.server.python to a Python that has it.';
 
 export function defaultIsExecutable(file: string): boolean {
   try {

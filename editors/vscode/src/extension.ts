@@ -16,7 +16,7 @@ import {
   type StaticFeature,
 } from 'vscode-languageclient/node';
 import { changesText, errorActions, errorSetting, relativeTime, sessionDescription, sessionTitle } from './chatModel';
-import { answerConfiguration, buildServerSettings, classifyChange, MACHINE_PATH_KEYS } from './config';
+import { answerConfiguration, buildServerSettings, classifyChange, CLIENT_SETTING_KEYS, MACHINE_PATH_KEYS, SERVER_SETTING_KEYS } from './config';
 import { ChatController, describeError } from './controller';
 import { discoverServer, notFoundMessage, type ServerCommand } from './discovery';
 import {
@@ -28,7 +28,7 @@ import {
   type TurnResult,
 } from './methods';
 import { displayPath } from './paths';
-import { permissionAnswer, permissionPrompt, REVIEW_LABEL } from './permission';
+import { permissionAnswer, permissionPrompt, REVIEW_LABEL, STOP_LABEL } from './permission';
 import { DiffReview, DOC_SCHEME, ReadOnlyDocs } from './review';
 import { doctorReport, statusBarView } from './statusModel';
 import type { FromWebview, ToWebview } from './viewMessages';
@@ -73,6 +73,8 @@ class MilkLanguageClient extends LanguageClient {
     super.registerFeature(feature);
   }
 }
+/** how often the status is re-read while the local model is unreachable (it may come back) */
+const UNREACHABLE_RECHECK_MS = 10000;
 /** reasons in a turn's error after which the status (model / claude reachable) is re-read */
 const STATUS_REASONS = new Set(['local_unreachable', 'claude_not_found', 'claude_not_logged_in', 'local_failed']);
 
@@ -172,7 +174,6 @@ class ChatViewProvider implements vscode.WebviewViewProvider {
 </header>
 <div id="server-problem" class="banner error" hidden></div>
 <div id="route" class="route" hidden></div>
-<div id="need" class="need" hidden></div>
 <main id="log" aria-live="polite"></main>
 <footer id="composer">
   <textarea id="input" rows="3" placeholder="Ask milk… (Enter to send, Shift+Enter for a new line)" aria-label="Message"></textarea>
@@ -218,6 +219,8 @@ export class MilkExtension implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private starting: Promise<void> | undefined;
   private restarts: number[] = [];
+  /** re-reads the status while the local model is unreachable */
+  private recheck: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('milk', { log: true });
@@ -234,6 +237,7 @@ export class MilkExtension implements vscode.Disposable {
     this.statusItem = vscode.window.createStatusBarItem('milk.status', vscode.StatusBarAlignment.Right, 100);
     this.statusItem.name = 'milk';
     this.statusItem.command = 'milk.openChat';
+    this.controller.setRouteSetting(vscode.workspace.getConfiguration('milk').get<string>('route'));
     this.updateStatusBar();
     this.statusItem.show();
 
@@ -386,6 +390,7 @@ export class MilkExtension implements vscode.Disposable {
   private async onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
     const what = classifyChange((k) => e.affectsConfiguration(k));
     if (what === 'none') return;
+    this.controller.setRouteSetting(vscode.workspace.getConfiguration('milk').get<string>('route'));
     if (what === 'restart') {
       this.output.info('milk.server.* changed: restarting milk-lsp');
       await this.restart();
@@ -409,9 +414,11 @@ export class MilkExtension implements vscode.Disposable {
     this.updateStatusBar();
   }
 
-  /** The Settings editor filtered to one setting (its id) or a group (`milk.local`). */
+  /** The Settings editor on one setting (`@id:`, so no other setting that merely matches
+   * the words is listed), or filtered by a group (`milk.local`). */
   async openSettings(query: string): Promise<void> {
-    await vscode.commands.executeCommand('workbench.action.openSettings', query);
+    const known = [...SERVER_SETTING_KEYS, ...CLIENT_SETTING_KEYS].some((k) => `milk.${k}` === query);
+    await vscode.commands.executeCommand('workbench.action.openSettings', known ? `@id:${query}` : query);
   }
 
   updateStatusBar(): void {
@@ -420,16 +427,35 @@ export class MilkExtension implements vscode.Disposable {
       busy: this.controller.busy(),
       status: this.controller.lastStatus,
       problem: this.controller.problem,
-      nextRoute: this.controller.nextRoute,
+      nextRoute: this.controller.shownRoute,
       routeOverride: this.controller.routeOverride,
     });
     this.statusItem.text = v.text;
     this.statusItem.tooltip = v.tooltip;
     this.statusItem.backgroundColor = v.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    this.scheduleRecheck();
+  }
+
+  /** While the model is unreachable, look again now and then: "model unreachable" must not
+   * outlive the outage (a settings change was the only way out). */
+  private scheduleRecheck(): void {
+    const unreachable = this.controller.serverState === 'running' && this.controller.lastStatus?.local.reachable === false;
+    if (unreachable && !this.recheck) {
+      this.recheck = setInterval(() => {
+        if (!this.controller.busy()) void this.refreshStatus();
+      }, UNREACHABLE_RECHECK_MS);
+    } else if (!unreachable && this.recheck) {
+      clearInterval(this.recheck);
+      this.recheck = undefined;
+    }
   }
 
   private onTurnResult(r: TurnResult): void {
-    if (r.error && STATUS_REASONS.has(r.error.reason)) void this.refreshStatus();
+    const last = this.controller.lastStatus;
+    const stale = !!last && (!last.local.reachable || !!last.local.error);
+    // a failure that may be the model's or claude's, or a local turn that worked while the
+    // status said the model had a problem: read the status again
+    if ((r.error && STATUS_REASONS.has(r.error.reason)) || (stale && r.stopReason === 'end_turn' && r.agent === 'local')) void this.refreshStatus();
     // the chat shows the error card; only a hidden chat gets a notification (once, with its actions)
     if (r.stopReason === 'error' && r.error && !this.chatView.view?.visible) {
       const e = r.error;
@@ -468,12 +494,19 @@ export class MilkExtension implements vscode.Disposable {
     const cancelled = new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined)));
     if (p.sessionId === this.controller.activeSessionId) this.chatView.post({ type: 'asking', turnId: p.turnId, toolCallId: p.toolCallId });
     let answer: RequestPermissionResult | undefined;
+    // the close button is VS Code's close affordance (Escape, ×): no extra Cancel button
+    const items: vscode.MessageItem[] = [...prompt.labels.map((title) => ({ title })), { title: prompt.close, isCloseAffordance: true }];
     try {
       while (!answer) {
-        const clicked = await Promise.race([
-          vscode.window.showWarningMessage(prompt.message, { modal: true, detail: prompt.detail }, ...prompt.labels),
+        const item = await Promise.race([
+          vscode.window.showWarningMessage(prompt.message, { modal: true, detail: prompt.detail }, ...items),
           cancelled,
         ]);
+        const clicked = item?.title;
+        if (clicked === STOP_LABEL && !token.isCancellationRequested) {
+          // deny, and stop the turn (the server cancels it; the answer is moot then)
+          void this.controller.cancelSession(p.sessionId).catch((err) => this.output.warn(`cancel: ${describeError(err).message}`));
+        }
         if (clicked === REVIEW_LABEL && !token.isCancellationRequested) {
           const choice = await this.review.reviewEdits(p, token);
           // every diff closed without an answer: ask again
@@ -506,6 +539,7 @@ export class MilkExtension implements vscode.Disposable {
     const ws = workspaceFolderUri();
     const names = (uris: string[]) => uris.map((u) => displayPath(u, ws)).join(', ');
     const done = (restored: string[]) => {
+      void this.review.closeChanges().catch((err) => this.output.warn(`closing the turn's diff: ${describeError(err).message}`));
       void vscode.window.showInformationMessage(
         restored.length ? `milk: undone; restored ${names(restored)}.` : 'milk: nothing to undo (already undone).',
       );
@@ -547,13 +581,23 @@ export class MilkExtension implements vscode.Disposable {
     }
     const { head, files } = changesText(last.info.changes ?? [], workspaceFolderUri());
     const asked = last.userText ? `"${last.userText.length > 80 ? `${last.userText.slice(0, 79)}…` : last.userText}"\n` : '';
-    const pick = await vscode.window.showWarningMessage(
-      `Undo the last turn's changes (${head})?`,
-      { modal: true, detail: `${asked}${files}\n\nThe files go back to how they were before that turn.` },
-      'Undo',
-    );
-    if (pick !== 'Undo') return undefined;
-    return this.undoTurn(last.info.turnId);
+    // the focused first button is the safe one (VS Code never focuses the close button):
+    // Review… shows the changes, then asks again
+    for (;;) {
+      const pick = await vscode.window.showWarningMessage(
+        `Undo the last turn's changes (${head})?`,
+        { modal: true, detail: `${asked}${files}\n\nThe files go back to how they were before that turn.` },
+        { title: REVIEW_LABEL },
+        { title: 'Undo' },
+        { title: 'Cancel', isCloseAffordance: true },
+      );
+      if (pick?.title === REVIEW_LABEL) {
+        await this.reviewTurn(last.info.turnId);
+        continue;
+      }
+      if (pick?.title !== 'Undo') return undefined;
+      return this.undoTurn(last.info.turnId);
+    }
   }
 
   // ---- answers in the chat: files and code --------------------------------------------------
@@ -723,7 +767,7 @@ export class MilkExtension implements vscode.Disposable {
       reg('milk.undoLastTurn', () => this.undoLastTurn()),
       reg('milk.backToLocal', async () => {
         await this.chatView.reveal();
-        if (this.controller.nextRoute?.agent !== 'claude' && !this.controller.routeOverride) {
+        if (this.controller.shownRoute?.agent !== 'claude' && !this.controller.routeOverride) {
           void vscode.window.showInformationMessage('milk: the next message already goes to the local model.');
           return;
         }
@@ -837,6 +881,8 @@ export class MilkExtension implements vscode.Disposable {
   }
 
   dispose(): void {
+    if (this.recheck) clearInterval(this.recheck);
+    this.recheck = undefined;
     this.controller.dispose();
     for (const d of this.disposables.splice(0)) d.dispose();
   }

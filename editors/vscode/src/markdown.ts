@@ -3,9 +3,30 @@
 // webview's CSP would block them anyway). For code: only links written with a scheme become
 // links (a bare `main.py` is a file, not http://main.py), underscores are literal (`__init__`
 // stays `__init__`, never bold), and file names (`src/app.py`, `main.py:12`) become file links
-// the chat opens in the editor. No `vscode` import, no DOM: returns an HTML string whose only
-// tags are the ones markdown-it emits, plus `<a class="file-link" data-path data-line>`.
+// the chat opens in the editor. Fenced code of a known language is highlighted (highlight.js).
+// No `vscode` import, no DOM: returns an HTML string whose only tags are the ones markdown-it
+// emits, plus `<a class="file-link" data-path data-line>` and highlight.js's `<span class>`.
 
+import hljs from 'highlight.js/lib/core';
+import bash from 'highlight.js/lib/languages/bash';
+import c from 'highlight.js/lib/languages/c';
+import cpp from 'highlight.js/lib/languages/cpp';
+import css from 'highlight.js/lib/languages/css';
+import diff from 'highlight.js/lib/languages/diff';
+import go from 'highlight.js/lib/languages/go';
+import ini from 'highlight.js/lib/languages/ini';
+import java from 'highlight.js/lib/languages/java';
+import javascript from 'highlight.js/lib/languages/javascript';
+import json from 'highlight.js/lib/languages/json';
+import lua from 'highlight.js/lib/languages/lua';
+import markdown from 'highlight.js/lib/languages/markdown';
+import python from 'highlight.js/lib/languages/python';
+import rust from 'highlight.js/lib/languages/rust';
+import shell from 'highlight.js/lib/languages/shell';
+import sql from 'highlight.js/lib/languages/sql';
+import typescript from 'highlight.js/lib/languages/typescript';
+import xml from 'highlight.js/lib/languages/xml';
+import yaml from 'highlight.js/lib/languages/yaml';
 import MarkdownIt from 'markdown-it';
 
 // derived from the instance types: the same under node16 (CJS types) and bundler (ESM types)
@@ -112,11 +133,30 @@ function fileAttrs(ref: FileRef): string {
   return `class="file-link" data-path="${escapeHtml(ref.path)}"${ref.line ? ` data-line="${ref.line}"` : ''} title="Open ${escapeHtml(ref.path)}"`;
 }
 
+// the languages answers mostly show (highlight.js core with these only keeps the bundle small)
+const LANGUAGES = { bash, c, cpp, css, diff, go, ini, java, javascript, json, lua, markdown, python, rust, shell, sql, typescript, xml, yaml };
+for (const [name, lang] of Object.entries(LANGUAGES)) hljs.registerLanguage(name, lang);
+
+/**
+ * A fenced block's code, highlighted: highlight.js escapes the text and adds only
+ * `<span class="hljs-…">`. A fence without a known language stays plain ('' = markdown-it's
+ * own escaping).
+ */
+export function highlightCode(code: string, lang: string): string {
+  const name = (lang || '').trim().split(/\s+/)[0].toLowerCase();
+  if (!name || !hljs.getLanguage(name)) return '';
+  try {
+    return hljs.highlight(code, { language: name, ignoreIllegals: true }).value;
+  } catch {
+    return '';
+  }
+}
+
 let md: MarkdownIt | undefined;
 
 function renderer(): MarkdownIt {
   if (md) return md;
-  md = new MarkdownIt({ html: false, linkify: true, typographer: false, breaks: false });
+  md = new MarkdownIt({ html: false, linkify: true, typographer: false, breaks: false, highlight: highlightCode });
   md.disable(['image']);
   // only links written with their scheme (https://…, mailto:…); `main.py` is not a host name
   md.linkify.set({ fuzzyLink: false, fuzzyEmail: false, fuzzyIP: false });

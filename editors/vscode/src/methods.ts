@@ -192,6 +192,10 @@ export interface TurnInfo {
   usage?: Usage | null;
   changes?: ChangeSummary[] | null;
   undone?: boolean | null;
+  /** the `turn_started` reason, shown next to the first badge */
+  routeReason?: string | null;
+  /** the turn's notices other than its error, in order */
+  notices?: { severity: 'info' | 'warning' | 'error'; message: string }[] | null;
 }
 export interface SessionGetResult {
   session: SessionInfo;
@@ -349,6 +353,8 @@ export interface RequestPermissionParams {
   options: PermissionOption[];
   /** present when the tool changes files: the whole text before and after */
   edits?: FileEdit[] | null;
+  /** the hand-off question: whether the local model gave an answer the user could keep */
+  localAnswer?: boolean | null;
 }
 /** A file a tool would change (no `before` for a new file, no `after` for a deleted one). */
 export interface FileEdit {

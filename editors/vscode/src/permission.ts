@@ -1,8 +1,9 @@
 // milk/requestPermission as a modal question: message, detail and buttons; a dismissed
-// dialog (or anything unexpected) is a deny. Deny is the first button, so it is the default
-// of Enter as well as of Escape (VS Code focuses the first button of a modal). A question about
-// an edit (`edits`) names the files in full, shows a short diff and offers "Review…", which
-// opens the whole change in the diff editor. No `vscode` import.
+// dialog (or anything unexpected) is a deny. The focused first button (Enter) never allows:
+// Deny, or Review… for an edit; there is no Cancel that means Deny again (see `labels`). A
+// question about an edit (`edits`) names the files, shows a short diff and offers "Review…",
+// which opens the whole change in the diff editor. milk's hand-off question is a question in
+// words with only the choices that exist. No `vscode` import.
 
 import { countChanges, unifiedDiff } from './diff';
 import type { FileEdit, PermissionOption, PermissionOptionId, RequestPermissionParams, RequestPermissionResult } from './methods';
@@ -17,11 +18,23 @@ export const DEFAULT_OPTIONS: PermissionOption[] = [
 /** The extra button of a question about an edit: opens the diff editor. */
 export const REVIEW_LABEL = 'Review…';
 
+/** The tool of milk's own question: does Claude take over a turn the local model failed? */
+export const HAND_OFF_TOOL = 'hand_off_to_claude';
+/** The close button of a question that is not about an edit: it denies and stops the turn. */
+export const STOP_LABEL = 'Stop the turn';
+
 export interface PermissionPrompt {
   message: string;
   detail: string;
-  /** button labels: deny first (the default), then Review… for an edit, then the others */
+  /**
+   * The buttons, the first one focused (Enter). VS Code adds a Cancel button to every modal
+   * unless one is the close affordance (Escape, ×), and never focuses that one: so the close
+   * button is `close`, and the focused first button never allows anything. Edit: Review…
+   * first, Deny closes. Other tools: Deny first, "Stop the turn" closes. Hand-off: Hand to
+   * Claude first, the way to decline closes.
+   */
   labels: string[];
+  close: string;
 }
 
 const MAX_DETAIL = 1500;
@@ -74,13 +87,29 @@ function optionsOf(p: RequestPermissionParams): PermissionOption[] {
   return p.options?.length ? p.options : DEFAULT_OPTIONS;
 }
 
+function labelOf(p: RequestPermissionParams, id: PermissionOptionId): string | undefined {
+  return optionsOf(p).find((o) => o.optionId === id)?.label;
+}
+
+/** milk's hand-off question, in words: the reason, what each choice does, only real choices. */
+function handOffPrompt(p: RequestPermissionParams): PermissionPrompt {
+  const why = typeof p.input?.detail === 'string' ? p.input.detail.trim().replace(/\.$/, '') : '';
+  const yes = labelOf(p, 'allow_once') ?? 'Hand to Claude';
+  const no = labelOf(p, 'deny') ?? (p.localAnswer === false ? "Don't hand off" : 'Keep the local answer');
+  const lines = [why ? `Why: ${why}.` : '', `${yes}: Claude Code takes this turn over, with the session's context.`];
+  lines.push(p.localAnswer === false ? `${no}: the turn ends as failed (the local model gave no answer).` : `${no}: the turn ends as failed, with the local model's text.`);
+  return { message: 'The local model could not finish this turn. Hand it to Claude?', detail: lines.filter(Boolean).join('\n\n'), labels: [yes], close: no };
+}
+
 export function permissionPrompt(p: RequestPermissionParams, opts: { workspaceFolder?: string } = {}): PermissionPrompt {
+  if (p.tool === HAND_OFF_TOOL) return handOffPrompt(p);
   const who = p.agent === 'claude' ? 'Claude' : 'The local agent';
   const edits = p.edits ?? [];
   let message: string;
   let detail = '';
-  if (p.description) detail += `${p.description}\n\n`;
   if (edits.length) {
+    // the summary and the diff say what changes: the description would say it again (or,
+    // for Claude's Write, only name the file)
     const verb = { created: 'create', deleted: 'delete', modified: 'edit' }[editKind(edits[0])];
     message =
       edits.length === 1
@@ -94,14 +123,15 @@ export function permissionPrompt(p: RequestPermissionParams, opts: { workspaceFo
     detail += `\n\n${REVIEW_LABEL.replace('…', '')} opens the whole change in the diff editor, with Accept and Reject (${p.tool}).`;
   } else {
     message = `${who} wants to use ${p.tool}`;
+    if (p.description) detail += `${p.description}\n\n`;
     detail += formatInput(p.tool, p.input, p.description);
   }
   if (detail.length > MAX_DETAIL) detail = `${detail.slice(0, MAX_DETAIL)}\n… (${detail.length - MAX_DETAIL} more characters)`;
   const options = optionsOf(p);
-  const deny = options.filter((o) => o.optionId === 'deny');
-  const rest = options.filter((o) => o.optionId !== 'deny');
-  const labels = [...deny.map((o) => o.label), ...(edits.length ? [REVIEW_LABEL] : []), ...rest.map((o) => o.label)];
-  return { message, detail, labels };
+  const deny = labelOf(p, 'deny') ?? 'Deny';
+  const allows = options.filter((o) => o.optionId !== 'deny').map((o) => o.label);
+  if (edits.length) return { message, detail, labels: [REVIEW_LABEL, ...allows], close: deny };
+  return { message, detail, labels: [deny, ...allows], close: STOP_LABEL };
 }
 
 /** Map the clicked label back to an option id; undefined (dismissed) or unknown means deny. */

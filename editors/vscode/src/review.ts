@@ -166,6 +166,13 @@ export class DiffReview implements vscode.Disposable {
     }
   }
 
+  /** The turn's diff tabs (`openChanges`): closed once the turn is undone, as they show
+   * changes that are gone. */
+  async closeChanges(): Promise<void> {
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => /changes of the turn/.test(t.label));
+    if (tabs.length) await vscode.window.tabGroups.close(tabs);
+  }
+
   /** Status bar buttons answering the open review; disposed with it. */
   private statusButtons(choices: { label: string; optionId: PermissionOptionId }[], what: string): vscode.Disposable[] {
     const items: vscode.Disposable[] = [];

@@ -380,3 +380,63 @@ test('segments that do not account for the record exactly fall back to the old l
     turns: [rec([{ text: '' }, { toolCallId: 't1' }, { text: 'Hm. ' }, { text: 'Ok.' }, { toolCallId: 't2' }, { text: '' }])] });
   assert.deepEqual(shown(st.turns[0]), ['agent:claude', 'tool:t1:Bash:completed:a.py', 'text:Hm. Ok.', 'tool:t2:Read:completed:x']);
 });
+
+test('a tool row names a workspace file by its relative path, as the question does', () => {
+  const write = { name: 'Write', input: { file_path: '/w/notes/a.txt', content: 'x' } };
+  assert.equal(m.toolSummary(write, 'file:///w'), 'notes/a.txt');
+  assert.equal(m.toolSummary(write), '/w/notes/a.txt');
+  assert.equal(m.toolSummary({ name: 'Write', input: { file_path: '/elsewhere/b.txt' } }, 'file:///w'), '/elsewhere/b.txt');
+  assert.equal(m.toolSummary({ name: 'run_command', input: { command: '/w/x.sh' } }, 'file:///w'), '/w/x.sh');
+});
+
+test('Open Settings goes to the one setting; a call milk stopped is "not run"', () => {
+  assert.equal(m.errorSetting('local_unreachable', 'The local model is unreachable.'), 'milk.local.baseUrl');
+  assert.equal(m.errorSetting('local_failed', 'The local model did not finish: it answered HTTP 500.'), 'milk.local.baseUrl');
+  assert.equal(m.errorSetting('tool_rounds_exceeded', 'still calling tools'), 'milk.local.maxToolRounds');
+  assert.ok(m.notRun({ status: 'failed', output: 'not run: the same call a third time' }));
+  assert.ok(!m.notRun({ status: 'failed', output: 'Traceback: not run' }));
+  assert.ok(!m.notRun({ status: 'completed', output: 'not run' }));
+});
+
+test('history keeps what the live turn showed: the badge reason, notices, a failed turn\'s model', () => {
+  const st = m.fromHistory({
+    session,
+    bricks: { currentNeed: '', escalationBrief: '', lastLocalSummary: '', lastClaudeSummary: '' },
+    turns: [
+      { turnId: 'A', role: 'user', agent: 'local', text: 'hi', status: 'ok', createdAt: 'x' },
+      { turnId: 'A', role: 'assistant', agent: 'local', text: 'hello', status: 'ok', createdAt: 'x' },
+      { turnId: 'B', role: 'user', agent: 'local', text: 'there?', status: 'error', createdAt: 'x' },
+    ],
+    turnInfo: [
+      { turnId: 'A', agent: 'local', stopReason: 'end_turn', model: 'm1', routeReason: 'user chose the local agent' },
+      { turnId: 'B', agent: 'local', stopReason: 'error', model: 'm1', routeReason: 'default',
+        error: { reason: 'local_unreachable', message: 'cannot reach it' },
+        notices: [{ severity: 'info', message: 'The local model is unreachable; you can still ask Claude (Escalate, or route claude).' }] },
+    ],
+  });
+  const [a, b] = st.turns;
+  assert.deepEqual(a.blocks[0], { key: a.blocks[0].key, kind: 'agent', agent: 'local', model: 'm1', reason: 'user chose the local agent' });
+  assert.equal(m.routeReasonText(a.blocks[0].reason), 'you chose the local model');
+  assert.equal(b.blocks[0].kind, 'agent');
+  assert.equal(m.agentLabel(b.blocks[0].agent, b.blocks[0].model), 'local · m1', 'a failed turn keeps its model');
+  const notice = b.blocks.find((x) => x.kind === 'notice');
+  assert.match(notice.message, /unreachable; you can still ask Claude/);
+  assert.equal(b.error.reason, 'local_unreachable');
+});
+
+test('a local badge made while the model was unknown gets its name once it is known', () => {
+  const st = m.emptyState(session);
+  m.addUserMessage(st, 'back?');
+  m.applyUpdate(st, u('turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  m.applyUpdate(st, u('text', { agent: 'local', delta: 'yes' }));
+  m.applyUpdate(st, u('turn_ended', { agent: 'local', stopReason: 'end_turn' }));
+  assert.equal(st.turns[0].blocks[0].model, undefined);
+  assert.ok(m.nameLocalModel(st, 'm1'));
+  assert.equal(st.turns[0].blocks[0].model, 'm1');
+  // a turn whose local part said nothing (it failed at once) keeps "local"
+  const st2 = m.emptyState(session);
+  m.addUserMessage(st2, 'there?');
+  m.applyUpdate(st2, u('turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  m.applyUpdate(st2, u('turn_ended', { agent: 'local', stopReason: 'error' }));
+  assert.equal(m.nameLocalModel(st2, 'm1'), undefined);
+});

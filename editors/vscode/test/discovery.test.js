@@ -36,7 +36,8 @@ test('nothing found: the message says what to install and which settings', () =>
   const r = discoverServer({ env: { PATH: '/x' }, homedir: '/h', isExecutable: () => false });
   assert.equal(r.ok, false);
   const msg = notFoundMessage(r.problem);
-  assert.match(msg, /pipx install milk-lsp/);
+  assert.match(msg, /pipx install \/path\/to\/milk-lsp/);
+  assert.ok(!msg.includes("`"), "a notification shows backticks literally");
   assert.match(msg, /milk\.server\.path/);
   assert.match(msg, /milk\.server\.python/);
   assert.ok(msg.includes(INSTALL_HINT));

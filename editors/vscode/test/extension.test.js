@@ -184,8 +184,9 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     assert.match(result.result.text, /Marker created by Claude\./);
     const modal = mock.modalCalls.find((c) => /Claude wants to use Bash/.test(c.message));
     assert.ok(modal, 'modal permission prompt');
-    // Deny first: the modal's default button (Enter), as Escape is
-    assert.deepEqual(modal.items, ['Deny', 'Allow once', 'Allow for this session']);
+    // Deny first: the modal's default button (Enter); the close button (Escape) stops the turn
+    assert.deepEqual(modal.items, ['Deny', 'Allow once', 'Allow for this session', 'Stop the turn']);
+    assert.equal(modal.close, 'Stop the turn');
     assert.match(modal.options.detail, /touch ext-allowed.txt/);
     assert.ok(fs.existsSync(path.join(sandbox.workspace, 'ext-allowed.txt')));
     assert.ok(mock.statusItems[0].texts.some((t) => /Claude running/.test(t)), 'status bar showed Claude running');
@@ -252,10 +253,10 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     mock.errors.length = 0;
     mock.answerError = (m, items) => (items.includes('Open Settings') ? 'Open Settings' : undefined);
     mock.setSettings({ 'milk.server.path': path.join(sandbox.root, 'no-such-milk-lsp') });
-    const err = await waitFor(() => mock.errors.find((e) => /pipx install milk-lsp/.test(e.message)), 'not-found notification');
+    const err = await waitFor(() => mock.errors.find((e) => /pipx install \/path\/to\/milk-lsp/.test(e.message)), 'not-found notification');
     assert.match(err.message, /milk\.server\.path/);
     assert.deepEqual(err.items, ['Open Settings', 'Show Log']);
-    await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === 'milk.server.path'), 'the setting opened');
+    await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === '@id:milk.server.path'), 'the setting opened');
     await waitFor(() => /server not running/.test(statusText()), 'status bar: server not running');
     // fix the setting: the server comes back
     mock.setSettings({ 'milk.server.path': S.MILK_LSP });
@@ -295,7 +296,10 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     assert.equal(result.stopReason, 'end_turn', JSON.stringify(result));
     const modal = mock.modalCalls.at(-1);
     assert.equal(modal.message, 'The local agent wants to edit hello.py');
-    assert.deepEqual(modal.items, ['Deny', 'Review…', 'Allow once', 'Allow for this session']);
+    // Review… focused (it allows nothing), Deny the close button: no extra Cancel
+    assert.deepEqual(modal.items, ['Review…', 'Allow once', 'Allow for this session', 'Deny']);
+    assert.equal(modal.close, 'Deny');
+    assert.doesNotMatch(modal.options.detail, /replace \d+ line/, 'the change is said once');
     assert.match(modal.options.detail, /^hello\.py: 1 line added, 1 removed$/m);
     assert.match(modal.options.detail, /^-\u00a0{4}return f"hello \{name\}"$/m);
     assert.match(modal.options.detail, /^\+\u00a0{4}return f"hi there \{name\}"$/m);
@@ -408,6 +412,9 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     const asked = mock.modalCalls.at(-1);
     assert.equal(asked.message, "Undo the last turn's changes (1 file changed)?");
     assert.match(asked.options.detail, /"and once more"\nhello\.py \+1 −1/);
+    // the focused first button is Review… (VS Code never focuses the close button), not Undo
+    assert.deepEqual(asked.items, ['Review…', 'Undo', 'Cancel']);
+    assert.equal(asked.close, 'Cancel');
     assert.equal(fs.readFileSync(hello(), 'utf8'), original);
     mock.infos.length = 0;
     await mock.vscode.commands.executeCommand('milk.undoLastTurn');
@@ -457,7 +464,7 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
       assert.equal(turn.blocks.filter((b) => b.kind === 'notice' && b.severity === 'error').length, 0);
       assert.equal(turn.error.message, result.error.message);
       mock.webview.send({ type: 'errorAction', action: 'openSettings', reason: result.error.reason, message: result.error.message, turnId: result.turnId, text: 'anyone there?' });
-      await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === 'milk.local.baseUrl'), 'Open Settings on milk.local.baseUrl');
+      await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === '@id:milk.local.baseUrl'), 'Open Settings on milk.local.baseUrl');
     } finally {
       mock.setSettings({ 'milk.local.baseUrl': openai.url });
     }

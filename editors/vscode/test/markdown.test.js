@@ -26,7 +26,7 @@ test('renders ordinary Markdown', () => {
   assert.match(html, /<h1>Title<\/h1>/);
   assert.match(html, /<strong>bold<\/strong>/);
   assert.match(html, /<code>code<\/code>/);
-  assert.match(html, /<pre><code class="language-py">print\(&quot;hi&quot;\)/);
+  assert.match(html, /<pre><code class="language-py"><span class="hljs-built_in">print<\/span>\(<span class="hljs-string">&quot;hi&quot;<\/span>\)/);
   assert.match(html, /<li>a<\/li>/);
 });
 
@@ -108,4 +108,15 @@ test('file names with odd characters are escaped in the attribute', () => {
   const refs = findFileRefs('a"b.py x.py');
   assert.deepEqual(refs.map((r) => r.path), ['b.py', 'x.py']);
   assertSafe(renderMarkdown('<x.py> "y.py" \'z.py\''), 'quotes around names');
+});
+
+test('fenced code of a known language is highlighted, and stays escaped text', () => {
+  const html = renderMarkdown('```python\ndef f(x):\n    return "<b>" + x  # note\n```');
+  assert.match(html, /<span class="hljs-keyword">def<\/span>/);
+  assert.match(html, /<span class="hljs-comment"># note<\/span>/);
+  assert.match(html, /&lt;b&gt;/);
+  assert.doesNotMatch(html, /<b>/);
+  const plain = renderMarkdown('```nosuchlang\n<i>x</i>\n```');
+  assert.doesNotMatch(plain, /hljs/);
+  assert.match(plain, /&lt;i&gt;x&lt;\/i&gt;/);
 });

@@ -19,8 +19,11 @@ test('prompt names the agent, the tool and its input', () => {
   assert.match(p.detail, /clean the build directory/);
   assert.match(p.detail, /\$ rm -rf build/);
   assert.match(permissionPrompt({ ...params, input: { command: 'ls', description: 'Claude wants to clean the build directory' } }).detail, /^Claude wants to clean the build directory\n\n\$ ls$/);
-  // Deny first: VS Code's modal focuses the first button, so Enter denies (Escape too)
+  // Deny first: VS Code's modal focuses the first button, so Enter denies; the close button
+  // (Escape) stops the turn, so there is no Cancel that means Deny again
   assert.deepEqual(p.labels, ['Deny', 'Allow once', 'Allow for this session']);
+  assert.equal(p.close, STOP_LABEL);
+  assert.deepEqual(permissionAnswer(params, STOP_LABEL), { optionId: 'deny' });
   assert.equal(permissionPrompt({ ...params, agent: 'local', tool: 'run_command' }).message, 'The local agent wants to use run_command');
 });
 
@@ -38,7 +41,7 @@ test('huge inputs are cut in the dialog', () => {
   assert.match(p.detail, /more characters/);
 });
 
-const { REVIEW_LABEL, reviewChoices, editSummary } = require('../out/lib/permission.js');
+const { REVIEW_LABEL, STOP_LABEL, reviewChoices, editSummary } = require('../out/lib/permission.js');
 
 const editParams = (edits, tool = 'Edit') => ({ ...params, tool, description: undefined, input: { file_path: '/w/src/app.py' }, edits });
 
@@ -53,7 +56,9 @@ test('an edit: full path, counts, a short diff and Review…; Deny stays the def
   assert.match(p.detail, /^\+\u00a0{4}print\("hello"\)$/m);
   assert.match(p.detail, /^\u00a0def main\(\):$/m);
   assert.doesNotMatch(p.detail, /\\n|"file_path"/, 'no JSON with escapes');
-  assert.deepEqual(p.labels, ['Deny', REVIEW_LABEL, 'Allow once', 'Allow for this session']);
+  // Review… is focused (it allows nothing); Deny is the close button: four buttons, no Cancel
+  assert.deepEqual(p.labels, [REVIEW_LABEL, 'Allow once', 'Allow for this session']);
+  assert.equal(p.close, 'Deny');
   assert.deepEqual(permissionAnswer(editParams([]), REVIEW_LABEL), { optionId: 'deny' }, 'Review is not an answer by itself');
 });
 
@@ -61,6 +66,10 @@ test('a new file and a deleted file', () => {
   const created = permissionPrompt(editParams([{ uri: 'file:///w/new.py', after: 'a\nb\n' }], 'Write'), { workspaceFolder: 'file:///w' });
   assert.equal(created.message, 'Claude wants to create new.py');
   assert.match(created.detail, /new\.py: new file, 2 lines/);
+  // the CLI's description of a Write is the file's path: said once, in the summary
+  const described = permissionPrompt({ ...editParams([{ uri: 'file:///w/new.py', after: 'a\n' }], 'Write'), description: '/w/new.py' }, { workspaceFolder: 'file:///w' });
+  assert.match(described.detail, /^new\.py: new file, 1 line/);
+  assert.doesNotMatch(described.detail, /\/w\/new\.py/);
   const deleted = editSummary({ uri: 'file:///w/old.py', before: 'x\n' }, 'file:///w');
   assert.equal(deleted, 'old.py: deleted (1 line)');
   const two = permissionPrompt(editParams([{ uri: 'file:///w/a.py', before: '', after: 'x' }, { uri: 'file:///w/b.py', before: 'y', after: 'z' }], 'MultiEdit'));
@@ -73,4 +82,23 @@ test('the diff review answers: Accept (this once) or Reject', () => {
     ['Reject', 'deny'],
   ]);
   assert.deepEqual(reviewChoices({ ...editParams([]), options: [{ optionId: 'deny', label: 'No' }] }).map((c) => c.optionId), ['deny']);
+});
+
+test("the hand-off question: words, the reason, only the choices that exist", () => {
+  const handOff = (localAnswer, deny) => ({
+    sessionId: 's', turnId: 't', agent: 'local', toolCallId: 'handoff-t', tool: 'hand_off_to_claude',
+    input: { signal: 'model_unreachable', detail: 'cannot reach the local model at http://127.0.0.1:9/v1.' },
+    description: 'The local model could not finish: … Hand this turn to Claude Code?',
+    options: [{ optionId: 'allow_once', label: 'Hand to Claude' }, { optionId: 'deny', label: deny }],
+    localAnswer,
+  });
+  const none = permissionPrompt(handOff(false, "Don't hand off"));
+  assert.equal(none.message, 'The local model could not finish this turn. Hand it to Claude?');
+  assert.match(none.detail, /^Why: cannot reach the local model at http:\/\/127\.0\.0\.1:9\/v1\.$/m);
+  assert.doesNotMatch(none.detail, /[{}]|signal|hand_off_to_claude|Keep the local answer/);
+  assert.deepEqual([...none.labels, none.close], ['Hand to Claude', "Don't hand off"]);
+  assert.deepEqual(permissionAnswer(handOff(false, "Don't hand off"), "Don't hand off"), { optionId: 'deny' });
+  const kept = permissionPrompt(handOff(true, 'Keep the local answer'));
+  assert.deepEqual([...kept.labels, kept.close], ['Hand to Claude', 'Keep the local answer']);
+  assert.match(kept.detail, /Keep the local answer: the turn ends as failed, with the local model's text\./);
 });

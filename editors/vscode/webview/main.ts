@@ -18,6 +18,8 @@ import {
   isRunning,
   markAsking,
   markUndone,
+  nameLocalModel,
+  notRun,
   routeReasonText,
   sessionDescription,
   sessionTitle,
@@ -46,7 +48,6 @@ const cancelBtn = $<HTMLButtonElement>('cancel');
 const sessionsSel = $<HTMLSelectElement>('sessions');
 const newBtn = $<HTMLButtonElement>('new-session');
 const deleteBtn = $<HTMLButtonElement>('delete-session');
-const needEl = $<HTMLElement>('need');
 const stateEl = $<HTMLElement>('state');
 const problemEl = $<HTMLElement>('server-problem');
 const routeEl = $<HTMLElement>('route');
@@ -313,10 +314,13 @@ function updateTool(d: HTMLDetailsElement, t: ToolView, asking: boolean): void {
   d.dataset.status = t.status;
   d.dataset.toolCallId = t.toolCallId;
   d.classList.toggle('asking', asking);
-  (d.querySelector('.tool-icon') as HTMLElement).textContent = TOOL_ICONS[t.status] ?? '•';
+  // a call milk stopped before it ran is "not run", not a red "failed"
+  const stopped = notRun(t);
+  d.classList.toggle('not-run', stopped);
+  (d.querySelector('.tool-icon') as HTMLElement).textContent = stopped ? TOOL_ICONS.cancelled : (TOOL_ICONS[t.status] ?? '•');
   (d.querySelector('.tool-name') as HTMLElement).textContent = t.name;
-  (d.querySelector('.tool-arg') as HTMLElement).textContent = toolSummary(t);
-  (d.querySelector('.tool-status') as HTMLElement).textContent = asking ? 'waiting for your answer' : (TOOL_STATUS_WORDS[t.status] ?? t.status);
+  (d.querySelector('.tool-arg') as HTMLElement).textContent = toolSummary(t, workspaceFolder);
+  (d.querySelector('.tool-status') as HTMLElement).textContent = asking ? 'waiting for your answer' : stopped ? 'not run' : (TOOL_STATUS_WORDS[t.status] ?? t.status);
   (d.querySelector('.tool-input') as HTMLElement).textContent = JSON.stringify(t.input ?? {}, null, 2);
   const out = d.querySelector('.tool-output') as HTMLElement;
   const outLabel = d.querySelector('.tool-output-label') as HTMLElement;
@@ -328,7 +332,7 @@ function updateTool(d: HTMLDetailsElement, t: ToolView, asking: boolean): void {
   out.textContent = text;
   cutEl.hidden = !cut;
   cutEl.textContent = cut ?? '';
-  out.classList.toggle('error', !!t.isError && t.status !== 'denied');
+  out.classList.toggle('error', !!t.isError && t.status !== 'denied' && !stopped);
 }
 
 /** Copy and Insert buttons on every code block of a rendered answer. */
@@ -360,9 +364,13 @@ function renderChrome(): void {
   const ready = serverState === 'running';
   sendBtn.disabled = !ready;
   escalateBtn.disabled = !ready;
+  // the session's goal is not shown as a line over the chat: milk keeps the first request as
+  // the goal until one asks for a change, so a line there went stale over later topics.
+  // It is what an empty Escalate hands Claude, so Escalate says it.
   const need = state.need;
-  needEl.hidden = !need;
-  needEl.textContent = need ? `Need: ${need}` : '';
+  escalateBtn.title = need
+    ? `Hand this session to Claude: with the text above, or, with an empty box, to carry on with the session's goal: ${need}`
+    : 'Hand this session to Claude (with the text above, if any)';
   renderRoute();
   const current = state.turns.filter((t) => t.status === 'running').pop();
   stateEl.textContent =
@@ -478,6 +486,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       const wasStarting = serverState !== 'running' && !state.turns.length;
       localModel = m.localModel;
       state.localModel = m.localModel;
+      const named = nameLocalModel(state, m.localModel);
+      if (named) renderTurn(named);
       workspaceFolder = m.workspaceFolder;
       serverState = m.serverState;
       problemEl.hidden = !(m.serverState === 'failed' && m.problem);

@@ -65,9 +65,11 @@ from milk_lsp.agents.base import (
 from milk_lsp.agents.claude.cli import not_found_message, resolve_cli
 from milk_lsp.agents.claude.command import (
     CONTEXT_FILE_PLACEHOLDER,
+    MCP_CONFIG_PLACEHOLDER,
     ClaudeTurnRequest,
     build_argv,
     build_env,
+    mcp_config_json,
 )
 from milk_lsp.agents.claude.processes import (
     RUN_TAG_ENV,
@@ -117,6 +119,7 @@ DRAIN_SECONDS = 1.0
 WRITE_TIMEOUT_SECONDS = 10.0
 """How long a write to the CLI's stdin may wait for the pipe to drain."""
 CONTEXT_FILE_NAME = "milk-context.md"
+MCP_CONFIG_FILE_NAME = "mcp-config.json"
 DENIED_MESSAGE = "The user denied this tool use in the editor."
 CANCELLED_MESSAGE = "The user cancelled the turn in the editor."
 ASK_IN_TEXT_MESSAGE = (
@@ -239,8 +242,13 @@ class _Turn:
             return
         context_path = CONTEXT_FILE_PLACEHOLDER
         if request.context_file_text:
-            context_path = self._write_context_file(request.context_file_text)
-        argv = build_argv(request, self.cli_path, context_path)
+            context_path = self._write_private_file(CONTEXT_FILE_NAME, request.context_file_text)
+        mcp_path = MCP_CONFIG_PLACEHOLDER
+        if request.mcp_servers:  # a file: their env and headers may hold secrets
+            mcp_path = self._write_private_file(
+                MCP_CONFIG_FILE_NAME, mcp_config_json(request.mcp_servers)
+            )
+        argv = build_argv(request, self.cli_path, context_path, mcp_path)
         logger.debug("running Claude Code in %s: %s", request.workspace, argv)
         env = build_env(request.settings, request.workspace, self.env_overrides)
         env[RUN_TAG_ENV] = self.tag
@@ -297,12 +305,13 @@ class _Turn:
         await self.close()
         yield _naming_binary(outcome, self.cli_path)
 
-    def _write_context_file(self, text: str) -> str:
-        root = str(self.temp_root) if self.temp_root is not None else None
-        if self.temp_root is not None:
-            self.temp_root.mkdir(parents=True, exist_ok=True)
-        self.temp_dir = tempfile.mkdtemp(prefix="milk-claude-", dir=root)  # mode 0700
-        path = str(Path(self.temp_dir) / CONTEXT_FILE_NAME)
+    def _write_private_file(self, name: str, text: str) -> str:
+        if self.temp_dir is None:
+            root = str(self.temp_root) if self.temp_root is not None else None
+            if self.temp_root is not None:
+                self.temp_root.mkdir(parents=True, exist_ok=True)
+            self.temp_dir = tempfile.mkdtemp(prefix="milk-claude-", dir=root)  # mode 0700
+        path = str(Path(self.temp_dir) / name)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.fchmod(fd, 0o600)

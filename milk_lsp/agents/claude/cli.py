@@ -19,7 +19,8 @@ from pathlib import Path
 
 from milk_lsp.agents.claude.command import ClaudeSettings
 from milk_lsp.agents.claude.processes import cli_preexec, signal_group
-from milk_lsp.agents.claude.stream import INSTALL_HINT
+from milk_lsp.agents.claude.stream import install_hint
+from milk_lsp.doors import LSP, Door
 
 __all__ = [
     "ResolvedCli",
@@ -78,12 +79,13 @@ def resolve_cli(settings: ClaudeSettings) -> ResolvedCli:
     return ResolvedCli(None, "missing")
 
 
-def not_found_message(settings: ClaudeSettings) -> str:
+def not_found_message(settings: ClaudeSettings, door: Door = LSP) -> str:
+    """Why no `claude` runs, and the fix in the front door's words (`door`)."""
     if settings.path:
-        return f"milk.claude.path = {settings.path!r} does not exist or cannot run. {INSTALL_HINT}"
+        return f"claude.path = {settings.path!r} does not exist or cannot run. {install_hint(door)}"
     return (
         "Claude Code (`claude`) was not found on PATH and no bundled copy is installed. "
-        f"{INSTALL_HINT}"
+        f"{install_hint(door)}"
     )
 
 

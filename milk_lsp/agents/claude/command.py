@@ -8,29 +8,39 @@
   questions arrive as ``can_use_tool`` control requests on stdout) or
   ``--dangerously-skip-permissions``, ``--model``/``--allowedTools``/``--add-dir`` from the
   settings, ``--session-id=`` (first/fresh) or ``--resume=``, and ONE
-  ``--append-system-prompt-file`` (only the last such flag counts). Claude Code's preset
-  system prompt is kept (no ``--system-prompt``). Values use the ``--flag=value`` form so
-  they can never be read as flags. No user text is ever on the argv.
+  ``--append-system-prompt-file`` (only the last such flag counts), and ``--mcp-config=`` a
+  private file naming the MCP servers an ACP client handed milk for the session (a file, not
+  a JSON string: their environment and headers may hold secrets, and the argv is logged and
+  previewed). Claude Code's preset system prompt is kept (no ``--system-prompt``), and so
+  are the user's own MCP servers (no ``--strict-mcp-config``). Values use the
+  ``--flag=value`` form so they can never be read as flags (``--mcp-config`` takes several
+  values; the ``=`` form takes exactly one). No user text is ever on the argv.
 * Environment: inherited, minus ``CLAUDE_CODE_SESSION_ID``, ``CLAUDE_CODE_ENTRYPOINT`` and
   ``CLAUDECODE``, with ``CLAUDE_CODE_MAX_RETRIES`` bounded (a dead API fails in seconds).
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 __all__ = [
     "CONTEXT_FILE_PLACEHOLDER",
+    "MCP_CONFIG_PLACEHOLDER",
     "ClaudeSettings",
     "ClaudeTurnRequest",
+    "McpServer",
     "build_argv",
     "build_env",
+    "mcp_config_json",
 ]
 
 CONTEXT_FILE_PLACEHOLDER = "<context-file>"
+MCP_CONFIG_PLACEHOLDER = "<mcp-config>"
 SETTING_SOURCES = "user,project,local"
 DROPPED_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDECODE")
 """Inherited variables that would make the CLI think it runs inside another Claude Code."""
@@ -50,6 +60,36 @@ class ClaudeSettings:
 
 
 @dataclass(frozen=True)
+class McpServer:
+    """One MCP server for the run, in Claude Code's terms: a command it starts (`stdio`),
+    or a URL it connects to (`http`, `sse`)."""
+
+    name: str
+    transport: Literal["stdio", "http", "sse"]
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def entry(self) -> dict[str, object]:
+        """The server's entry in an MCP configuration (`.mcp.json`'s shape)."""
+        if self.transport == "stdio":
+            return {
+                "type": "stdio",
+                "command": self.command,
+                "args": list(self.args),
+                "env": dict(self.env),
+            }
+        return {"type": self.transport, "url": self.url, "headers": dict(self.headers)}
+
+
+def mcp_config_json(servers: Sequence[McpServer]) -> str:
+    """The `--mcp-config` file's text."""
+    return json.dumps({"mcpServers": {server.name: server.entry() for server in servers}})
+
+
+@dataclass(frozen=True)
 class ClaudeTurnRequest:
     workspace: Path
     prompt: str
@@ -60,10 +100,18 @@ class ClaudeTurnRequest:
     """A new uuid4 for a first/fresh start (``--session-id``), or the id to ``--resume``."""
     resume: bool
     settings: ClaudeSettings
+    mcp_servers: tuple[McpServer, ...] = ()
+    """The MCP servers of the session's ACP client (none over LSP)."""
 
 
-def build_argv(request: ClaudeTurnRequest, cli_path: str, context_file_path: str) -> list[str]:
-    """The exact argv of the turn; ``milk/context`` previews it with ``"<context-file>"``."""
+def build_argv(
+    request: ClaudeTurnRequest,
+    cli_path: str,
+    context_file_path: str,
+    mcp_config_path: str = MCP_CONFIG_PLACEHOLDER,
+) -> list[str]:
+    """The exact argv of the turn; ``milk/context`` previews it with ``"<context-file>"``
+    (and ``"<mcp-config>"``)."""
     settings = request.settings
     argv = [
         cli_path,
@@ -91,6 +139,8 @@ def build_argv(request: ClaudeTurnRequest, cli_path: str, context_file_path: str
         argv.append(f"--session-id={request.session_id}")
     if request.context_file_text:
         argv.append(f"--append-system-prompt-file={context_file_path}")
+    if request.mcp_servers:
+        argv.append(f"--mcp-config={mcp_config_path}")
     return argv
 
 

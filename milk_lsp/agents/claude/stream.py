@@ -29,13 +29,20 @@ from milk_lsp.agents.base import (
     TurnFailed,
     UsageEvent,
 )
+from milk_lsp.doors import LSP, Door
 
 Message = dict[str, Any]
 
-INSTALL_HINT = (
-    "Install Claude Code with `npm install -g @anthropic-ai/claude-code`, "
-    "or set the `milk.claude.path` setting to the `claude` executable."
-)
+
+def install_hint(door: Door = LSP) -> str:
+    """How to get Claude Code, naming the front door's own `claude.path` setting."""
+    return (
+        "Install Claude Code with `npm install -g @anthropic-ai/claude-code`, "
+        f"or set {door.setting('claude.path')} to the `claude` executable."
+    )
+
+
+INSTALL_HINT = install_hint()
 
 
 def login_hint(cli_path: str | None = None) -> str:

@@ -29,6 +29,15 @@ from milk_lsp.agents.local.stream import (
     body_detail,
     short,
 )
+from milk_lsp.doors import LSP, Door
+from milk_lsp.local_model.context import (
+    OllamaInfo,
+    cut_message,
+    estimate_prompt_tokens,
+    looks_cut,
+    probe_ollama,
+    reported_prompt_tokens,
+)
 
 __all__ = ["LocalClient", "LocalSettings"]
 
@@ -54,6 +63,8 @@ class LocalSettings:
     text_tool_calls: bool = True
     """Run a reply that is only a tool call written as text (a ```json block, bare JSON,
     `<tool_call>`/`[tool_call]` tags; small models do this) as that tool call."""
+    door: Door = LSP
+    """How the front door names settings, for the fixes failure messages give."""
 
 
 # -- transport errors --------------------------------------------------------------------------
@@ -83,11 +94,11 @@ def _is_loopback(url: str) -> bool:
         return False
 
 
-def _http_hint(status: int) -> str:
+def _http_hint(status: int, door: Door) -> str:
     if status in (401, 403):
-        return "; check local.apiKey"
+        return f"; check {door.setting('local.apiKey')}"
     if status == 404:
-        return "; check the milk.local.baseUrl and milk.local.model settings"
+        return f"; check {door.setting('local.baseUrl')} and {door.setting('local.model')}"
     if status == 503:
         return "; the server may still be loading the model, try again shortly"
     return ""
@@ -103,6 +114,8 @@ class LocalClient:
         self._base_url = settings.base_url.rstrip("/")
         self._listed_model: str | None = None
         self._ignores_tool_choice: set[str] = set()
+        self._ollama: dict[str | None, OllamaInfo | None] = {}
+        """Model → what Ollama said about it (None: not Ollama), asked once per client."""
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self._client = httpx.AsyncClient(
             transport=transport,
@@ -162,7 +175,8 @@ class LocalClient:
                 raise LocalModelError(
                     FailureReason.LOCAL_FAILED,
                     f"GET {url} answered HTTP {response.status_code}: "
-                    f"{body_detail(response.content)}{_http_hint(response.status_code)}",
+                    f"{body_detail(response.content)}"
+                    f"{_http_hint(response.status_code, self.settings.door)}",
                 )
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise self._transport_error(exc) from exc
@@ -192,7 +206,7 @@ class LocalClient:
     def _no_models_message(self) -> str:
         return (
             f"the local endpoint {self._base_url} lists no models (GET /models); "
-            "set the milk.local.model setting to the model to use"
+            f"set {self.settings.door.setting('local.model')} to the model to use"
         )
 
     async def resolve_model(self) -> str:
@@ -242,7 +256,8 @@ class LocalClient:
                     raise LocalModelError(
                         FailureReason.LOCAL_FAILED,
                         f"the local model at {self._base_url} answered HTTP "
-                        f"{response.status_code}: {detail}{_http_hint(response.status_code)}",
+                        f"{response.status_code}: {detail}"
+                        f"{_http_hint(response.status_code, self.settings.door)}",
                         http_status=response.status_code,
                     )
                 content_type = response.headers.get("content-type", "")
@@ -293,6 +308,35 @@ class LocalClient:
                 "without `data: [DONE]` and without a finish_reason (the connection may "
                 "have dropped)",
             )
+        await self._check_not_cut(body, reply)
+
+    async def _check_not_cut(self, body: dict[str, Any], reply: Reply) -> None:
+        """Raise a context overflow when the server saw far fewer prompt tokens than milk
+        sent (`local_model.context`: Ollama drops a long prompt's start without an error)."""
+        reported = reported_prompt_tokens(reply.usage)
+        if reported is None:
+            return
+        estimated = estimate_prompt_tokens(body)
+        if not looks_cut(estimated, reported):
+            return
+        model = body.get("model")
+        ollama = await self.ollama(model if isinstance(model, str) else None)
+        raise LocalModelError(
+            FailureReason.LOCAL_FAILED,
+            cut_message(reported, estimated, ollama, self.settings.door),
+        )
+
+    async def ollama(self, model: str | None, *, now: bool = False) -> OllamaInfo | None:
+        """What Ollama says about `model` (its version, the context it runs with); None
+        when the server is not Ollama. Asked once per model (again while the context is not
+        known), or `now` (`milk/status`: the model may have been loaded or changed since)."""
+        if model in self._ollama and not now:
+            known = self._ollama[model]
+            if known is None or known.context_tokens is not None:
+                return known
+        info = await probe_ollama(self._client, self._base_url, model)
+        self._ollama[model] = info
+        return info
 
     def _transport_error(self, exc: httpx.HTTPError | httpx.InvalidURL) -> LocalModelError:
         base = self._base_url
@@ -301,7 +345,7 @@ class LocalClient:
             return LocalModelError(
                 FailureReason.LOCAL_UNREACHABLE,
                 f"no local model reachable at {base}: the URL is not valid ({exc}); "
-                "set the milk.local.baseUrl setting",
+                f"set {settings.door.setting('local.baseUrl')}",
             )
         if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
             why = (
@@ -312,14 +356,15 @@ class LocalClient:
             return LocalModelError(
                 FailureReason.LOCAL_UNREACHABLE,
                 f"no local model reachable at {base}: {why}; "
-                "start Ollama/llama-server or set the milk.local.baseUrl setting",
+                f"start Ollama/llama-server or set {settings.door.setting('local.baseUrl')}",
             )
         if isinstance(exc, httpx.ReadTimeout):
             return LocalModelError(
                 FailureReason.LOCAL_FAILED,
                 f"timed out waiting for the local model at {base}: it sent nothing for "
                 f"{settings.read_timeout_seconds:g} s (the read timeout); it may be stuck "
-                "or overloaded. Try again, or raise local.requestTimeoutSeconds",
+                "or overloaded. Try again, or raise "
+                f"{settings.door.setting('local.requestTimeoutSeconds')}",
             )
         if isinstance(exc, httpx.TimeoutException):
             return LocalModelError(

@@ -18,6 +18,7 @@ from milk_lsp.workspace.paths import shown_uri
 ASK = "milk.ask"
 SEND = "milk.send"
 ESCALATE = "milk.escalate"
+ASK_LOCAL = "milk.askLocal"
 CANCEL = "milk.cancel"
 NEW_SESSION = "milk.newSession"
 SWITCH_SESSION = "milk.switchSession"
@@ -34,6 +35,7 @@ COMMANDS = (
     ASK,
     SEND,
     ESCALATE,
+    ASK_LOCAL,
     CANCEL,
     NEW_SESSION,
     SWITCH_SESSION,
@@ -77,6 +79,8 @@ class Question:
     uri: str | None = None
     """The document it concerns (its workspace folder picks the session), or the
     transcript whose question area holds the text."""
+    route: wire.Route | None = None
+    """`milk/chat`'s route (None: `auto`); `local` takes a session back from Claude."""
 
 
 @dataclass(frozen=True)
@@ -94,8 +98,14 @@ class UndoArgs:
     force: bool = False
 
 
+ROUTES = ("auto", "local", "claude")
+_ASK_KEYS = ("text", "uri", "range", "route")
+
+
 def parse_ask(arguments: list[Any]) -> Question:
-    """`milk.ask`: `[]`, `[text]` or `[{text, uri?, range?}]`."""
+    """`milk.ask` / `milk.askLocal`: `[]`, `[text]` or `[{text, uri?, range?, route?}]`.
+    A key milk does not know is refused, never ignored (a route that went unread would send
+    the question somewhere the user did not ask for)."""
     _at_most(arguments, 1)
     if not arguments:
         return Question()
@@ -104,15 +114,24 @@ def parse_ask(arguments: list[Any]) -> Question:
         return Question(text=_question_text(raw, "arguments[0]"))
     if not isinstance(raw, dict):
         raise ArgumentError(
-            "arguments[0]: expected the question as a string, or {text, uri?, range?}"
+            "arguments[0]: expected the question as a string, or {text, uri?, range?, route?}"
         )
+    unknown = [key for key in raw if key not in _ASK_KEYS]
+    if unknown:
+        raise ArgumentError(
+            f"arguments[0].{unknown[0]}: not an argument of milk.ask (it takes "
+            f"{', '.join(_ASK_KEYS)})"
+        )
+    route = raw.get("route")
+    if route is not None and route not in ROUTES:
+        raise ArgumentError(f"arguments[0].route: expected one of {', '.join(ROUTES)}")
     text = _question_text(raw.get("text"), "arguments[0].text")
     uri = _optional_uri(raw, "arguments[0]")
     range_ = _optional_range(raw, "arguments[0]")
     if range_ is not None and uri is None:
         raise ArgumentError("arguments[0].uri: required with a range")
     context = (wire.ContextItem(uri=uri, range=range_),) if uri is not None else ()
-    return Question(text=text, context=context, uri=uri)
+    return Question(text=text, context=context, uri=uri, route=route)
 
 
 def parse_send(arguments: list[Any]) -> Question:

@@ -24,8 +24,16 @@ from milk_lsp.engine.views import session_info
 from milk_lsp.errors import EngineError
 from milk_lsp.lsp.standard import commands as cmds
 from milk_lsp.lsp.standard.progress import StatusThrottle, status_words
+from milk_lsp.lsp.standard.questions import permission_question
 from milk_lsp.lsp.standard.sync import DocumentPort, TranscriptBook, TranscriptSync, write_atomic
-from milk_lsp.lsp.standard.transcript import clock, cursor_line, session_of_path, split_document
+from milk_lsp.lsp.standard.transcript import (
+    NEXT_ROUTE_KIND,
+    QUESTION_KIND,
+    clock,
+    cursor_line,
+    session_of_path,
+    split_document,
+)
 from milk_lsp.sessions.model import Session, TurnRecord
 from milk_lsp.text import fenced, one_line
 from milk_lsp.workspace.paths import path_to_uri, uri_to_path
@@ -84,6 +92,7 @@ class StandardDoor:
             port,
             on_problem=lambda message: client.log(message, "warn"),
             on_session_used=self._session_used,
+            reveal=self._reveal,
         )
         self._current: dict[str, str] = {}
         """Workspace folder (resolved path) → the current session's id."""
@@ -94,6 +103,8 @@ class StandardDoor:
         """Turns started by commands (turn id → session id), while they run."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._status = StatusThrottle(client.report_status)
+        self._told_route: dict[str, str] = {}
+        """Session id → the agent the transcript last said the next message goes to."""
 
     # ---- updates --------------------------------------------------------------------------
 
@@ -118,6 +129,46 @@ class StandardDoor:
         warning = kind == "notice" and update.get("severity") == "warning"
         if warning and turn_id in self._command_turns:
             self._client.show(f"milk: {update.get('message')}", "warn")
+
+    def on_question(self, params: dict[str, Any], answer: str | None) -> None:
+        """A permission question asked (`answer` None) or answered: the transcript shows
+        both, the diff of an edit included (the editor's message stays one short line)."""
+        update = {
+            "sessionId": params.get("sessionId"),
+            "turnId": params.get("turnId"),
+            "kind": QUESTION_KIND,
+            "params": params,
+            "answer": answer,
+        }
+        self.book.on_update(update)
+
+    def question_text(self, params: dict[str, Any]) -> str:
+        """The `showMessageRequest` message: who asks for what, files relative to the
+        workspace of the session's folder."""
+        return permission_question(params, self._last_folder)
+
+    async def _reveal(self, path: Path, line: int) -> object:
+        if not self._client.shows_documents():
+            return None
+        return await self._client.show_document(path, False, line)
+
+    def _tell_route(self, result: wire.TurnResult) -> None:
+        """After a turn: say in the transcript where the next message goes, when that
+        changed (sent to Claude, or back to the local model), with the way back."""
+        route = result.next_route
+        if route is None:
+            return
+        if self._told_route.get(result.session_id, "local") == route.agent:
+            return
+        self._told_route[result.session_id] = route.agent
+        update = {
+            "sessionId": result.session_id,
+            "turnId": result.turn_id,
+            "kind": NEXT_ROUTE_KIND,
+            "agent": route.agent,
+            "reason": route.reason,
+        }
+        self.book.on_update(update)
 
     def _session_used(self, session_id: str, workspace: str) -> None:
         self._current[workspace] = session_id
@@ -223,7 +274,10 @@ class StandardDoor:
                     "empty: type your question below its marker line, then run milk.send"
                 )
         params = wire.ChatParams(
-            session_id=session_id, text=text.strip(), route=route, context=list(question.context)
+            session_id=session_id,
+            text=text.strip(),
+            route=route or question.route,
+            context=list(question.context),
         )
         taken = text
         return await self._start(
@@ -297,6 +351,7 @@ class StandardDoor:
                 raise
             self._client.show(f"milk: the turn failed: {exc.message}", "error")
             return
+        self._tell_route(result)
         if result.error is not None:
             self._client.show(f"milk: the turn failed: {result.error.message}", "error")
 
@@ -350,10 +405,17 @@ class StandardDoor:
         return {"uri": path.as_uri(), **preview.to_wire()}
 
     async def status(self) -> dict[str, Any]:
+        """`milk/status` in words, and where the current session's next message goes."""
         status = await self.engine.status()
         lines, problems = describe(status, f"sessions: {status.storage}")
+        answer = status.to_wire()
+        session_id = await self.current_session(create=False)
+        if session_id is not None:
+            info = session_info(await self.engine.sessions.get(session_id))
+            lines.append(next_route_words(info))
+            answer["session"] = info.to_wire()
         self._client.show("\n".join(lines), "warn" if problems else "info")
-        return status.to_wire()
+        return answer
 
     async def undo(self, args: cmds.UndoArgs) -> dict[str, Any]:
         session_id = await self.current_session(create=False)
@@ -362,8 +424,8 @@ class StandardDoor:
         turn_id = args.turn_id or await self._last_changed_turn(session_id)
         if turn_id is None:
             raise cmds.ArgumentError(
-                "arguments: no turn of the current session changed files (that is not "
-                "undone yet); pass the turn id"
+                "arguments: nothing to undo: no turn of the current session changed files "
+                "that is not undone yet"
             )
         restored = await self.engine.turn_undo(session_id, turn_id, args.force)
         uris = [Path(path).as_uri() for path in restored]
@@ -375,6 +437,19 @@ class StandardDoor:
 
     async def _last_changed_turn(self, session_id: str) -> str | None:
         return await self.engine.last_undoable_turn(session_id)
+
+
+def next_route_words(info: wire.SessionInfo) -> str:
+    """`milk.status`'s line about the current session: where its next message goes."""
+    route = info.next_route
+    if route is None:
+        return f"current session {info.session_id}"
+    if route.agent == "claude":
+        return (
+            f"→ next message of session {info.session_id}: Claude ({route.reason}); "
+            "milk.askLocal asks the local model and takes the session back"
+        )
+    return f"→ next message of session {info.session_id}: local model ({route.reason})"
 
 
 def _same_file(one: Path, other: Path) -> bool:

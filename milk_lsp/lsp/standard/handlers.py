@@ -70,6 +70,15 @@ class StandardLsp:
             question = cmds.parse_ask(list(arguments))
         return await self._run(lambda: self.door.ask(question))
 
+    async def ask_local(self, *arguments: Any) -> Any:
+        """`milk.ask` on route `local`: the way back from Claude (later `auto` turns stay
+        with the local model)."""
+        with _answers():
+            question = cmds.parse_ask(list(arguments))
+            if question.route not in (None, "local"):
+                raise cmds.ArgumentError("arguments[0].route: milk.askLocal asks the local model")
+        return await self._run(lambda: self.door.ask(question, route="local"))
+
     async def send(self, *arguments: Any) -> Any:
         with _answers():
             question = cmds.parse_send(list(arguments))
@@ -229,11 +238,14 @@ def install(
     """Register the standard door on `server`; its updates come from `editor`."""
     door = StandardDoor(engine, editor, editor)
     editor.update_listeners.append(door.on_update)
+    editor.question_listeners.append(door.on_question)
+    editor.question_text = door.question_text
     handlers = StandardLsp(door, editor, ready)
     commands: dict[str, Callable[..., Awaitable[Any]]] = {
         cmds.ASK: handlers.ask,
         cmds.SEND: handlers.send,
         cmds.ESCALATE: handlers.escalate,
+        cmds.ASK_LOCAL: handlers.ask_local,
         cmds.CANCEL: handlers.cancel,
         cmds.NEW_SESSION: handlers.new_session,
         cmds.SWITCH_SESSION: handlers.switch_session,

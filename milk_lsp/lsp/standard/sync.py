@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -48,6 +48,17 @@ REFUSED_EDITS_LIMIT = 3
 """Refused edits in a row after which milk writes the file instead, until it is reopened."""
 HISTORY_TURNS = 200
 """Stored turns shown when a session's transcript is made (or catches up)."""
+REVEAL_INTERVAL_SECONDS = 1.0
+"""An open transcript is scrolled to its newest text at most once a second (and once more
+when the text stops growing)."""
+
+Reveal = Callable[[Path, int], Awaitable[object]]
+"""Show `path` with the cursor on a 0-based line, without taking the focus."""
+
+
+async def _no_reveal(path: Path, line: int) -> None:
+    return None
+
 
 # ---- one document -----------------------------------------------------------------------
 
@@ -81,6 +92,7 @@ class TranscriptSync:
         port: DocumentPort,
         workspace: str,
         on_problem: Callable[[str], None],
+        reveal: Reveal = _no_reveal,
     ) -> None:
         self.session_id = session_id
         self.path = path
@@ -103,6 +115,11 @@ class TranscriptSync:
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
         self._last_flush = float("-inf")
+        self._reveal = reveal
+        self._grown = False
+        """The client's buffer got text below what was last revealed."""
+        self._last_reveal = float("-inf")
+        self._revealing: asyncio.Task[object] | None = None
 
     # ---- what changes -----------------------------------------------------------------
 
@@ -172,6 +189,7 @@ class TranscriptSync:
                 opened = self._port.open_text(self.path)  # it may have opened meanwhile
                 if opened is not None and self._refused < REFUSED_EDITS_LIMIT:
                     await self._flush_open(*opened)
+                    self._reveal_newest()
                 else:
                     await self._flush_disk()
                 self._last_flush = asyncio.get_running_loop().time()
@@ -209,6 +227,7 @@ class TranscriptSync:
             return
         applied = await self._port.apply(uri, plan.edits)
         if applied:
+            self._grown = self._grown or body != self._confirmed
             self._confirmed, self._force, self._refused = body, False, 0
             if self._taken is taken:  # (milk.send may have taken another one meanwhile)
                 self._taken = None
@@ -221,6 +240,27 @@ class TranscriptSync:
                 f"milk: the editor refused edits of the transcript {self.path}; milk writes "
                 "the file instead until you reopen it"
             )
+
+    def _reveal_newest(self) -> None:
+        """Scroll the client to the newest text (the last line of the body it has), at most
+        once a second while it grows, the last reveal at most a second after it stopped."""
+        if self._grown and (self._revealing is None or self._revealing.done()):
+            self._revealing = asyncio.create_task(self._reveal_when_due())
+
+    async def _reveal_when_due(self) -> object:
+        """Never while the user has a question typed in the question area (the cursor is
+        theirs then); a client that cannot show the document loses nothing."""
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(max(0.0, self._last_reveal + REVEAL_INTERVAL_SECONDS - loop.time()))
+        shown = self._confirmed
+        if not self._grown or shown is None or self.question.strip():
+            return None
+        self._grown, self._last_reveal = False, loop.time()
+        try:
+            return await self._reveal(self.path, shown.rstrip("\n").count("\n"))
+        except Exception:
+            logger.exception("revealing the transcript %s", self.path)
+            return None
 
     async def _flush_disk(self) -> None:
         on_disk = await asyncio.to_thread(_read, self.path)
@@ -280,8 +320,10 @@ class TranscriptBook:
         port: DocumentPort,
         on_problem: Callable[[str], None],
         on_session_used: Callable[[str, str], None] = lambda session_id, workspace: None,
+        reveal: Reveal = _no_reveal,
     ) -> None:
         self._source = source
+        self._reveal = reveal
         self._port = port
         self._on_problem = on_problem
         self._on_session_used = on_session_used
@@ -425,6 +467,7 @@ class TranscriptBook:
             self._port,
             session.workspace_folder,
             self._on_problem,
+            self._reveal,
         )
         if missing:
             sync.append(sync.renderer.render_records(missing))

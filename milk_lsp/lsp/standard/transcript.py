@@ -18,10 +18,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from milk_lsp.lsp.standard.questions import answer_words, is_own_question, permission_question
 from milk_lsp.sessions.model import Role, TurnRecord
 from milk_lsp.text import fenced, one_line
 from milk_lsp.wire import PART_BREAK
+from milk_lsp.workspace.edit_preview import wire_edit_diff
 from milk_lsp.workspace.paths import shown_uri
+
+QUESTION_KIND = "milk.permissionQuestion"
+"""A door-internal update (never on the wire): a permission question, asked or answered."""
+NEXT_ROUTE_KIND = "milk.nextRoute"
+"""A door-internal update: where the session's next message goes, once it changed."""
 
 MARKER = '<!-- milk: type your question below this line, then run "milk: Send" -->'
 """The line that starts the question area (the last such line in the document counts)."""
@@ -150,6 +157,8 @@ class _Call:
     input: dict[str, Any]
     status: str
     shown: bool = False
+    answered: bool = False
+    """The user's answer to its permission question is shown (a denial needs no second line)."""
 
 
 @dataclass
@@ -238,6 +247,10 @@ class TranscriptRenderer:
             self._changes(out, update.get("changes"))
         elif kind == "turn_ended":
             self._ended(out, str(update.get("stopReason")))
+        elif kind == QUESTION_KIND:
+            self._question(out, update)
+        elif kind == NEXT_ROUTE_KIND:
+            self._next_route(out, update)
         return "".join(out)
 
     def note(self, text: str) -> str:
@@ -283,10 +296,37 @@ class TranscriptRenderer:
             call.status = status
         if tool_input or status != "pending":  # Claude's first sight of a call has no input
             self._show_call(out, call)
-        if status == "denied":
+        if status == "denied" and not call.answered:
             self._block(out, "*Denied.*\n")
-        elif status == "pending" and call.shown and update.get("agent") == "local":
-            self._block(out, "*Waiting for your permission…*\n")
+
+    def _question(self, out: list[str], update: dict[str, Any]) -> None:
+        """A permission question when it is asked (with the diff of an edit), and what the
+        user answered (`answer` set)."""
+        raw = update.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        answer = update.get("answer")
+        call = self._turn.calls.get(str(params.get("toolCallId")))
+        if isinstance(answer, str):
+            if call is not None:
+                call.answered = True
+            self._block(out, f"> {answer_words(params, answer)}\n")
+            return
+        if call is not None:
+            self._show_call(out, call)
+        who = "milk asks" if is_own_question(params) else "Permission asked"
+        text = f"> **{who}:** {permission_question(params, self._workspace)}\n"
+        edits = [e for e in params.get("edits") or [] if isinstance(e, dict)]
+        diffs = "\n".join(wire_edit_diff(edit, self._workspace) for edit in edits)
+        self._block(out, text + ("\n" + fenced(diffs, "diff") if diffs else ""))
+
+    def _next_route(self, out: list[str], update: dict[str, Any]) -> None:
+        agent = update.get("agent")
+        reason = one_line(str(update.get("reason", "")))
+        if agent == "claude":
+            back = "; to go back to the local model, run `milk.askLocal`"
+            self._block(out, f"> Your next message goes to **Claude** ({reason}{back}).\n")
+        else:
+            self._block(out, f"> Your next message goes to the **local model** ({reason}).\n")
 
     def _tool_result(self, out: list[str], update: dict[str, Any]) -> None:
         call_id = str(update.get("toolCallId"))

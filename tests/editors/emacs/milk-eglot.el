@@ -25,5 +25,18 @@ fresh with `auto-revert-mode' as milk rewrites it."
                                                 (plist-get answer :uri))))))
     (with-current-buffer (find-file-noselect file)
       (auto-revert-mode 1)
+      (add-hook 'after-revert-hook #'milk-follow-transcript nil t)
       (display-buffer (current-buffer))
+      (milk-follow-transcript)
       (current-buffer))))
+
+(defun milk-follow-transcript ()
+  "Move each window showing the transcript to its newest text, the line above the marker
+line (run after each revert); not while a question is typed below the marker."
+  (save-excursion
+    (goto-char (point-max))
+    (when (and (re-search-backward "^<!-- milk: type your question below" nil t)
+               (string-blank-p (buffer-substring-no-properties (line-end-position) (point-max))))
+      (skip-chars-backward "\n")
+      (dolist (window (get-buffer-window-list (current-buffer) nil t))
+        (set-window-point window (line-beginning-position))))))

@@ -246,6 +246,13 @@ with urllib.request.urlopen(req, timeout=20) as r:
                          (> (length milk-test-reads) before) milk-test-reads)
         (milk-test-check "the question shows the command"
                          (string-search "touch made-by-milk.txt" (nth 0 ask)) (nth 0 ask))
+        ;; issue 20 item 18: who asks for what on the first line, in one short sentence
+        (milk-test-check "the question's first line says who asks to run what"
+                         (string-suffix-p "The local model asks to run `touch made-by-milk.txt`."
+                                          (car (split-string (nth 0 ask) "\n")))
+                         (nth 0 ask))
+        (milk-test-check "the question is short (the asker line, then Choose an option)"
+                         (= (length (split-string (nth 0 ask) "\n")) 2) (nth 0 ask))
         (milk-test-check "the answers are Allow once / Allow for this session / Deny"
                          (equal (nth 1 ask) '("Allow once" "Allow for this session" "Deny"))
                          (nth 1 ask))))
@@ -257,6 +264,27 @@ with urllib.request.urlopen(req, timeout=20) as r:
     (milk-test-check "the transcript shows the tool call"
                      (string-search "touch made-by-milk.txt" (milk-test-transcript-text)))
     (milk-test-check "the second turn ended" (milk-test-wait-turn-end 2))
+    ;; issue 20 item 17: the transcript records the question and the answer, no "waiting"
+    (milk-test-check "the transcript records the question and the answer"
+                     (milk-test-wait-transcript "> You answered: Allow once." 10)
+                     (milk-test-transcript-text))
+    (milk-test-check "the transcript names the asker and the command"
+                     (string-search "> **Permission asked:** The local model asks to run `touch made-by-milk.txt`."
+                                    (milk-test-transcript-text)))
+    (milk-test-check "no \"Waiting for your permission\" left behind"
+                     (not (string-search "Waiting for your permission" (milk-test-transcript-text))))
+    ;; issue 20 item 16: the transcript's window follows the newest text
+    (let ((window (get-buffer-window milk-test-transcript t)))
+      (milk-test-check "the transcript's window is at its newest text"
+                       (and window
+                            (milk-test-wait
+                             10 (lambda ()
+                                  (with-current-buffer milk-test-transcript
+                                    (> (window-point window)
+                                       (save-excursion (goto-char (point-max))
+                                                       (search-backward "I created made-by-milk.txt.")))))))
+                       (and window (list (window-point window)
+                                         (with-current-buffer milk-test-transcript (point-max))))))
 
     ;; Review: the transcript lists the turn's changed files; milk.undo takes them back.
     (milk-test-check "the transcript lists the changed file"

@@ -265,6 +265,20 @@ local function scenario()
   check('the local model received the selected lines', sent:find('Say hello.', 1, true) ~= nil)
   check('the answer streamed through several workspace/applyEdit batches', applied.ok >= 2 and #applied.failed == 0, applied)
   check('window/showDocument succeeded', #shown_docs > 0 and shown_docs[1].ok and shown_docs[1].answer and shown_docs[1].answer.success == true, shown_docs)
+  -- issue 20 item 16: the transcript's window follows the newest text (showDocument with a
+  -- selection at the end, without taking the focus)
+  local function last_done_line()
+    local lines = vim.api.nvim_buf_get_lines(tbuf, 0, -1, false)
+    for i = #lines, 1, -1 do
+      if lines[i]:find('^%*Done%.%*') then
+        return i
+      end
+    end
+  end
+  check("the transcript's window is at its newest text, the focus left in hello.py", wait(10000, function()
+    local win = vim.fn.bufwinid(tbuf)
+    return win ~= -1 and vim.api.nvim_win_get_cursor(win)[1] == last_done_line()
+  end) and vim.api.nvim_get_current_buf() == vim.fn.bufnr(file), { cursor = vim.fn.bufwinid(tbuf) ~= -1 and vim.api.nvim_win_get_cursor(vim.fn.bufwinid(tbuf)), done = last_done_line() })
 
   -- 2. The question area: type below the marker, `gra`, "milk: Send".
   script_openai({ { text = 'Asked from the question area, answered.' } })
@@ -375,6 +389,8 @@ local function scenario()
   local claude_reqs = http('GET', origin(anthropic) .. '/_requests') or {}
   check('the Claude CLI called the stand-in', #claude_reqs > 0)
   check('the stand-in received the question', vim.json.encode(claude_reqs):find('is greet() correct?', 1, true) ~= nil)
+  check('the transcript says the next message goes to Claude, and the way back', wait_transcript('Your next message goes to **Claude**', 10000)
+    and transcript_text():find('run `milk.askLocal`', 1, true) ~= nil, transcript_text())
 
   -- 7. Cancel a Claude turn: the session stays with Claude (escalated); the stand-in stalls
   -- after its first chunk; milk.cancel stops the CLI.
@@ -386,6 +402,17 @@ local function scenario()
   check('milk.cancel of the Claude turn → {cancelled: true}', err == nil and type(result) == 'table' and result.cancelled == true, { err = err, result = result })
   check('the cancelled Claude turn ended', wait_turn_end())
   check("nothing of Claude's after the cancel", transcript_text():find('This never arrives.', 1, true) == nil)
+
+  -- 7b. Back to the local model (issue 20 item 15): milk.askLocal; later auto turns stay local.
+  script_openai({ { text = 'Local model here again.' }, { text = 'Still the local model.' } })
+  err, result = exec('milk.askLocal', { 'back to you' })
+  check('milk.askLocal answered at once with the turn', err == nil and type(result) == 'table' and result.turnId ~= nil, { err = err, result = result })
+  check('the local model answers again', wait_transcript('Local model here again.'), transcript_text())
+  check('the turn ended', wait_turn_end())
+  check('the transcript says the next message goes to the local model', wait_transcript('Your next message goes to the **local model**', 10000), transcript_text())
+  err, result = exec('milk.ask', { 'and after that?' })
+  check('the next milk.ask stays with the local model', err == nil and wait_transcript('Still the local model.'), { err = err, text = transcript_text() })
+  check('the turn ended', wait_turn_end())
 
   -- 8. Status and context: milk.status answers (and says it with window/showMessage);
   -- milk.showContext opens what Claude would get as a document.

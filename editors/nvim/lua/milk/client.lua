@@ -75,7 +75,7 @@ function M.client_config(opts)
   local settings = M.wire_settings(opts.settings or {})
   return {
     name = M.NAME,
-    cmd = vim.deepcopy(opts.cmd),
+    cmd = config.server_cmd(opts),
     cmd_env = opts.cmd_env and vim.deepcopy(opts.cmd_env) or nil,
     root_markers = vim.deepcopy(opts.root_markers),
     -- For vim.lsp.enable (0.11): the marked folder, else the cwd, never "no workspace".
@@ -250,7 +250,7 @@ function M.ensure(cb)
   if not client then
     local cfg = M.resolved_config()
     if type(cfg.cmd) == 'table' and vim.fn.executable(cfg.cmd[1]) ~= 1 then
-      return cb(nil, ('milk: the server command %q was not found; see :checkhealth milk'):format(cfg.cmd[1]))
+      return cb(nil, ('milk: the server command %q was not found; :MilkInstall installs it (see :checkhealth milk)'):format(cfg.cmd[1]))
     end
     if type(cfg.root_dir) ~= 'string' then
       cfg.root_dir = root_for(bufnr, cfg.root_markers)

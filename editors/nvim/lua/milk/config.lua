@@ -41,6 +41,25 @@ M.defaults = {
 --- @type milk.Options
 M.options = vim.deepcopy(M.defaults)
 
+--- Whether setup() was given a `cmd` (without one, the server of :MilkInstall is used when
+--- it is there).
+M.cmd_given = false
+
+--- The server command to start: `opts.cmd`, except that the default `milk-lsp` becomes the
+--- server :MilkInstall installed, when there is one (the plugin's own version).
+--- @param opts milk.Options
+--- @return string[]
+function M.server_cmd(opts)
+  local cmd = vim.deepcopy(opts.cmd)
+  if opts == M.options and not M.cmd_given and vim.deep_equal(cmd, M.defaults.cmd) then
+    local installed = require('milk.install').server()
+    if installed then
+      return { installed }
+    end
+  end
+  return cmd
+end
+
 local splits = { right = true, left = true, above = true, below = true, tab = true }
 
 local function expect(name, value, kind)
@@ -79,6 +98,7 @@ function M.set(opts)
     ))
   end
   M.options = merged
+  M.cmd_given = opts.cmd ~= nil
   return merged
 end
 

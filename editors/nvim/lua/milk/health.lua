@@ -117,15 +117,24 @@ function M.check()
     vim.health.warn('the server command is a function; it is not checked here')
     return
   end
+  local install = require('milk.install')
   local exe = vim.fn.exepath(cmd[1])
   if exe == '' then
+    local root = install.checkout() or '/path/to/milk-lsp'
     vim.health.error(('server `%s` not found'):format(cmd[1]), {
-      'Install it: `pipx install milk-lsp` (or `pip install milk-lsp` into a venv on PATH)',
-      "Or point the plugin at it: require('milk').setup({ cmd = { '/path/to/milk-lsp' } })",
+      ('Run :MilkInstall: it installs milk-lsp from this plugin\'s checkout (%s) into a virtual environment in %s, and setup() then finds it'):format(
+        root, install.venv()),
+      ('Or install it yourself from the checkout (the package is not on a package index): `python3 -m venv ~/.venvs/milk && ~/.venvs/milk/bin/pip install %s`, or `pipx install %s`'):format(root, root),
+      "Then put its `milk-lsp` on PATH or point the plugin at it: require('milk').setup({ cmd = { '/path/to/milk-lsp' } })",
     })
     return
   end
-  vim.health.ok(('server `%s` found: %s'):format(cmd[1], exe))
+  local installed = install.server()
+  if installed and vim.fs.normalize(exe) == vim.fs.normalize(installed) then
+    vim.health.ok(('server `%s` found (installed by :MilkInstall; run it again after updating the checkout)'):format(exe))
+  else
+    vim.health.ok(('server `%s` found: %s'):format(cmd[1], exe))
+  end
   local argv = vim.deepcopy(cmd)
   table.insert(argv, '--version')
   local ok, res = pcall(function()

@@ -92,6 +92,13 @@ function M.define_commands()
   cmd('MilkSessions', run('sessions'), { nargs = 0, desc = 'milk: switch to or delete a session' })
   cmd('MilkContext', run('context'), { nargs = '*', desc = 'milk: preview what Claude would be given [reason]' })
   cmd('MilkStatus', run('status'), { nargs = 0, desc = 'milk: server, local model and Claude status' })
+  cmd('MilkInstall', function(o)
+    require('milk.install').install({ python = o.args })
+  end, {
+    nargs = '?',
+    complete = 'file',
+    desc = 'milk: install milk-lsp from this plugin\'s checkout into a venv [python]',
+  })
 
   local group = vim.api.nvim_create_augroup('milk', { clear = true })
   vim.api.nvim_create_autocmd('ColorScheme', {

@@ -23,6 +23,44 @@ local function file_names(uris)
   return table.concat(names, ', ')
 end
 
+--- The bytes Neovim would write for a buffer (its line ending, final newline and BOM).
+local function buffer_bytes(buf)
+  local bo = vim.bo[buf]
+  local nl = ({ dos = '\r\n', mac = '\r' })[bo.fileformat] or '\n'
+  local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), nl)
+  if bo.eol or (bo.fixeol and not bo.binary) then
+    text = text .. nl
+  end
+  return (bo.bomb and '\239\187\191' or '') .. text
+end
+
+--- After an undo: a restored file's buffer that now holds exactly what is on disk is not
+--- modified (the undo went through `workspace/applyEdit`, which marks it so). A buffer
+--- whose text differs from the disk (the user's own unsaved text) stays modified.
+function M.settle(uris)
+  local loaded = {}
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(b)
+    if name ~= '' and vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == '' then
+      loaded[vim.fs.normalize(vim.fn.fnamemodify(name, ':p'))] = b
+    end
+  end
+  for _, uri in ipairs(uris) do
+    local path = vim.fs.normalize(require('milk.diff').path_of(uri))
+    local buf = loaded[path]
+    if buf and vim.bo[buf].modified then
+      local f = io.open(path, 'rb')
+      local disk = f and f:read('*a')
+      if f then
+        f:close()
+      end
+      if disk ~= nil and disk == buffer_bytes(buf) then
+        vim.bo[buf].modified = false
+      end
+    end
+  end
+end
+
 --- Open the diff of a turn's changes (`milk/turn/changes`).
 function M.review(client, S, entry)
   request(client, methods.TURN_CHANGES, { sessionId = S.id, turnId = entry.turn }, function(err, res)
@@ -95,6 +133,7 @@ function M.undo(client, S, entry, force)
     end
     local restored = type(res) == 'table' and type(res.restored) == 'table' and res.restored or {}
     chat.changes_undone(S, entry.turn)
+    M.settle(restored)
     pcall(vim.cmd, 'checktime')
     if #restored == 0 then
       notify('milk: nothing to undo (already undone)')

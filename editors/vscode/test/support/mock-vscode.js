@@ -319,9 +319,13 @@ function createMock() {
       },
       showWarningMessage: async (m, ...rest) => {
         const opts = rest.length && typeof rest[0] === 'object' && rest[0] !== null && !('title' in rest[0]) ? rest.shift() : {};
-        mock.warnings.push({ message: m, options: opts, items: rest });
-        if (opts.modal) mock.modalCalls.push({ message: m, options: opts, items: rest });
-        return mock.answerWarning(m, opts, rest);
+        // MessageItems ({title, isCloseAffordance}) are recorded by title; the answer is the item
+        const titles = rest.map((i) => (typeof i === 'string' ? i : i.title));
+        const close = rest.find((i) => typeof i === 'object' && i.isCloseAffordance)?.title;
+        mock.warnings.push({ message: m, options: opts, items: titles, close });
+        if (opts.modal) mock.modalCalls.push({ message: m, options: opts, items: titles, close });
+        const answer = await mock.answerWarning(m, opts, titles);
+        return typeof answer === 'string' && typeof rest[0] === 'object' ? rest.find((i) => i.title === answer) : answer;
       },
       showInputBox: async (opts) => mock.answerInputBox(opts),
       showQuickPick: async (items, opts) => mock.answerQuickPick(await items, opts),
