@@ -56,9 +56,10 @@ _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 # ---- milk's own count ---------------------------------------------------------------------
 
 
-def estimate_prompt_tokens(body: dict[str, Any]) -> int:
+def estimate_prompt_tokens(body: dict[str, Any], *, with_tools: bool = True) -> int:
     """milk's count of the tokens a chat-completion request sends: its messages' texts and
-    tool calls, and the tool specs (chat templates render both)."""
+    tool calls, and the tool specs (chat templates render both; `with_tools=False` for a
+    template that drops them)."""
     parts: list[str] = []
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
@@ -70,7 +71,7 @@ def estimate_prompt_tokens(body: dict[str, Any]) -> int:
             parts.extend(str(piece.get("text", "")) for piece in content if isinstance(piece, dict))
         if message.get("tool_calls"):
             parts.append(json.dumps(message["tool_calls"]))
-    if body.get("tools"):
+    if with_tools and body.get("tools"):
         parts.append(json.dumps(body["tools"]))
     chars = sum(len(_SPACES.sub(" ", part)) for part in parts)
     return chars // CHARS_PER_TOKEN
@@ -114,6 +115,18 @@ def api_root(base_url: str) -> str:
     """Ollama's native API root for an OpenAI-compatible base URL (`…/v1` → `…`)."""
     root = base_url.rstrip("/")
     return root[: -len("/v1")] if root.endswith("/v1") else root
+
+
+async def template_drops_tools(client: httpx.AsyncClient, base_url: str) -> bool:
+    """Whether the server says its chat template renders no tools (llama.cpp's `/props`:
+    `chat_template_caps.supports_tools` false, as for SmolLM2): it then drops the tool specs
+    from the prompt, which is no cut."""
+    try:
+        answer = await client.get(f"{api_root(base_url)}/props", timeout=PROBE_TIMEOUT)
+        caps = answer.json().get("chat_template_caps") if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+    return isinstance(caps, dict) and caps.get("supports_tools") is False
 
 
 async def probe_ollama(

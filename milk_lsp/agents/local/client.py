@@ -37,6 +37,7 @@ from milk_lsp.local_model.context import (
     looks_cut,
     probe_ollama,
     reported_prompt_tokens,
+    template_drops_tools,
 )
 
 __all__ = ["LocalClient", "LocalSettings"]
@@ -114,6 +115,8 @@ class LocalClient:
         self._base_url = settings.base_url.rstrip("/")
         self._listed_model: str | None = None
         self._ignores_tool_choice: set[str] = set()
+        self._drops_tools: bool | None = None
+        """The server's template renders no tools (None: not asked yet)."""
         self._ollama: dict[str | None, OllamaInfo | None] = {}
         """Model → what Ollama said about it (None: not Ollama), asked once per client."""
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
@@ -319,12 +322,21 @@ class LocalClient:
         estimated = estimate_prompt_tokens(body)
         if not looks_cut(estimated, reported):
             return
+        without_tools = estimate_prompt_tokens(body, with_tools=False)
+        if not looks_cut(without_tools, reported) and await self._template_drops_tools():
+            return
         model = body.get("model")
         ollama = await self.ollama(model if isinstance(model, str) else None)
         raise LocalModelError(
             FailureReason.LOCAL_FAILED,
             cut_message(reported, estimated, ollama, self.settings.door),
         )
+
+    async def _template_drops_tools(self) -> bool:
+        """Asked once per client (`local_model.context.template_drops_tools`)."""
+        if self._drops_tools is None:
+            self._drops_tools = await template_drops_tools(self._client, self._base_url)
+        return self._drops_tools
 
     async def ollama(self, model: str | None, *, now: bool = False) -> OllamaInfo | None:
         """What Ollama says about `model` (its version, the context it runs with); None
