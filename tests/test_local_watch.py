@@ -284,6 +284,9 @@ def test_asks_for_change_reads_the_first_word() -> None:
     assert asks_for_change("add a docstring to slugify_params")
     assert not asks_for_change("how do I add a docstring?")
     assert not asks_for_change("where is smart_truncate defined?")
+    assert asks_for_change("In slugify/slugify.py rename the constant NUMBERS_PATTERN")
+    assert asks_for_change("In `calc.py`, please fix add")
+    assert not asks_for_change("In which file is smart_truncate defined?")
 
 
 async def test_a_change_asked_for_and_not_made_gets_one_nudge_then_is_a_signal(

@@ -131,8 +131,18 @@ def _call_line(name: str, arguments: dict[str, Any] | None) -> str:
 def asks_for_change(request: str) -> bool:
     """Whether the user's request is an instruction to change the code (it starts with a
     verb such as add, rename, fix, replace) rather than a question."""
-    words = re.findall(r"[a-z]+", request.lower()[:80])
+    lead = _REQUEST_LEAD.match(request)
+    words = re.findall(r"[a-z]+", request[lead.end() if lead else 0 :].lower()[:80])
     return bool(words) and words[0] in _CHANGE_VERBS
+
+
+_REQUEST_LEAD = re.compile(
+    r"\s*(?:please\s+)?(?:(?:in|inside|within|for)\s+(?:the\s+)?(?:file\s+)?[`'\"]?[\w./-]+"
+    r"[`'\"]?\s*,?\s+)?(?:please\s+)?",
+    re.IGNORECASE,
+)
+"""What may come before the verb of a change request: "In slugify/slugify.py rename …"
+(bench/real_tasks 'rename-constant' ended `end_turn` saying it had renamed, with no edit)."""
 
 
 def _degenerate(text: str) -> bool:
