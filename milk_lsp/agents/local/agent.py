@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -67,7 +67,6 @@ from milk_lsp.agents.local.tool_calls import (
 )
 from milk_lsp.agents.local.watch import (
     AnswerJudge,
-    Look,
     Nudge,
     TurnWatch,
     WrittenEscalation,
@@ -342,7 +341,7 @@ class LocalAgent:
         )
         if look_first and not require_call and judge is not None:
             look = await judge.look()  # a server known to ignore `tool_choice`: milk looks
-            for seen in _look_events(look):
+            for seen in look.events:
                 yield seen
             if look.found:
                 conversation.append({"role": "user", "content": look.message})
@@ -386,7 +385,7 @@ class LocalAgent:
                     require_call = False
                     if judge is not None:  # the unlooked answer goes unseen; milk's look instead
                         look = await judge.look()
-                        for seen in _look_events(look):
+                        for seen in look.events:
                             yield seen
                         conversation.append({"role": "user", "content": look.message})
                         yield NoticeEvent("info", look.notice)
@@ -426,7 +425,7 @@ class LocalAgent:
                     self.client.ignores_tool_choice(model)
                     if judge is not None:  # the unlooked answer goes unseen; milk's look instead
                         look = await judge.look()
-                        for seen in _look_events(look):
+                        for seen in look.events:
                             yield seen
                         conversation.append({"role": "user", "content": look.message})
                         yield NoticeEvent("info", look.notice)
@@ -605,11 +604,3 @@ def _spec_names(specs: Iterable[Any]) -> Iterable[str]:
         name = function.get("name") if isinstance(function, Mapping) else None
         if isinstance(name, str) and name:
             yield name
-
-
-def _look_events(look: Look) -> Iterator[ToolCallEvent | ToolResultEvent]:
-    """milk's own look, shown as the tool calls it made, with their results."""
-    for call in look.calls:
-        status = ToolStatus.FAILED if call.is_error else ToolStatus.COMPLETED
-        yield ToolCallEvent(call.call_id, call.tool, call.arguments, status)
-        yield ToolResultEvent(call.call_id, call.output, call.is_error)

@@ -18,6 +18,7 @@ import re
 import uuid
 from collections.abc import Sequence
 
+from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
 from milk_lsp.agents.local.agent import LocalTools
 from milk_lsp.agents.local.grounding import (
     Claims,
@@ -30,7 +31,7 @@ from milk_lsp.agents.local.grounding import (
     workspace_claims,
 )
 from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT
-from milk_lsp.agents.local.watch import Grounded, Look, LookCall
+from milk_lsp.agents.local.watch import Grounded, Look
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ class TurnGrounding:
         self._index = index
         self.about_workspace = about_workspace
         self._tools = tools
+        self._definers_of: dict[str, tuple[str, ...]] = {}
 
     def judge(self, answer: str, tool_outputs: Sequence[str], *, looked: bool) -> Grounded:
         markup = markup_answer(answer)
@@ -125,7 +127,7 @@ class TurnGrounding:
         defined = {
             name: definers
             for name in question_names(self._question, index)
-            if (definers := index.definers(name.split(".")[-1].removesuffix("()")))
+            if (definers := self._definers(name))
         }
         if not defined:
             return None
@@ -141,6 +143,14 @@ class TurnGrounding:
             "the answer is a guess"
         )
 
+    def _definers(self, name: str) -> tuple[str, ...]:
+        """The files defining `name` (its last dotted part), looked up once per turn: every
+        final answer of the turn asks about the same question."""
+        bare = name.split(".")[-1].removesuffix("()")
+        if bare not in self._definers_of and self._index is not None:
+            self._definers_of[bare] = self._index.definers(bare)
+        return self._definers_of.get(bare, ())
+
     def _misplaced(self, claims: Claims) -> str | None:
         """For "where is X defined?": the answer names files, none of which defines X, while
         the workspace's index knows the ones that do (an existing file named for the wrong
@@ -149,7 +159,7 @@ class TurnGrounding:
         if index is None or not claims.paths or not _WHERE_DEFINED.search(self._question):
             return None
         for name in question_claims(self._question).names:
-            definers = index.definers(name.split(".")[-1].removesuffix("()"))
+            definers = self._definers(name)
             if not definers:
                 continue
             if any(_same_file(path, definer) for path in claims.paths for definer in definers):
@@ -174,7 +184,7 @@ class TurnGrounding:
         looks += [(SEARCH_TEXT, {"pattern": name}) for name in asked.names[:LOOK_NAMES]]
         if not looks:  # "what does this project do?": what is at its top
             looks = [(LIST_DIRECTORY, {"path": "."})]
-        calls: list[LookCall] = []
+        events: list[ToolCallEvent | ToolResultEvent] = []
         prefix = f"milk-look-{uuid.uuid4().hex[:8]}"
         for number, (tool, arguments) in enumerate(looks):
             call_id = f"{prefix}-{number}"
@@ -183,13 +193,15 @@ class TurnGrounding:
             except Exception:  # milk's own look is a help; it must never fail the turn
                 logger.warning("milk's look (%s %s) failed", tool, arguments, exc_info=True)
                 continue
-            calls.append(LookCall(call_id, tool, dict(arguments), outcome.output, outcome.is_error))
+            status = ToolStatus.FAILED if outcome.is_error else ToolStatus.COMPLETED
+            events.append(ToolCallEvent(call_id, tool, dict(arguments), status))
+            events.append(ToolResultEvent(call_id, outcome.output, outcome.is_error))
             if outcome.is_error or not outcome.output.strip():
                 continue
             self._evidence.append(outcome.output)
             found.append(f"{tool} {arguments}:\n{outcome.output}")
         if not found:
-            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False, calls=tuple(calls))
+            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False, events=tuple(events))
         text = "\n\n".join(found)
         if len(text) > LOOK_CHARS:
             text = text[:LOOK_CHARS] + "\n[… cut]"
@@ -198,5 +210,5 @@ class TurnGrounding:
             "looking). Answer from this, or call a tool to look further:\n\n" + text,
             LOOKED_NOTICE,
             found=True,
-            calls=tuple(calls),
+            events=tuple(events),
         )

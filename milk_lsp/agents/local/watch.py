@@ -21,7 +21,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from milk_lsp.agents.base import LocalGaveUp, LocalSignal
+from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
 from milk_lsp.agents.local.tool_calls import MergedToolCall, parse_text_tool_calls
 from milk_lsp.text import cut, one_line
 
@@ -230,19 +230,8 @@ class Look:
     notice: str
     """For the user, in one quiet line."""
     found: bool
-    calls: tuple[LookCall, ...] = ()
-    """The tool calls milk made, shown to the user like the model's own."""
-
-
-@dataclass(frozen=True)
-class LookCall:
-    """One tool call of milk's own look and what it returned."""
-
-    call_id: str
-    tool: str
-    arguments: dict[str, Any]
-    output: str
-    is_error: bool
+    events: tuple[ToolCallEvent | ToolResultEvent, ...] = ()
+    """The tool calls milk made and their results, shown to the user like the model's own."""
 
 
 class AnswerJudge(Protocol):
