@@ -22,7 +22,8 @@ Per task it prints the verdict (right locally / handed to Claude / wrong / repor
 timeout), whether a wrong result was silent (the turn ended `end_turn` without being right),
 the tools called, seconds and prompt tokens evaluated and cached; then the totals. Before the
 tasks it measures the prefix cache: session A turn 1 (cold), A turn 2, then a new session B
-turn 1 in the same workspace; target B1 <= 15 % of A1's evaluated prompt tokens.
+turn 1 in the same workspace and a session C turn 1 in a second workspace folder; target B1
+and C1 <= 15 % of A1's evaluated prompt tokens.
 
     .venv/bin/python bench/real_tasks.py [--project slugify|humanize] [--model-size 1.5b|0.5b]
         [--tasks a,b]
@@ -60,7 +61,11 @@ CACHE_TURNS = (
     ("A1", "A", "Hello! In one sentence, what can you help me with in this project?"),
     ("A2", "A", "Thanks. In one word: which programming language is this project written in?"),
     ("B1", "B", "Hi! In one sentence, what kinds of tasks can you do here?"),
+    ("C1", "C", "Hello! In one sentence, what can you help me with in this project?"),
 )
+"""C is a session in a second workspace folder (the same project laid out elsewhere): its
+first turn should find the prefix cached too (system prompt and tool specs are the same bytes
+for every workspace)."""
 RIGHT = ("right locally", "handed to Claude")
 PROJECTS: dict[str, Project] = {"slugify": SLUGIFY, "humanize": HUMANIZE}
 
@@ -73,10 +78,9 @@ class Turns:
         self.updates: dict[str, list[dict[str, Any]]] = {}
         milk.on_update = lambda u: self.updates.setdefault(str(u.get("sessionId")), []).append(u)
 
-    async def new_session(self) -> str:
-        info = await self.milk.request(
-            "milk/session/new", {"workspaceFolder": self.workspace.as_uri()}
-        )
+    async def new_session(self, workspace: Path | None = None) -> str:
+        folder = workspace or self.workspace
+        info = await self.milk.request("milk/session/new", {"workspaceFolder": folder.as_uri()})
         return str(info["sessionId"])
 
     async def chat(self, session_id: str, text: str) -> tuple[dict[str, Any], bool, float]:
@@ -117,7 +121,8 @@ class Turns:
                 continue
             call_id = str(update.get("toolCallId"))
             if update.get("kind") == "tool_call":
-                calls.setdefault(call_id, str(update.get("name")))
+                by_milk = call_id.startswith(("milk-read-", "milk-look-"))  # milk's own reads
+                calls.setdefault(call_id, ("milk:" if by_milk else "") + str(update.get("name")))
                 if update.get("status") in ("failed", "denied"):
                     marks[call_id] = f" ({update.get('status')})"
             elif update.get("kind") == "tool_result" and update.get("isError"):
@@ -196,12 +201,15 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
 
 async def prefix_cache(turns: Turns, proxy: TimingsProxy, sdist: Path) -> dict[str, Any]:
     lay_out(sdist, turns.workspace)
+    second = turns.workspace.parent / "second-workspace"
+    second.mkdir(exist_ok=True)
+    lay_out(sdist, second)
     print(f"prefix cache: {await proxy.erase_slots()}")
     sessions = {"A": await turns.new_session()}
     rows: dict[str, dict[str, Any]] = {}
     for label, session, text in CACHE_TURNS:
         if session not in sessions:
-            sessions[session] = await turns.new_session()
+            sessions[session] = await turns.new_session(second if session == "C" else None)
         proxy.label, start = f"prefix-cache {label}", len(proxy.calls)
         result, timed_out, seconds = await turns.chat(sessions[session], text)
         calls = proxy.since(start)
@@ -227,6 +235,14 @@ async def prefix_cache(turns: Turns, proxy: TimingsProxy, sdist: Path) -> dict[s
             f"prefix cache ratio B1/A1 (prompt tokens evaluated by the first model call): "
             f"{first['B1']['prompt_n']}/{first['A1']['prompt_n']} = {100 * ratio:.1f} % "
             f"(target <= 15 %); whole turns: {b1}/{a1} = {100 * b1 / a1 if a1 else 0:.1f} %"
+        )
+    if first["A1"] and first["C1"] and first["A1"]["prompt_n"]:
+        ratio = first["C1"]["prompt_n"] / first["A1"]["prompt_n"]
+        out["ratioSecondWorkspace"] = ratio
+        print(
+            f"second workspace C1/A1 (prompt tokens evaluated by the first model call): "
+            f"{first['C1']['prompt_n']}/{first['A1']['prompt_n']} = {100 * ratio:.1f} % "
+            "(target <= 15 %)"
         )
     if first["A2"] and rows["A1"]["calls"]:
         last = rows["A1"]["calls"][-1]

@@ -34,7 +34,7 @@ def test_milks_count_is_characters_over_four_with_whitespace_runs_once() -> None
 def test_the_base_prompt_constant_matches_milks_instructions_and_tools() -> None:
     specs = [*tool_specs(60), ESCALATE_TOOL_SPEC]
     sent = {
-        "messages": [{"role": "system", "content": local_system_prompt("/w", True)}],
+        "messages": [{"role": "system", "content": local_system_prompt(True)}],
         "tools": specs,
     }
     counted = context.estimate_prompt_tokens(sent)

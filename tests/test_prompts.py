@@ -186,7 +186,7 @@ def test_session_notes_carry_the_nonce_tag_instructions_with_memory_tags() -> No
     for kind in (NEED, PERCEPT):
         assert open_tag(kind, NONCE) in text
         assert close_tag(kind, NONCE) in text
-    assert WORKSPACE in local_system_prompt(WORKSPACE, offer_escalation=False)
+    assert WORKSPACE not in text
 
 
 def test_without_memory_tags_the_local_model_gets_no_tag_instructions() -> None:
@@ -214,18 +214,20 @@ def test_session_notes_carry_the_need_and_percepts() -> None:
 
 
 def test_escalation_hint_only_when_offered() -> None:
-    offered = local_system_prompt(WORKSPACE, offer_escalation=True)
-    withheld = local_system_prompt(WORKSPACE, offer_escalation=False)
+    offered = local_system_prompt(offer_escalation=True)
+    withheld = local_system_prompt(offer_escalation=False)
     assert "escalate_to_claude" in offered
     assert "escalate_to_claude" not in withheld
     assert "Claude" not in withheld, "route local: nothing hints at escalating"
 
 
-def test_system_prompt_is_the_same_bytes_for_every_session_of_a_workspace() -> None:
-    """Nothing per session (nonce, need, facts) may sit in the cached prefix."""
-    assert local_system_prompt(WORKSPACE, True) == local_system_prompt(WORKSPACE, True)
-    assert NONCE not in local_system_prompt(WORKSPACE, True)
-    assert "milk:need" not in local_system_prompt(WORKSPACE, True)
+def test_system_prompt_is_the_same_bytes_for_every_session_and_workspace() -> None:
+    """Nothing per session or workspace (nonce, need, facts, the folder) may sit in the
+    cached prefix: one model server's cache serves every workspace's first turn."""
+    assert WORKSPACE not in local_system_prompt(True)
+    assert local_system_prompt(True) == local_system_prompt(True)
+    assert NONCE not in local_system_prompt(True)
+    assert "milk:need" not in local_system_prompt(True)
     assert session_notes("one", "", [], memory_tags=True) != session_notes(
         "two", "", [], memory_tags=True
     )
@@ -239,7 +241,7 @@ def test_the_request_comes_last_after_the_notes() -> None:
 
 
 def test_small_model_rules_are_in_the_system_prompt() -> None:
-    text = local_system_prompt(WORKSPACE, True)
+    text = local_system_prompt(True)
     assert "never describe it" in text
-    assert "Before edit_file, call read_file" in text
+    assert "copy old_text exactly from the file's text" in text
     assert "One step at a time" in text

@@ -205,8 +205,8 @@ def test_tool_descriptions_say_when_to_use_them(ws: WorkspaceTools) -> None:
     descriptions = {s["function"]["name"]: s["function"]["description"] for s in ws.specs()}
     assert all(text.startswith("Use this to ") for text in descriptions.values())
     edit = descriptions["edit_file"]
-    assert "First call read_file" in edit
-    assert "copy old_text exactly from what it returned" in edit
+    assert "copied from the file (from read_file or from the file shown to you)" in edit
+    assert "symbol names a function, class, method" in edit
 
 
 async def test_unknown_tool_is_an_error(ws: WorkspaceTools) -> None:
@@ -229,7 +229,6 @@ async def test_unknown_tool_is_an_error(ws: WorkspaceTools) -> None:
         ("search_text", {"pattern": ""}, "'pattern'"),
         ("search_text", {"pattern": "x", "regex": "maybe"}, "'regex'"),
         ("search_text", {"pattern": "(", "regex": True}, "regular expression"),
-        ("edit_file", {"path": "a.txt", "new_text": "x"}, "'old_text'"),
         ("edit_file", {"path": "a.txt", "old_text": "x", "new_text": None}, "'new_text'"),
         ("edit_file", {"path": "README.md", "old_text": "a", "new_text": "a"}, "same"),
         ("run_command", {}, "'command'"),
@@ -506,7 +505,7 @@ async def test_edit_file_on_disk_is_atomic_and_keeps_the_mode(
     inode_before = target.stat().st_ino
     arguments = {"path": "src/main.py", "old_text": "return 1", "new_text": "return 2"}
     outcome = await ws.call("call-7", "edit_file", arguments)
-    assert outcome == ToolOutcome("Edited src/main.py.")
+    assert outcome == ToolOutcome("Edited src/main.py: lines 4-4.")
     assert target.read_text() == "import os\n\ndef main():\n    return 2\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o751
     assert target.stat().st_ino != inode_before  # replaced, not rewritten in place
@@ -517,7 +516,7 @@ async def test_edit_file_on_disk_is_atomic_and_keeps_the_mode(
         tool_call_id="call-7",
         tool="edit_file",
         input=arguments,
-        description="Edit src/main.py: replace 1 line(s) with 1 line(s)",
+        description="Edit src/main.py: lines 4-4",
         edits=(
             FileEdit(
                 target,
@@ -537,7 +536,7 @@ async def test_edit_file_open_in_the_editor_goes_through_the_host(
     outcome = await ws.call(
         "t1", "edit_file", {"path": "src/main.py", "old_text": "return 1", "new_text": "return 3"}
     )
-    assert outcome == ToolOutcome("Edited src/main.py in the editor (not saved yet).")
+    assert outcome == ToolOutcome("Edited src/main.py in the editor (not saved yet): lines 2-2.")
     assert host.applied == [(target, "unsaved\nreturn 3\n")]
     assert target.read_text() == "import os\n\ndef main():\n    return 1\n"  # disk untouched
 
@@ -551,7 +550,7 @@ async def test_edit_file_falls_back_to_disk_when_the_editor_refuses(
     outcome = await ws.call(
         "t1", "edit_file", {"path": "src/main.py", "old_text": "import os", "new_text": "import re"}
     )
-    assert outcome == ToolOutcome("Edited src/main.py.")
+    assert outcome == ToolOutcome("Edited src/main.py: lines 1-1.")
     assert len(host.applied) == 1
     assert target.read_text().startswith("import re\n")
 
@@ -604,7 +603,7 @@ async def test_failed_edit_shows_the_closest_text_of_the_file(
     body = [f"value_{n} = {n}" for n in range(1, 41)]
     body[19:22] = ["def total(items):", "    return sum(items)", ""]
     (root / "calc.py").write_text("\n".join(body) + "\n")
-    wrong = "def total(items):\n  return sum(items)\n"  # two spaces, not four
+    wrong = "def total(items):\n    return sum(item)\n"  # `item`, not `items`
     outcome = await ws.call(
         "t1", "edit_file", {"path": "calc.py", "old_text": wrong, "new_text": "x"}
     )
@@ -640,7 +639,7 @@ async def test_failed_edit_of_a_long_old_text_shows_at_most_twelve_lines(
     ws: WorkspaceTools, root: Path
 ) -> None:
     (root / "long.txt").write_text("".join(f"line {n}\n" for n in range(1, 101)))
-    wanted = "".join(f"line  {n}\n" for n in range(50, 70))  # 20 lines, all slightly off
+    wanted = "".join(f"lines {n}\n" for n in range(50, 70))  # 20 lines, all slightly off
     outcome = await ws.call(
         "t1", "edit_file", {"path": "long.txt", "old_text": wanted, "new_text": ""}
     )

@@ -41,6 +41,7 @@ class FailureReason(enum.StrEnum):
     PROMPT_TOO_LONG = "prompt_too_long"
     TOOL_ROUNDS_EXCEEDED = "tool_rounds_exceeded"
     STORAGE_FAILED = "storage_failed"
+    BUDGET_REACHED = "budget_reached"
     INTERNAL = "internal"
 
 
@@ -106,6 +107,8 @@ class LocalSignal(enum.StrEnum):
     UNGROUNDED_ANSWER = "ungrounded_answer"
     EDIT_NOT_MADE = "edit_not_made"
     FAILED_EDIT = "failed_edit"
+    EDIT_BROKE_FILE = "edit_broke_file"
+    CHECK_FAILED = "check_failed"
     EMPTY_REPLY = "empty_reply"
     NO_ANSWER = "no_answer"
     MODEL_UNREACHABLE = "model_unreachable"

@@ -29,6 +29,7 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.grounding import about_workspace
 from milk_lsp.agents.local.judge import DEICTIC, TurnGrounding
+from milk_lsp.agents.local.read_first import focus_names, read_first
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.agents.local.watch import asks_for_change
 from milk_lsp.doors import LSP, Door
@@ -104,18 +105,26 @@ class LocalPart:
         notes = prompts.session_notes(
             session.escalation_nonce, goal, percepts, memory_tags=memory_tags
         )
-        system = prompts.local_system_prompt(session.workspace_folder, plan.offer_escalation)
+        system = prompts.local_system_prompt(plan.offer_escalation)
+        index = await indexed
+        change = asks_for_change(user_ask)
+        tools = WorkspaceTools(
+            Path(session.workspace_folder),
+            TurnHost(turn, config.claude.permission_timeout_seconds),
+            focus=focus_names(user_ask, index),
+        )
+        attached = text.strip() != user_ask.strip()  # attachments count as having looked
+        if change and not attached:
+            read = await read_first(user_ask, index, tools)
+            if read is not None:  # what the request names, read before the model is asked
+                for seen in read.events:
+                    turn.apply(seen)
+                text, attached = f"{text}\n\n{read.text}", True
         messages = [
             {"role": "system", "content": system},
             *prompts.history_messages(history),
             {"role": "user", "content": prompts.with_session_notes(text, notes)},
         ]
-        tools = WorkspaceTools(
-            Path(session.workspace_folder),
-            TurnHost(turn, config.claude.permission_timeout_seconds),
-        )
-        index = await indexed
-        attached = text.strip() != user_ask.strip()  # attachments count as having looked
         about = bool(DEICTIC.search(user_ask)) or about_workspace(user_ask, index)
         judge = TurnGrounding(user_ask, text, index, about_workspace=about or attached, tools=tools)
         outcome: LocalOutcome = None
@@ -129,7 +138,7 @@ class LocalPart:
                 tools,
                 offer_escalation=plan.offer_escalation,
                 cut_short=plan.watches_local,
-                change_requested=asks_for_change(user_ask),
+                change_requested=change,
                 look_first=about and not attached,
                 judge=judge,
             )
@@ -151,6 +160,9 @@ class LocalPart:
             finally:  # the turn's info names the model, however the part ended
                 turn.local_model = agent.model_in_use or turn.local_model
         turn.flush_text()
+        broken = await self._put_back_broken(turn, tools)
+        if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
+            outcome = broken
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
         return outcome
@@ -175,6 +187,23 @@ class LocalPart:
         pending = [] if local_part is None else [local_part.record(turn.turn_id)]
         session.last_local_summary = self._sessions.local_brick(session, pending)
         return hand_off
+
+    @staticmethod
+    async def _put_back_broken(turn: Turn, tools: WorkspaceTools) -> LocalGaveUp | None:
+        """Files the local model's edits left broken (it was told, and did not fix them) are
+        put back as they were: never left broken silently. The `edit_broke_file` signal."""
+        broken = tools.broken_files()
+        if not broken:
+            return None
+        restored = await tools.restore_broken()
+        path, problem = next(iter(broken.items()))
+        if path in restored:
+            done = f"milk put {path} back as it was before the turn"
+        else:
+            done = f"milk could not put {path} back: it is left as the edit made it"
+        detail = f"the local model's edit of {path} broke it ({problem}); {done}"
+        turn.notice("warning", detail[0].upper() + detail[1:])
+        return LocalGaveUp(LocalSignal.EDIT_BROKE_FILE, detail)
 
     async def _fresh_index(self, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to date (only changed files are read again).

@@ -23,15 +23,16 @@ HISTORY_TURNS = 20
 ATTACHMENT_CAP_CHARS = 20000
 
 _LOCAL_IDENTITY = """\
-You are milk's local coding agent inside the user's editor. You work on the workspace folder
-{workspace} through the tools you are given. Paths are relative to that folder.
+You are milk's local coding agent inside the user's editor. You work on the user's workspace
+folder through the tools you are given. Paths are relative to that folder.
 
 How you work:
 - To learn anything about the code, call a tool: list_directory, search_text, read_file.
   Make the call; never describe it, never write it as text, never tell the user to run it.
 - One step at a time: make one tool call, read its result, then decide the next step.
-- Before edit_file, call read_file on that file and copy old_text exactly from what it
-  returned, with the same indentation. If an edit fails, read the file again and retry.
+- To change a file, copy old_text exactly from the file's text (shown to you, or from
+  read_file). For a Python function or class you may instead give symbol and the whole new
+  definition as new_text. If an edit fails, read the file again and retry.
 - When the change is made, say in one or two sentences what you changed. Never ask the user
   to make a change for you.
 - Answer from what the tools showed you, briefly, in Markdown, naming files and lines.
@@ -50,11 +51,13 @@ when the request below starts a new task, put the goal in one sentence inside
 project inside <milk:percept:{nonce}>…</milk:percept:{nonce}>."""
 
 
-def local_system_prompt(workspace: str, offer_escalation: bool) -> str:
-    """The local model's system prompt: the same bytes for every session and turn of a
-    workspace, so the model server's prefix cache covers it and the tool specs after it
-    (session-specific notes go after the history, see `session_notes`)."""
-    parts = [_LOCAL_IDENTITY.format(workspace=workspace)]
+def local_system_prompt(offer_escalation: bool) -> str:
+    """The local model's system prompt: the same bytes for every workspace, session and
+    turn, so one model server's prefix cache covers it and the tool specs after it for all
+    of them (the session's notes go in the turn's message, see `session_notes`). The folder's
+    path is nowhere: the tools take paths relative to it, and a path in the prompt made each
+    workspace's first turn evaluate the whole prefix again."""
+    parts = [_LOCAL_IDENTITY]
     if offer_escalation:
         parts.append(_ESCALATE_HINT)
     return "\n".join(parts)

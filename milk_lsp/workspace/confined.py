@@ -259,6 +259,21 @@ class ConfinedRoot:
         finally:
             os.close(directory)
 
+    def remove_file(self, parts: Parts) -> None:
+        """Delete regular file `parts` through its directory's descriptor (a symlink or a
+        directory there is refused, not followed)."""
+        if not parts:
+            raise IsADirectoryError(errno.EISDIR, "is a directory", ".")
+        _check_component(parts[-1])
+        directory = self.open_dir(parts[:-1])
+        try:
+            info = os.stat(parts[-1], dir_fd=directory, follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError(f"{shown(parts)} is not a regular file")
+            os.unlink(parts[-1], dir_fd=directory)
+        finally:
+            os.close(directory)
+
     def list_dir(self, parts: Parts) -> list[tuple[str, bool]]:
         """(name, is a directory) for each entry of directory `parts`, unsorted. A symlink
         counts as a directory only when it leads to one inside the workspace."""

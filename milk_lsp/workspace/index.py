@@ -228,6 +228,20 @@ class WorkspaceIndex:
         found = [path for path, entry in state.files.items() if marked in entry.tokens]
         return tuple(found[:limit])
 
+    def file_for(self, claim: str) -> str | None:
+        """The one file `claim` names (a relative path, or the trailing part of exactly one
+        file's path), relative to the root; None when it names none or several."""
+        path, wants_dir = self._normalised(claim)
+        if not path or wants_dir:
+            return None
+        files = self._state.files
+        if path in files:
+            return path
+        if path not in self._state.file_tails:
+            return None
+        found = [known for known in files if known.endswith("/" + path)]
+        return found[0] if len(found) == 1 else None
+
     def has_option(self, option: str) -> bool:
         """Whether `--option` (a value after `=` ignored) appears in the text of a file."""
         option = option.strip().split("=", 1)[0].rstrip("-")

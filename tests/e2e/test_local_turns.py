@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -547,23 +548,27 @@ async def test_two_servers_on_one_session(harness: Harness, env: Env, openai) ->
 
 
 async def test_the_cacheable_prefix_is_the_same_bytes_across_sessions_and_turns(
-    client: MilkClient, env: Env, openai
+    client: MilkClient, env: Env, openai, tmp_path: Path
 ) -> None:
-    """System prompt and tool specs are identical for every session of a workspace, and a
-    later turn's request starts with the earlier one's history: the model server's prefix
-    cache holds."""
-    openai.enqueue({"text": "one"}, {"text": "two"}, {"text": "three"})
+    """System prompt and tool specs are identical for every session of every workspace, and
+    a later turn's request starts with the earlier one's history: the model server's prefix
+    cache holds, for a new workspace's first turn too."""
+    openai.enqueue({"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"})
     first = await request(client, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
     second = await request(client, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
     await request(client, "milk/chat", {"sessionId": first["sessionId"], "text": "hi"})
     await request(client, "milk/chat", {"sessionId": first["sessionId"], "text": "and then?"})
     await request(client, "milk/chat", {"sessionId": second["sessionId"], "text": "hi"})
-    a1, a2, b1 = openai.requests[-3:]
+    other = tmp_path / "other-workspace"
+    other.mkdir()
+    await request(client, "milk/chat", {"workspaceFolder": other.as_uri(), "text": "hi"})
+    a1, a2, b1, c1 = openai.requests[-4:]
 
     def prefix(body: dict[str, Any]) -> str:
         return json.dumps([body["messages"][0], body["tools"]])
 
-    assert prefix(a1) == prefix(a2) == prefix(b1)
+    assert prefix(a1) == prefix(a2) == prefix(b1) == prefix(c1)
+    assert str(env.workspace) not in json.dumps(a1) and str(other) not in json.dumps(c1)
     assert a2["messages"][-1]["content"] == (
         "(milk notes, not from the user: the current goal is: hi)\n\nand then?"
     )

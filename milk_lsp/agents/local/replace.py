@@ -1,13 +1,18 @@
-"""The edit_file tool's matching, pure: replace old_text exactly once, or say why not.
+"""The edit_file tool's matching, pure: replace old_text once, or say why not.
 
-When old_text is not found, the failure shows the lines of the file most like it (numbered,
-for a small model to copy); when it is found several times, the lines where it starts.
+Exact first, then forgiving only what small models get wrong (quotes, indentation, a trailing
+comma, blank lines), and only where the match is unique (or unique inside the symbol the
+request names). When old_text is not found, the failure shows the lines of the file most like
+it (numbered, for a small model to copy); when it is found several times, the lines where it
+starts.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 CLOSEST_TEXT_MAX_LINES = 12
 """Lines of the file shown when an edit's old_text is not found."""
@@ -32,52 +37,240 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def replace_once(current: str | None, old_text: str, new_text: str, where: str) -> str:
-    """The new whole text, or an `EditDoesNotApply` saying why the edit cannot apply (with
-    the closest text of the file, or where the several matches are, for the model to retry)."""
+@dataclass(frozen=True)
+class Scope:
+    """A part of the file an edit may be meant for: a symbol's lines (1-based, inclusive)."""
+
+    name: str
+    first_line: int
+    last_line: int
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """The file's new text and what the edit matched, for the tool result."""
+
+    text: str
+    first_line: int
+    last_line: int
+    note: str = ""
+    """How the match was found when it was not exact, in words ("" when exact)."""
+
+
+@dataclass(frozen=True)
+class _Match:
+    start: int
+    end: int
+    first_line: int
+    last_line: int
+    new_text: str
+
+
+def replace_once(
+    current: str | None,
+    old_text: str,
+    new_text: str,
+    where: str,
+    scopes: Sequence[Scope] = (),
+    *,
+    scope_given: bool = False,
+) -> Replacement:
+    """Replace `old_text` once, or raise `EditDoesNotApply` saying why (with the closest text
+    of the file, or where the several matches are, for the model to retry).
+
+    The match is exact first; then with `'` and `"` taken as the same; then line by line,
+    forgiving what small models get wrong and nothing more (indentation and runs of spaces, a
+    trailing comma or colon, blank lines). Each way counts only when it matches exactly once;
+    several matches are narrowed to `scopes` (the symbol the request or the call names: one
+    scope holding exactly one match decides). With `scope_given` the edit must fall in the
+    scope (the model named it)."""
     if current is None:
         if old_text:
             raise EditDoesNotApply(
                 f"File not found: {where}. To create it, call edit_file with an empty old_text."
             )
-        return new_text
+        return Replacement(new_text, 1, _line_count(new_text))
     if not old_text:
         if current:
             raise EditDoesNotApply(
                 f"{where} already exists and is not empty: old_text must quote the text to replace."
             )
-        return new_text
-    count = current.count(old_text)
-    if count == 0 and "\r\n" in current and "\n" in old_text and "\r\n" not in old_text:
+        return Replacement(new_text, 1, _line_count(new_text))
+    if "\r\n" in current and "\r\n" not in old_text:
         # The model writes `\n`; a CRLF file needs its own line endings on both sides.
-        crlf_old = old_text.replace("\n", "\r\n")
-        if current.count(crlf_old):
-            old_text, count = crlf_old, current.count(crlf_old)
-            new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
-    if count == 0:
-        raise EditDoesNotApply(
-            f"old_text occurs 0 times in {where}; it must match the file exactly, whitespace"
-            f" and indentation included. {_closest_text(current, old_text)}"
-        )
-    if count > 1:
-        raise EditDoesNotApply(
-            f"old_text occurs {count} times in {where} (on lines"
-            f" {_occurrence_lines(current, old_text)}); include more of the surrounding lines"
-            " so that it matches exactly once."
-        )
-    return current.replace(old_text, new_text, 1)
+        old_text = old_text.replace("\n", "\r\n")
+        new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
+    notes = ("", "taking ' and \" as the same", _FORGIVEN)
+    ways = (_exact, _any_quotes, _line_by_line)
+    for way, note in zip(ways, notes, strict=True):
+        matches = way(current, old_text, new_text)
+        if scope_given and scopes:
+            matches = [m for m in matches if _inside(m, scopes[0])]
+        if not matches:
+            continue
+        chosen, narrowed = _one_of(matches, scopes)
+        if chosen is None:
+            lines = ", ".join(dict.fromkeys(str(m.first_line) for m in matches[:20]))
+            raise EditDoesNotApply(
+                f"old_text occurs {len(matches)} times in {where} (on lines {lines}); include"
+                " more of the surrounding lines so that it matches exactly once, or give symbol"
+                " (the function or class it is in)."
+            )
+        text = current[: chosen.start] + chosen.new_text + current[chosen.end :]
+        return Replacement(text, chosen.first_line, chosen.last_line, _joined(note, narrowed))
+    inside = f" inside {scopes[0].name}" if scope_given and scopes else ""
+    raise EditDoesNotApply(
+        f"old_text occurs 0 times{inside} in {where}; it must match the file exactly, whitespace"
+        f" and indentation included. {_closest_text(current, old_text)}"
+    )
 
 
-def _occurrence_lines(text: str, needle: str, most: int = 20) -> str:
-    """The numbers of the lines where `needle` starts (counted as str.count counts)."""
-    numbers: list[str] = []
-    start = text.find(needle)
-    while start != -1 and len(numbers) < most:
-        number = str(text.count("\n", 0, start) + 1)
-        if number not in numbers:
-            numbers.append(number)
-        start = text.find(needle, start + len(needle))
-    return ", ".join(numbers) + (", ..." if start != -1 else "")
+def replace_all(
+    current: str, old_text: str, new_text: str, where: str, scopes: Sequence[Scope] = ()
+) -> Replacement:
+    """Replace every exact occurrence of `old_text` (inside `scopes[0]` when given): a rename.
+    None found is the same failure as for one edit."""
+    if "\r\n" in current and "\r\n" not in old_text:
+        old_text = old_text.replace("\n", "\r\n")
+        new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
+    matches = _exact(current, old_text, new_text)
+    if scopes:
+        matches = [m for m in matches if _inside(m, scopes[0])]
+    if not matches:
+        return replace_once(current, old_text, new_text, where, scopes, scope_given=bool(scopes))
+    pieces, at = [], 0
+    for match in matches:
+        pieces += [current[at : match.start], new_text]
+        at = match.end
+    pieces.append(current[at:])
+    lines = ", ".join(str(m.first_line) for m in matches[:20])
+    note = f"all {len(matches)} occurrences, on lines {lines}" if len(matches) > 1 else ""
+    return Replacement("".join(pieces), matches[0].first_line, matches[-1].last_line, note)
+
+
+_FORGIVEN = "ignoring differences of indentation, spaces, quotes, trailing commas and blank lines"
+
+
+def _joined(note: str, narrowed: str) -> str:
+    return "; ".join(part for part in (note, narrowed) if part)
+
+
+def _inside(match: _Match, scope: Scope) -> bool:
+    return scope.first_line <= match.first_line and match.last_line <= scope.last_line
+
+
+def _one_of(matches: list[_Match], scopes: Sequence[Scope]) -> tuple[_Match | None, str]:
+    """The one match, or the one inside the one scope that holds exactly one."""
+    if len(matches) == 1:
+        return matches[0], ""
+    for scope in scopes:
+        inside = [m for m in matches if _inside(m, scope)]
+        if len(inside) == 1:
+            others = ", ".join(str(m.first_line) for m in matches if m is not inside[0])
+            return inside[0], (
+                f"the one inside {scope.name} (lines {scope.first_line}-{scope.last_line});"
+                f" old_text also occurs on line(s) {others}, left unchanged"
+            )
+    return None, ""
+
+
+def _exact(current: str, old_text: str, new_text: str) -> list[_Match]:
+    return _occurrences(current, current, old_text, new_text)
+
+
+def _any_quotes(current: str, old_text: str, new_text: str) -> list[_Match]:
+    """Matches with ' and " the same (one character for one, so offsets carry over)."""
+    if "'" not in old_text and '"' not in old_text:
+        return []
+    swap = str.maketrans("'", '"')
+    return _occurrences(current, current.translate(swap), old_text.translate(swap), new_text)
+
+
+def _occurrences(current: str, haystack: str, needle: str, new_text: str) -> list[_Match]:
+    found: list[_Match] = []
+    start = haystack.find(needle)
+    while start != -1 and len(found) < 200:
+        first = current.count("\n", 0, start) + 1
+        last = first + needle.rstrip("\r\n").count("\n")
+        found.append(_Match(start, start + len(needle), first, last, new_text))
+        start = haystack.find(needle, start + len(needle))
+    return found
+
+
+_SPACES = re.compile(r"\s+")
+_SPACED_MARK = re.compile(r" ?([^\w\s]) ?")
+
+
+def _normal(line: str) -> str:
+    """A line as the forgiving match compares it: spaces matter only between words."""
+    text = _SPACES.sub(" ", line.strip()).translate(str.maketrans("'", '"'))
+    return _SPACED_MARK.sub(r"\1", text).rstrip(",:")
+
+
+def _line_by_line(current: str, old_text: str, new_text: str) -> list[_Match]:
+    """Whole-line matches of old_text's lines, forgiving indentation, spaces, quotes, a
+    trailing comma or colon and blank lines; new_text is indented as the file's lines are
+    and keeps the trailing comma or colon old_text left out."""
+    wanted = [_normal(line) for line in old_text.split("\n") if line.strip()]
+    if not wanted:
+        return []
+    lines = split_lines(current)
+    kept = [number for number, line in enumerate(lines) if line.strip()]
+    normal = {number: _normal(lines[number]) for number in kept}
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    found: list[_Match] = []
+    for at in range(len(kept) - len(wanted) + 1):
+        window = kept[at : at + len(wanted)]
+        if any(normal[number] != want for number, want in zip(window, wanted, strict=True)):
+            continue
+        first, last = window[0], window[-1]
+        ending = lines[last][len(lines[last].rstrip("\r\n")) :]
+        body = _fitted(new_text, old_text, [lines[number] for number in window])
+        found.append(
+            _Match(
+                starts[first], starts[last + 1], first + 1, last + 1, body + ending if body else ""
+            )
+        )
+    return found
+
+
+def _fitted(new_text: str, old_text: str, matched: list[str]) -> str:
+    """new_text indented as the file's matched lines are (line for line when it has as many
+    lines as old_text, else shifted as the first line is), with the trailing comma or colon
+    of the file's last matched line when old_text and new_text both left it out."""
+    new_lines = new_text.strip("\r\n").split("\n")
+    if not any(line.strip() for line in new_lines):
+        return ""
+    old_lines = [line for line in old_text.split("\n") if line.strip()]
+    pairs = (
+        list(zip(old_lines, matched, strict=True))
+        if len(new_lines) == len(old_lines) == len(matched)
+        else [(old_lines[0], matched[0])] * len(new_lines)
+    )
+    shifted = []
+    for line, (old, have) in zip(new_lines, pairs, strict=True):
+        shift = len(_indent(have)) - len(_indent(old))
+        if not line.strip():
+            shifted.append("")
+        elif shift >= 0:
+            shifted.append(_indent(have)[:shift] + line)
+        else:
+            shifted.append(line[min(-shift, len(_indent(line))) :])
+    file_last = matched[-1].rstrip()
+    tail = file_last[-1] if file_last[-1:] in (",", ":") else ""
+    if tail and not old_lines[-1].rstrip().endswith(tail) and not shifted[-1].endswith(tail):
+        shifted[-1] = shifted[-1].rstrip() + tail
+    return "\n".join(shifted)
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _line_count(text: str) -> int:
+    return max(1, len(split_lines(text)))
 
 
 def _closest_text(current: str, old_text: str) -> str:

@@ -91,20 +91,30 @@ def tool_specs(default_timeout_seconds: float) -> list[dict[str, Any]]:
         ),
         _function(
             EDIT_FILE,
-            "Use this to change a file or to create a new one. First call read_file on the file,"
-            " then copy old_text exactly from what it returned: every space, tab and line break"
-            " must be the same. old_text must occur exactly once in the file: include nearby"
-            " lines to make it unique. new_text replaces it. To create a new file, give an"
-            " empty old_text and the whole file as new_text. The user is asked first.",
+            "Use this to change a file or to create a new one. old_text is text copied from"
+            " the file (from read_file or from the file shown to you), new_text replaces it;"
+            " old_text must occur once in the file: include nearby lines to make it unique."
+            " With replace_all=true every occurrence is replaced (a rename). For Python, symbol"
+            " names a function, class, method (Class.method), module-level variable or a"
+            " parameter's default (function.parameter): with an empty old_text, new_text"
+            " replaces that whole definition (or its default value); with old_text, only the"
+            " text inside it is replaced. To create a new file, give an empty old_text and the"
+            " whole file as new_text. The user is asked first.",
             {
                 "path": _path("The file, relative to the workspace folder, e.g. src/app.py."),
                 "old_text": {
                     "type": "string",
-                    "description": "The exact text to replace, copied from read_file's output.",
+                    "description": "The text to replace, copied from the file.",
                 },
                 "new_text": {"type": "string", "description": "Text to put in its place."},
+                "symbol": {
+                    "type": "string",
+                    "description": "Python only: the definition to edit, e.g. main, Parser.run,"
+                    " slugify.max_length.",
+                },
+                "replace_all": {"type": "boolean", "default": False},
             },
-            ["path", "old_text", "new_text"],
+            ["path", "new_text"],
         ),
         _function(
             RUN_COMMAND,

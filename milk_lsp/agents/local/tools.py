@@ -24,7 +24,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,17 @@ from milk_lsp.agents.base import (
     PermissionRequest,
     PermissionTimedOut,
 )
+from milk_lsp.agents.local.checks import broken_by_edit
 from milk_lsp.agents.local.commands import CommandNotStarted, run_shell
-from milk_lsp.agents.local.replace import EditDoesNotApply, replace_once, split_lines
+from milk_lsp.agents.local.replace import (
+    EditDoesNotApply,
+    Replacement,
+    Scope,
+    replace_all,
+    replace_once,
+    split_lines,
+)
+from milk_lsp.agents.local.symbols import find_symbol, replace_symbol, symbol_line_range
 from milk_lsp.agents.local.tool_specs import (
     EDIT_FILE,
     LIST_DIRECTORY,
@@ -135,8 +144,16 @@ class WorkspaceTools:
         *,
         command_timeout_seconds: float = 60.0,
         output_cap_chars: int = 20000,
+        focus: Sequence[str] = (),
     ) -> None:
+        """`focus`: the names the user's request gives (functions, classes), which narrow an
+        edit whose old_text occurs several times to the one inside them."""
         self._confined = ConfinedRoot(root)
+        self._focus = tuple(focus)
+        self._before: dict[Parts, str | None] = {}
+        """Each edited file's text before the turn's first edit of it."""
+        self._broken: dict[Parts, str] = {}
+        """Files an edit left broken, and why; a later edit that fixes one removes it."""
         self._root = self._confined.path
         self._host = host
         self._command_timeout_seconds = command_timeout_seconds
@@ -255,21 +272,23 @@ class WorkspaceTools:
     async def _edit_file(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
         raw_path = args.text("path")
         parts = await self._resolve(raw_path)
-        old_text = args.text("old_text", allow_empty=True, strip=False)
+        old_text = args.text("old_text", default="", allow_empty=True, strip=False)
         new_text = args.text("new_text", allow_empty=True, strip=False)
+        symbol = args.text("symbol", default="", allow_empty=True).strip()
+        every = args.flag("replace_all", default=False)
         if old_text == new_text and old_text:
             raise _BadArgument("old_text and new_text are the same; there is nothing to change")
         where = shown(parts)
+        change = _Change(old_text, new_text, symbol, every, self._focus)
         current, _ = await self._text_for_edit(parts)
-        new_full_text = await asyncio.to_thread(replace_once, current, old_text, new_text, where)
+        replaced = await asyncio.to_thread(change.apply, current, where)
         if current is None:
-            description = f"Create {where} ({_count_lines(new_full_text)} lines)"
+            description = f"Create {where} ({_count_lines(replaced.text)} lines)"
         else:
-            description = (
-                f"Edit {where}: replace {_count_lines(old_text)} line(s)"
-                f" with {_count_lines(new_text)} line(s)"
+            description = f"Edit {where}: lines {replaced.first_line}-{replaced.last_line}" + (
+                f" ({symbol})" if symbol else ""
             )
-        edit = FileEdit(self._confined.real_path(parts), current, new_full_text)
+        edit = FileEdit(self._confined.real_path(parts), current, replaced.text)
         if not await self._ask(tool_call_id, EDIT_FILE, args.raw, description, (edit,)):
             return _denied(EDIT_FILE)
         # The path and the text may have changed while the user was deciding: the write goes
@@ -281,16 +300,77 @@ class WorkspaceTools:
                 " asked; nothing was written."
             )
         current, in_editor = await self._text_for_edit(parts)
-        new_full_text = await asyncio.to_thread(replace_once, current, old_text, new_text, where)
+        replaced = await asyncio.to_thread(change.apply, current, where)
+        self._before.setdefault(parts, current)
         verb = "Created" if current is None else "Edited"
+        written = await self._write(parts, replaced.text, in_editor)
+        if isinstance(written, ToolOutcome):
+            return written
+        said = f"{verb} {where}{written}" + (
+            "" if current is None else f": lines {replaced.first_line}-{replaced.last_line}"
+        )
+        if replaced.note:
+            said += f" (matched {replaced.note})"
+        problem = broken_by_edit(where, self._before[parts], replaced.text)
+        if problem is None:
+            self._broken.pop(parts, None)
+            return ToolOutcome(said + ".")
+        self._broken[parts] = problem
+        return ToolOutcome(
+            f"{said}. But {where} is broken now: {problem}. Fix it with edit_file (read_file"
+            " shows the file as it is now); milk puts the file back as it was if it stays broken."
+        )
+
+    async def text_of(self, path: str) -> str | None:
+        """A file's current text as read_file sees it (the editor's unsaved text first);
+        None when it is missing, outside the folder or not text."""
+        try:
+            parts = await self._resolve(path)
+            text = await self._host.read_document(self._confined.real_path(parts))
+            if text is None:
+                text = await asyncio.to_thread(_read_text, self._confined, parts, strict=False)
+        except (OSError, ValueError, _ToolFailed):
+            return None
+        return text
+
+    def broken_files(self) -> dict[str, str]:
+        """Files a local edit of this turn left broken (see `checks`), with why."""
+        return {shown(parts): problem for parts, problem in self._broken.items()}
+
+    async def restore_broken(self) -> list[str]:
+        """Put every file a local edit left broken back as it was before the turn's first
+        edit of it (a created file is removed); the files put back."""
+        restored: list[str] = []
+        for parts in list(self._broken):
+            before = self._before.get(parts)
+            try:
+                if before is None:
+                    await asyncio.to_thread(self._confined.remove_file, parts)
+                else:
+                    _, in_editor = await self._text_for_edit(parts)
+                    written = await self._write(parts, before, in_editor)
+                    if isinstance(written, ToolOutcome):
+                        continue
+            except (OSError, ValueError, _ToolFailed):
+                logger.warning("could not put %s back", shown(parts), exc_info=True)
+                continue
+            del self._broken[parts]
+            restored.append(shown(parts))
+        return restored
+
+    async def _write(self, parts: Parts, text: str, in_editor: bool) -> str | ToolOutcome:
+        """Write through the editor when it has the file (" in the editor (not saved
+        yet)"), else on disk (""); a rejection by the editor is the tool's outcome."""
         if in_editor:
             try:
-                if await self._host.apply_edit(self._confined.real_path(parts), new_full_text):
-                    return ToolOutcome(f"{verb} {where} in the editor (not saved yet).")
+                if await self._host.apply_edit(self._confined.real_path(parts), text):
+                    return " in the editor (not saved yet)"
             except EditRejected as exc:
-                return ToolOutcome(f"The editor rejected the edit of {where}: {exc}", is_error=True)
-        await asyncio.to_thread(self._confined.atomic_write, parts, new_full_text.encode("utf-8"))
-        return ToolOutcome(f"{verb} {where}.")
+                return ToolOutcome(
+                    f"The editor rejected the edit of {shown(parts)}: {exc}", is_error=True
+                )
+        await asyncio.to_thread(self._confined.atomic_write, parts, text.encode("utf-8"))
+        return ""
 
     async def _run_command(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
         command = args.text("command")
@@ -381,6 +461,44 @@ class WorkspaceTools:
         except FileNotFoundError as exc:
             raise _ToolFailed(f"Path not found: {shown(parts)}") from exc
         return found, _SearchEnd.COMPLETE
+
+
+@dataclass(frozen=True)
+class _Change:
+    """One edit_file call's change, applied to whatever text the file has (asked about
+    first, then applied again to the text there once the user allowed it)."""
+
+    old_text: str
+    new_text: str
+    symbol: str
+    every: bool
+    focus: tuple[str, ...]
+
+    def apply(self, current: str | None, where: str) -> Replacement:
+        python = where.endswith((".py", ".pyi"))
+        if self.symbol and not python:
+            raise EditDoesNotApply(
+                f"symbol works for Python files only; for {where} give old_text instead."
+            )
+        if self.symbol and current is not None and not self.old_text:
+            text, span = replace_symbol(current, self.symbol, self.new_text, where)
+            return Replacement(text, span.first_line, span.last_line, f"{span.kind} {span.name}")
+        scopes: list[Scope] = []
+        if self.symbol and current is not None:
+            span = find_symbol(current, self.symbol, where)
+            scopes.append(Scope(self.symbol, span.first_line, span.last_line))
+        elif python and current is not None:
+            for name in self.focus:
+                lines = symbol_line_range(current, name)
+                if lines is not None:
+                    scopes.append(Scope(name, *lines))
+        if self.every and current is not None and self.old_text:
+            # a rename goes through the whole file, unless the model named a symbol
+            given = scopes[:1] if self.symbol else []
+            return replace_all(current, self.old_text, self.new_text, where, given)
+        return replace_once(
+            current, self.old_text, self.new_text, where, scopes, scope_given=bool(self.symbol)
+        )
 
 
 class _Arguments:

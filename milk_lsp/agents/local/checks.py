@@ -1,0 +1,89 @@
+"""Does a file still work after a local edit? Cheap checks that run no user code.
+
+A small model's edit can leave a file that no longer parses, or a rename half done (the
+definition renamed, a use not). Before the turn counts as done, each file the local model
+changed is checked: Python must still parse (`ast`) and must not gain undefined names
+(pyflakes, compared with the file before the edit, so names that were already undefined,
+from a star import say, are no news); JSON, TOML and YAML must still load. Other files are
+not checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import tomllib
+from pathlib import PurePath
+
+import yaml
+from pyflakes import checker, messages
+
+CHECKED_SUFFIXES = frozenset({".py", ".pyi", ".json", ".toml", ".yaml", ".yml"})
+
+
+def check_kind(path: str) -> str | None:
+    """What the check of `path` is called in the turn's summary ("Python parses"), None when
+    there is none for its kind of file."""
+    suffix = PurePath(path).suffix.lower()
+    if suffix in (".py", ".pyi"):
+        return "Python parses, no new undefined names"
+    if suffix in CHECKED_SUFFIXES:
+        return f"{suffix.removeprefix('.').upper()} loads"
+    return None
+
+
+def broken_by_edit(path: str, before: str | None, after: str) -> str | None:
+    """Why `after` (the file's text after the edit) is broken, in words for the model, or
+    None when it is fine or not checked. `before` is its text before the turn's edit."""
+    suffix = PurePath(path).suffix.lower()
+    if suffix in (".py", ".pyi"):
+        return _python(path, before, after)
+    if suffix == ".json":
+        try:
+            json.loads(after)
+        except ValueError as exc:
+            return f"it is no longer valid JSON: {exc}"
+    elif suffix == ".toml":
+        try:
+            tomllib.loads(after)
+        except tomllib.TOMLDecodeError as exc:
+            return f"it is no longer valid TOML: {exc}"
+    elif suffix in (".yaml", ".yml"):
+        try:
+            list(yaml.safe_load_all(after))
+        except yaml.YAMLError as exc:
+            return f"it is no longer valid YAML: {' '.join(str(exc).split())}"
+    return None
+
+
+def _python(path: str, before: str | None, after: str) -> str | None:
+    try:
+        tree = ast.parse(after, filename=path)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        return f"it no longer parses as Python ({where}: {exc.msg})"
+    new = _undefined(tree, path)
+    if not new:
+        return None
+    if before is not None:
+        try:
+            old = {name for name, _ in _undefined(ast.parse(before, filename=path), path)}
+        except SyntaxError:
+            old = set()
+        new = [(name, line) for name, line in new if name not in old]
+    if not new:
+        return None
+    shown = ", ".join(f"{name} (line {line})" for name, line in new[:5])
+    return f"it now uses names that are defined nowhere: {shown}"
+
+
+def _undefined(tree: ast.Module, path: str) -> list[tuple[str, int]]:
+    """pyflakes' undefined names of a module, with their lines."""
+    found = checker.Checker(tree, filename=path)
+    names: list[tuple[str, int]] = []
+    for message in found.messages:
+        if isinstance(message, messages.UndefinedName | messages.UndefinedLocal):
+            name = str(message.message_args[0])
+            if name not in (seen for seen, _ in names):
+                names.append((name, int(message.lineno)))
+    return names

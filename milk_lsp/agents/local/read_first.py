@@ -1,0 +1,147 @@
+"""Read first, by construction: the code a request names goes into the turn before the
+model's first request, as an attachment does.
+
+A small model asked to change a file guesses the text it edits (`def _now(self):` for
+`def _now() -> dt.datetime:`) instead of reading it, and a failed edit's hint rarely rescues
+it. So before the first model request milk reads what the request names itself: a file it
+names by path (whole when small; else the regions of the names the request gives), or the
+one file that defines a name it gives (that definition's lines). The model then copies from
+text it has in front of it. What milk read is shown as its own `read_file` calls, so the
+user sees what the model was given.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+
+from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
+from milk_lsp.agents.local.grounding import question_claims, question_names
+from milk_lsp.agents.local.replace import split_lines
+from milk_lsp.agents.local.symbols import symbol_line_range
+from milk_lsp.agents.local.tool_specs import READ_FILE
+from milk_lsp.agents.local.tools import WorkspaceTools
+from milk_lsp.text import fence_for
+from milk_lsp.workspace.index import WorkspaceIndex
+
+logger = logging.getLogger(__name__)
+
+WHOLE_FILE_CHARS = 9000
+"""A named file up to this size goes in whole (about 2,500 tokens); a bigger one by regions."""
+REGION_CONTEXT_LINES = 2
+"""Lines shown before and after a definition's own."""
+REGION_MAX_LINES = 120
+READ_FIRST_FILES = 2
+READ_FIRST_CHARS = 14000
+"""All that read-first adds to a turn, at most (the local model's context is small)."""
+
+
+@dataclass(frozen=True)
+class ReadFirst:
+    """What milk read for the turn: the text for the model and the calls to show."""
+
+    text: str
+    events: tuple[ToolCallEvent | ToolResultEvent, ...]
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Piece:
+    path: str
+    arguments: dict[str, object]
+    label: str
+    body: str
+
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+_KEEP_AS_IS = re.compile(r"^\s*(?:leave|keep|do\s+not|don't|never)\b", re.IGNORECASE)
+_PATHLIKE = re.compile(r"/|\.[A-Za-z]{1,4}\b")
+"""A token naming a file (`slugify/slugify.py`): its words are no names to change."""
+_WORD = re.compile(r"[A-Za-z_][\w.]*\w|[A-Za-z_]")
+
+
+def focus_names(request: str, index: WorkspaceIndex) -> list[str]:
+    """The names the request wants changed that this workspace defines, in the order it
+    gives them: the request's code names, then any word a file here defines. A sentence
+    saying what to leave alone ("Leave slugify() unchanged.") gives none."""
+    wanted = " ".join(
+        part for part in _SENTENCE.split(request) if part and not _KEEP_AS_IS.match(part)
+    )
+    names = [name.split(".")[-1].removesuffix("()") for name in question_names(wanted, index)]
+    words = " ".join(token for token in wanted.split() if not _PATHLIKE.search(token))
+    names += [
+        word
+        for word in _WORD.findall(words)
+        if (len(word) >= 5 or not word.islower()) and index.has_definition(word)
+    ]  # a short plain word ("to", "of") that some file defines is no name the request gives
+    return list(dict.fromkeys(name for name in names if index.has_definition(name)))
+
+
+async def read_first(
+    request: str, index: WorkspaceIndex, tools: WorkspaceTools
+) -> ReadFirst | None:
+    """Read the files and definitions the change request `request` names (None when it
+    names none that exist): a file named by path whole when small, else the regions of the
+    names the request gives; with no path, the regions in the one file defining a name."""
+    asked = question_claims(request)
+    names = focus_names(request, index)
+    named_files = [path for claim in asked.paths if (path := index.file_for(claim))]
+    files = list(dict.fromkeys(named_files))[:READ_FIRST_FILES]
+    if not files:
+        for name in names:
+            definers = index.definers(name, limit=2)
+            if len(definers) == 1 and definers[0] not in files:
+                files.append(definers[0])
+        files = files[:READ_FIRST_FILES]
+    pieces: list[_Piece] = []
+    for path in files:
+        text = await tools.text_of(path)
+        if text is None:
+            continue
+        pieces += _pieces(path, text, names, whole=path in named_files)
+    used, kept = 0, []
+    for piece in pieces:
+        used += len(piece.body)
+        if used > READ_FIRST_CHARS:
+            break
+        kept.append(piece)
+    if not kept:
+        return None
+    prefix = f"milk-read-{uuid.uuid4().hex[:8]}"
+    events: list[ToolCallEvent | ToolResultEvent] = []
+    blocks = []
+    for number, piece in enumerate(kept):
+        call_id = f"{prefix}-{number}"
+        events.append(ToolCallEvent(call_id, READ_FILE, piece.arguments, ToolStatus.COMPLETED))
+        events.append(ToolResultEvent(call_id, piece.body, False))
+        fence = fence_for(piece.body)
+        blocks.append(f"{piece.label}:\n{fence}\n{piece.body}\n{fence}")
+    lead = "milk read the code the request names (its current text; copy old_text from it):"
+    return ReadFirst(
+        "\n\n".join([lead, *blocks]),
+        tuple(events),
+        tuple(dict.fromkeys(piece.path for piece in kept)),
+    )
+
+
+def _pieces(path: str, text: str, names: list[str], *, whole: bool) -> list[_Piece]:
+    """The whole file when wanted and small, else the regions of the names it defines."""
+    lines = split_lines(text)
+    if whole and len(text) <= WHOLE_FILE_CHARS:
+        return [_Piece(path, {"path": path}, f"{path} ({len(lines)} lines)", text.rstrip("\n"))]
+    if not path.endswith((".py", ".pyi")):
+        return []
+    pieces = []
+    for name in dict.fromkeys(names):
+        span = symbol_line_range(text, name)
+        if span is None:
+            continue
+        first = max(1, span[0] - REGION_CONTEXT_LINES)
+        last = min(len(lines), span[1] + REGION_CONTEXT_LINES, first + REGION_MAX_LINES - 1)
+        body = "".join(lines[first - 1 : last]).rstrip("\n")
+        label = f"{path}, lines {first}-{last} of {len(lines)} ({name})"
+        arguments: dict[str, object] = {"path": path, "start_line": first, "end_line": last}
+        pieces.append(_Piece(path, arguments, label, body))
+    return pieces

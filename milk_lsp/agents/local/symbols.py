@@ -1,0 +1,301 @@
+"""Python symbols by name, for edits a small model can address without quoting text.
+
+A small model rewrites a whole small function ("add a docstring to `_now`") far more reliably
+than it copies an exact `old_text`. `find_symbol` locates, with the standard `ast` module, a
+function, class, method (`Class.method`, nested functions as `outer.inner`), a module-level
+assignment or a parameter's default (`function.parameter`), as a span of the file's text;
+`replace_symbol` puts new text there (re-indented to the symbol's own indentation) or, for a
+function, class or method that does not exist yet, adds it at the end of its module or class.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
+
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+@dataclass(frozen=True)
+class SymbolSpan:
+    """Where a symbol's text is: `start`/`end` are offsets into the file's text, `first_line`
+    and `last_line` 1-based; `indent` is the indentation its first line has."""
+
+    name: str
+    kind: str
+    """function, class, method, assignment or default."""
+    start: int
+    end: int
+    first_line: int
+    last_line: int
+    indent: str
+    def_start: int = -1
+    """For a decorated definition, where its `def`/`class` line's text starts (-1: none)."""
+    def_line: int = 0
+
+
+def parse_module(text: str, where: str) -> ast.Module:
+    """The module's tree; a file that does not parse cannot be edited by symbol."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as exc:
+        raise EditDoesNotApply(
+            f"{where} does not parse as Python (line {exc.lineno}: {exc.msg}), so symbol cannot"
+            " be used; use old_text instead."
+        ) from exc
+
+
+def find_symbol(text: str, symbol: str, where: str) -> SymbolSpan:
+    """The span of `symbol` in the Python source `text`, or `EditDoesNotApply` saying which
+    names the file has."""
+    tree = parse_module(text, where)
+    parts = [part for part in symbol.strip().removesuffix("()").split(".") if part]
+    if not parts:
+        raise EditDoesNotApply("symbol must name a function, class, method or variable")
+    found = _lookup(tree, parts)
+    if found is None:
+        raise EditDoesNotApply(
+            f"{where} has no {symbol!r}. Its symbols are: {', '.join(symbol_names(tree)[:40])}."
+        )
+    return _span(text, found, symbol)
+
+
+def symbol_names(tree: ast.Module) -> list[str]:
+    """The names a model may give as `symbol`: definitions (dotted inside classes and
+    functions) and module-level variables."""
+    names: list[str] = []
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, _Definition):
+                names.append(prefix + node.name)
+                visit(node.body, f"{prefix}{node.name}.")
+            elif not prefix:
+                names.extend(_assigned_names(node))
+
+    visit(tree.body, "")
+    return names
+
+
+def symbol_at(tree: ast.Module, line: int) -> str | None:
+    """The innermost function or class holding 1-based `line` (its dotted name)."""
+    best: str | None = None
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        nonlocal best
+        for node in body:
+            if isinstance(node, _Definition):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                if first <= line <= (node.end_lineno or node.lineno):
+                    best = prefix + node.name
+                    visit(node.body, f"{prefix}{node.name}.")
+
+    visit(tree.body, "")
+    return best
+
+
+def symbol_line_range(text: str, symbol: str) -> tuple[int, int] | None:
+    """1-based first and last line of `symbol` in `text`, None when it is not there (or the
+    text does not parse)."""
+    try:
+        span = find_symbol(text, symbol, "the file")
+    except EditDoesNotApply:
+        return None
+    return span.first_line, span.last_line
+
+
+def replace_symbol(text: str, symbol: str, new_text: str, where: str) -> tuple[str, SymbolSpan]:
+    """The whole new text with `symbol` replaced by `new_text` (indented as the symbol is),
+    and the span it replaced. A function, class or method not in the file yet is added at
+    the end of its module or class (the span is then where it went)."""
+    try:
+        span = find_symbol(text, symbol, where)
+    except EditDoesNotApply:
+        added = _insert(text, symbol, new_text, where)
+        if added is None:
+            raise
+        return added
+    if span.kind == "default":
+        body = new_text.strip()
+    elif span.def_start >= 0 and not new_text.lstrip().startswith("@"):
+        # new text without decorators replaces the definition under them, which stay
+        span = SymbolSpan(
+            span.name,
+            span.kind,
+            span.def_start,
+            span.end,
+            span.def_line,
+            span.last_line,
+            span.indent,
+        )
+        body = _reindent(new_text.strip("\n"), span.indent)[len(span.indent) :]
+    else:
+        body = _reindent(new_text.strip("\n"), span.indent)[len(span.indent) :]
+    return text[: span.start] + body + text[span.end :], span
+
+
+def _lookup(tree: ast.Module, parts: list[str]) -> tuple[str, ast.AST, ast.AST | None] | None:
+    """(kind, node, the definition holding it) for a dotted name."""
+    body: list[ast.stmt] = tree.body
+    holder: _Definition | None = None
+    for number, part in enumerate(parts):
+        last = number == len(parts) - 1
+        definition = next((n for n in body if isinstance(n, _Definition) and n.name == part), None)
+        if definition is not None:
+            if last:
+                kind = "class" if isinstance(definition, ast.ClassDef) else "function"
+                if kind == "function" and isinstance(holder, ast.ClassDef):
+                    kind = "method"
+                return kind, definition, holder
+            holder, body = definition, definition.body
+            continue
+        if not last:
+            return None
+        if isinstance(holder, ast.FunctionDef | ast.AsyncFunctionDef):
+            default = _default_of(holder, part)
+            if default is not None:
+                return "default", default, holder
+        assignment = next((n for n in body if part in _assigned_names(n)), None)
+        if assignment is not None and (holder is None or isinstance(holder, ast.ClassDef)):
+            return "assignment", assignment, holder
+        if holder is None and len(parts) == 1:  # a bare name: a definition at any depth
+            nested = _anywhere(tree, part)
+            if nested is not None:
+                return nested
+        return None
+    return None
+
+
+def _anywhere(tree: ast.Module, name: str) -> tuple[str, ast.AST, ast.AST | None] | None:
+    """The one definition called `name` anywhere in the module (None when none or several)."""
+    hits: list[tuple[str, ast.AST, ast.AST | None]] = []
+
+    def visit(body: list[ast.stmt], holder: _Definition | None) -> None:
+        for node in body:
+            if isinstance(node, _Definition):
+                if node.name == name:
+                    kind = "class" if isinstance(node, ast.ClassDef) else "function"
+                    if kind == "function" and isinstance(holder, ast.ClassDef):
+                        kind = "method"
+                    hits.append((kind, node, holder))
+                visit(node.body, node)
+
+    visit(tree.body, None)
+    return hits[0] if len(hits) == 1 else None
+
+
+def _default_of(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    for argument, default in zip(
+        positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True
+    ):
+        if argument.arg == name:
+            return default
+    for argument, kw_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        if argument.arg == name and kw_default is not None:
+            return kw_default
+    return None
+
+
+def _assigned_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.Assign):
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    return []
+
+
+def _span(text: str, found: tuple[str, ast.AST, ast.AST | None], symbol: str) -> SymbolSpan:
+    kind, node, _ = found
+    starts = _line_starts(text)
+    assert isinstance(node, ast.stmt | ast.expr)
+    first = node.lineno
+    if isinstance(node, _Definition) and node.decorator_list:
+        first = min(first, *(d.lineno for d in node.decorator_list))
+    last = node.end_lineno or node.lineno
+    lines = split_lines(text)
+    if kind == "default":
+        start = starts[node.lineno - 1] + _char_offset(lines[node.lineno - 1], node.col_offset)
+        end_col = node.end_col_offset or 0
+        end = starts[last - 1] + _char_offset(lines[last - 1], end_col)
+        indent = ""
+    else:
+        line = lines[first - 1]
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        start = starts[first - 1] + len(indent)
+        end = starts[last - 1] + len(lines[last - 1].rstrip("\r\n"))
+        if first != node.lineno:  # decorated
+            def_start = starts[node.lineno - 1] + len(indent)
+            return SymbolSpan(symbol, kind, start, end, first, last, indent, def_start, node.lineno)
+    return SymbolSpan(symbol, kind, start, end, first, last, indent)
+
+
+def _insert(text: str, symbol: str, new_text: str, where: str) -> tuple[str, SymbolSpan] | None:
+    """Add a new function, class or method (`Class.name`) at the end of its module or class;
+    None when `new_text` is not that one definition or the class is not there."""
+    source = _dedent(new_text)
+    parts = [part for part in symbol.strip().split(".") if part]
+    try:
+        added = ast.parse(source)
+    except SyntaxError:
+        return None
+    if not (
+        parts
+        and len(added.body) == 1
+        and isinstance(added.body[0], _Definition)
+        and added.body[0].name == parts[-1]
+    ):
+        return None
+    tree = parse_module(text, where)
+    lines = split_lines(text)
+    if len(parts) == 1:
+        indent, after, gap = "", len(lines), "\n\n"
+    else:
+        holder = _lookup(tree, parts[:-1])
+        if holder is None or not isinstance(holder[1], ast.ClassDef):
+            return None
+        cls = holder[1]
+        body_line = lines[cls.body[0].lineno - 1]
+        indent = body_line[: len(body_line) - len(body_line.lstrip(" \t"))]
+        after, gap = cls.end_lineno or cls.lineno, "\n"
+    head = "".join(lines[:after]).rstrip("\n")
+    block = _reindent(source, indent)
+    new_head = f"{head}\n{gap}{block}\n" if head else f"{block}\n"
+    first = new_head.count("\n") - block.count("\n")
+    span = SymbolSpan(symbol, "added", 0, 0, first, first + block.count("\n"), indent)
+    return new_head + "".join(lines[after:]), span
+
+
+def _dedent(text: str) -> str:
+    return _reindent(text.strip("\n"), "")
+
+
+def _reindent(block: str, indent: str) -> str:
+    """`block` with its first line's indentation made `indent`, the other lines shifted alike
+    (a model's text for a method often comes without the class's indentation)."""
+    lines = block.split("\n")
+    first = next((line for line in lines if line.strip()), "")
+    have = len(first) - len(first.lstrip(" \t"))
+    out = []
+    for line in lines:
+        if not line.strip():
+            out.append("")
+            continue
+        lead = len(line) - len(line.lstrip(" \t"))
+        out.append(indent + line[min(have, lead) :])
+    return "\n".join(out)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for line in split_lines(text):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _char_offset(line: str, utf8_col: int) -> int:
+    """`ast` columns count UTF-8 bytes; string offsets count characters."""
+    return len(line.encode("utf-8")[:utf8_col].decode("utf-8", "ignore"))

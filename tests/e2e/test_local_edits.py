@@ -1,0 +1,197 @@
+"""End to end: local edits a small model can make, through the real server and the scripted
+model server: read first by construction, forgiving unique matches, symbol edits, and a file
+an edit broke never left so silently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Env, MilkClient, request
+from tests.fakes.openai_server import FakeOpenAIServer
+
+pytestmark = pytest.mark.e2e
+
+SLUG = """\
+import re
+
+NUMBERS_PATTERN = re.compile(r"(?<=\\d),(?=\\d)")
+
+
+def truncate(
+    text: str,
+    max_length: int = 0,
+) -> str:
+    return text[:max_length]
+
+
+def slug(
+    text: str,
+    max_length: int = 0,
+) -> str:
+    text = NUMBERS_PATTERN.sub("", text)
+    return truncate(text, max_length)
+"""
+
+
+def edit(**arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "edit_file", "arguments": arguments}]}
+
+
+async def chat(client: MilkClient, text: str, route: str = "local") -> dict[str, Any]:
+    return await request(client, "milk/chat", {"text": text, "route": route})
+
+
+def tool_updates(client: MilkClient, turn_id: str, kind: str) -> list[dict[str, Any]]:
+    """The model's own calls or results (milk's read-first ones are `milk-read-…`)."""
+    return [
+        u
+        for u in client.turn_updates(turn_id)
+        if u["kind"] == kind and not u["toolCallId"].startswith("milk-read-")
+    ]
+
+
+def milk_reads(client: MilkClient, turn_id: str) -> list[dict[str, Any]]:
+    return [
+        u
+        for u in client.turn_updates(turn_id)
+        if u["kind"] == "tool_call" and u["toolCallId"].startswith("milk-read-")
+    ]
+
+
+@pytest.fixture
+def slug_file(env: Env) -> Any:
+    path = env.workspace / "slug.py"
+    path.write_text(SLUG)
+    return path
+
+
+async def test_a_change_request_gets_the_named_file_before_the_first_request(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client.permission_answers.append("allow_once")
+    openai.enqueue(
+        # a small model's old_text: no indentation, no spaces, no trailing comma; two
+        # matches in the file, one inside the function the request names
+        edit(path="slug.py", old_text="max_length:int=0", new_text="max_length: int = 100"),
+        {"text": "Changed the default to 100."},
+    )
+    result = await chat(client, "In slug.py change the default of max_length of truncate to 100")
+    assert result["stopReason"] == "end_turn", result
+    first = openai.requests[0]["messages"][-1]["content"]
+    assert "milk read the code the request names" in first
+    assert "slug.py (18 lines):\n```\n" + SLUG.rstrip("\n") in first
+    # the user sees milk's read as a read_file call with its result, before the model's
+    [read] = milk_reads(client, result["turnId"])
+    assert read["name"] == "read_file" and read["input"] == {"path": "slug.py"}
+    assert read["status"] == "completed"
+    results = tool_updates(client, result["turnId"], "tool_result")
+    assert results[-1]["output"] == (
+        "Edited slug.py: lines 8-8 (matched ignoring differences of indentation, spaces, quotes,"
+        " trailing commas and blank lines; the one inside truncate (lines 6-10); old_text also"
+        " occurs on line(s) 15, left unchanged)."
+    )
+    text = slug_file.read_text()
+    assert "    max_length: int = 100,\n) -> str:\n    return text[:max_length]" in text
+    assert text.count("max_length: int = 0,") == 1  # slug's default stays
+
+
+async def test_an_ambiguous_old_text_is_refused_with_where_it_occurs(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    openai.enqueue(
+        edit(path="slug.py", old_text="max_length: int = 0", new_text="max_length: int = 1"),
+        {"text": "I could not make the change."},
+    )
+    result = await chat(client, "In slug.py set max_length to 1")
+    assert result["stopReason"] == "error", result
+    [failed] = tool_updates(client, result["turnId"], "tool_result")
+    assert "old_text occurs 2 times in slug.py (on lines 8, 15)" in failed["output"]
+    assert "or give symbol" in failed["output"]
+    assert slug_file.read_text() == SLUG
+    assert client.permission_requests == []
+
+
+async def test_a_symbol_edit_rewrites_a_whole_function(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client.permission_answers.append("allow_once")
+    new = (
+        'def truncate(text: str, max_length: int = 0) -> str:\n    """Cut text."""\n    return text'
+    )
+    openai.enqueue(
+        edit(path="slug.py", symbol="truncate", new_text=new), {"text": "Added a docstring."}
+    )
+    result = await chat(client, "Add a docstring to truncate in slug.py")
+    assert result["stopReason"] == "end_turn", result
+    assert '\n\n\ndef truncate(text: str, max_length: int = 0) -> str:\n    """Cut text."""\n' in (
+        slug_file.read_text()
+    )
+    results = tool_updates(client, result["turnId"], "tool_result")
+    assert results[-1]["output"] == "Edited slug.py: lines 6-10 (matched function truncate)."
+
+
+async def test_replace_all_renames_a_constant_everywhere(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client.permission_answers.append("allow_once")
+    openai.enqueue(
+        edit(path="slug.py", old_text="NUMBERS_PATTERN", new_text="COMMA", replace_all=True),
+        {"text": "Renamed."},
+    )
+    result = await chat(client, "In slug.py rename NUMBERS_PATTERN to COMMA")
+    assert result["stopReason"] == "end_turn", result
+    text = slug_file.read_text()
+    assert "NUMBERS_PATTERN" not in text and text.count("COMMA") == 2
+
+
+async def test_a_half_done_rename_is_reported_and_the_file_put_back(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    """The definition renamed, its use not: the file parses but uses a name defined nowhere.
+    The model is told once (in the tool result); it ends anyway: milk puts the file back and
+    the turn is not a success (`edit_broke_file`)."""
+    client.permission_answers.append("allow_once")
+    openai.enqueue(
+        edit(
+            path="slug.py",
+            old_text='NUMBERS_PATTERN = re.compile(r"(?<=\\d),(?=\\d)")',
+            new_text='COMMA = re.compile(r"(?<=\\d),(?=\\d)")',
+        ),
+        {"text": "Renamed NUMBERS_PATTERN to COMMA."},
+    )
+    result = await chat(client, "In slug.py rename NUMBERS_PATTERN to COMMA", route="local")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_broke_file"
+    message = result["error"]["message"]
+    assert "slug.py" in message and "NUMBERS_PATTERN (line 17)" in message
+    assert "put slug.py back as it was" in message
+    [told] = tool_updates(client, result["turnId"], "tool_result")
+    assert "But slug.py is broken now: it now uses names that are defined nowhere" in told["output"]
+    assert slug_file.read_text() == SLUG
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any("put slug.py back as it was before the turn" in n for n in notices)
+
+
+async def test_a_syntax_error_fixed_by_the_next_edit_is_kept(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    openai.enqueue(
+        edit(
+            path="slug.py", old_text=") -> str:\n    return text[:max_length]", new_text="-> str:"
+        ),
+        edit(
+            path="slug.py",
+            old_text="    max_length: int = 0,\n-> str:",
+            new_text=("    max_length: int = 0,\n) -> str:\n    return text"),
+        ),
+        {"text": "Done."},
+    )
+    result = await chat(client, "In slug.py make truncate return the whole text")
+    assert result["stopReason"] == "end_turn", (result, tool_updates(client, result["turnId"], "tool_result"))
+    first, second = tool_updates(client, result["turnId"], "tool_result")
+    assert "no longer parses as Python" in first["output"]
+    assert "broken" not in second["output"]
+    assert "    max_length: int = 0,\n) -> str:\n    return text\n" in slug_file.read_text()

@@ -1,0 +1,43 @@
+"""The checks after a local edit: broken files are named, files already imperfect are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from milk_lsp.agents.local.checks import broken_by_edit, check_kind
+
+
+@pytest.mark.parametrize(
+    ("path", "after", "why"),
+    [
+        ("a.py", "def f(:\n", "it no longer parses as Python (line 1"),
+        ("a.py", "X = 1\nprint(Y)\n", "defined nowhere: Y (line 2)"),
+        ("c.json", '{"a": 1,}', "it is no longer valid JSON"),
+        ("c.toml", "a = = 1", "it is no longer valid TOML"),
+        ("c.yaml", "a: [1, 2", "it is no longer valid YAML"),
+        ("c.yml", "a: b: c", "it is no longer valid YAML"),
+    ],
+)
+def test_a_broken_file_is_named_with_why(path: str, after: str, why: str) -> None:
+    problem = broken_by_edit(path, "", after)
+    assert problem is not None and why in problem
+
+
+@pytest.mark.parametrize(
+    ("path", "before", "after"),
+    [
+        ("a.py", "print(Y)\n", "print(Y)\nprint(1)\n"),  # undefined before the edit: no news
+        ("a.py", "from x import *\nf()\n", "from x import *\nf()\ng()\n"),
+        ("a.py", None, "import os\nprint(os.sep)\n"),  # a created file
+        ("c.json", "{}", '{"a": [1, 2]}'),
+        ("notes.txt", "", "anything at all: {["),  # not checked
+    ],
+)
+def test_fine_or_unchecked_files_pass(path: str, before: str | None, after: str) -> None:
+    assert broken_by_edit(path, before, after) is None
+
+
+def test_check_kinds_say_what_ran() -> None:
+    assert check_kind("pkg/a.py") == "Python parses, no new undefined names"
+    assert check_kind("conf.YAML") == "YAML loads"
+    assert check_kind("README.md") is None

@@ -1,0 +1,127 @@
+"""edit_file's matching: exact, then forgiving what small models get wrong, only when unique."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from milk_lsp.agents.local.replace import EditDoesNotApply, Scope, replace_all, replace_once
+
+SOURCE = """\
+DEFAULT = '-'
+
+
+def truncate(
+    text: str,
+    max_length: int = 0,
+    separator: str = " ",
+) -> str:
+    return text[:max_length]
+
+
+def slug(
+    text: str,
+    max_length: int = 0,
+) -> str:
+    parser = make(description='Slug string')
+    return truncate(text, max_length)
+"""
+
+
+def test_an_exact_match_says_its_lines() -> None:
+    done = replace_once(SOURCE, "DEFAULT = '-'", "DEFAULT = '_'", "a.py")
+    assert done.text.startswith("DEFAULT = '_'\n")
+    assert (done.first_line, done.last_line, done.note) == (1, 1, "")
+
+
+def test_quotes_are_forgiven_and_the_new_text_is_kept_as_written() -> None:
+    done = replace_once(
+        SOURCE, 'make(description="Slug string")', 'make(description="Make a slug")', "a.py"
+    )
+    assert '    parser = make(description="Make a slug")\n' in done.text
+    assert done.note == "taking ' and \" as the same"
+    assert done.first_line == 16
+
+
+def test_indentation_spaces_and_a_trailing_comma_are_forgiven_line_by_line() -> None:
+    scopes = [Scope("truncate", 4, 9)]
+    done = replace_once(SOURCE, "max_length:int=0", "max_length: int = 100", "a.py", scopes)
+    lines = done.text.splitlines()
+    assert lines[5] == "    max_length: int = 100,"  # indented as the file, its comma kept
+    assert lines[13] == "    max_length: int = 0,"  # slug's is left alone
+    assert (done.first_line, done.last_line) == (6, 6)
+    assert "ignoring differences of indentation" in done.note
+    assert "the one inside truncate (lines 4-9)" in done.note
+    assert "also occurs on line(s) 14, left unchanged" in done.note
+
+
+def test_several_lines_keep_each_lines_own_indentation() -> None:
+    old = "def slug(\ntext: str,\nmax_length: int = 0,\n) -> str:"
+    new = "def slug(\ntext: str,\nmax_length: int = 5,\n) -> str:"
+    done = replace_once(SOURCE, old, new, "a.py")
+    assert "def slug(\n    text: str,\n    max_length: int = 5,\n) -> str:\n" in done.text
+    assert (done.first_line, done.last_line) == (12, 15)
+
+
+def test_blank_lines_between_matched_lines_are_forgiven() -> None:
+    old = "    return text[:max_length]\ndef slug("
+    done = replace_once(SOURCE, old, "    return text\n\n\ndef slug(", "a.py")
+    assert "    return text\n\n\ndef slug(\n" in done.text
+
+
+@pytest.mark.parametrize(
+    ("old_text", "message"),
+    [
+        ("max_length: int = 0", "occurs 2 times in a.py (on lines 6, 14)"),
+        ("max_length:int=0", "occurs 2 times in a.py (on lines 6, 14)"),  # forgiven, still two
+        ("max_length: float = 0", "occurs 0 times in a.py"),  # a word differs: not forgiven
+        ("return text[:max_len]", "occurs 0 times in a.py"),
+    ],
+)
+def test_ambiguous_or_absent_matches_still_fail(old_text: str, message: str) -> None:
+    with pytest.raises(EditDoesNotApply, match=message.replace("(", r"\(").replace(")", r"\)")):
+        replace_once(SOURCE, old_text, "x", "a.py")
+
+
+def test_an_absent_match_shows_the_closest_block_with_line_numbers() -> None:
+    with pytest.raises(EditDoesNotApply) as failed:
+        replace_once(SOURCE, "def truncate(\n    text: bytes,", "x", "a.py")
+    assert "The closest text in the file is (lines" in str(failed.value)
+    assert " 4 | def truncate(" in str(failed.value)
+
+
+def test_a_scope_the_model_gave_must_hold_the_match() -> None:
+    with pytest.raises(EditDoesNotApply, match=re.escape("occurs 0 times inside slug in a.py")):
+        replace_once(
+            SOURCE, "DEFAULT = '-'", "x", "a.py", [Scope("slug", 12, 17)], scope_given=True
+        )
+    done = replace_once(
+        SOURCE,
+        "max_length: int = 0",
+        "max_length: int = 9",
+        "a.py",
+        [Scope("slug", 12, 17)],
+        scope_given=True,
+    )
+    assert done.text.splitlines()[13] == "    max_length: int = 9,"
+    assert done.first_line == 14
+
+
+def test_a_scope_holding_two_matches_does_not_decide() -> None:
+    with pytest.raises(EditDoesNotApply, match="occurs 2 times"):
+        replace_once(SOURCE, "max_length: int = 0", "x", "a.py", [Scope("all", 1, 17)])
+
+
+def test_replace_all_renames_every_occurrence_and_says_where() -> None:
+    done = replace_all(SOURCE, "max_length", "limit", "a.py")
+    assert "max_length" not in done.text and done.text.count("limit") == 4
+    assert done.note == "all 4 occurrences, on lines 6, 9, 14, 17"
+    with pytest.raises(EditDoesNotApply, match="occurs 0 times"):
+        replace_all(SOURCE, "absent_name", "x", "a.py")
+
+
+def test_a_crlf_file_keeps_its_line_endings() -> None:
+    crlf = "a = 1\r\nb = 2\r\n"
+    done = replace_once(crlf, "a = 1\nb = 2", "a = 3\nb = 4", "c.py")
+    assert done.text == "a = 3\r\nb = 4\r\n"
