@@ -112,6 +112,21 @@ class Turns:
             and (turn_id is None or u.get("turnId") == turn_id)
         )
 
+    def trace(self, session_id: str, turn_id: str | None) -> list[dict[str, Any]]:
+        """Each call of a turn with its input, last status and result (cut), for the JSON:
+        what the model actually sent is what explains a verdict."""
+        calls: dict[str, dict[str, Any]] = {}
+        for update in self.updates.get(session_id, []):
+            if turn_id is not None and update.get("turnId") != turn_id:
+                continue
+            call_id = str(update.get("toolCallId"))
+            if update.get("kind") == "tool_call":
+                entry = calls.setdefault(call_id, {"name": update.get("name")})
+                entry |= {"input": update.get("input"), "status": update.get("status")}
+            elif update.get("kind") == "tool_result" and call_id in calls:
+                calls[call_id]["output"] = str(update.get("output", ""))[:600]
+        return list(calls.values())
+
     def tools(self, session_id: str, turn_id: str | None) -> list[str]:
         """The tools called in a turn, in order; failed or denied calls marked."""
         calls: dict[str, str] = {}
@@ -179,6 +194,7 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
         **judge(task, turns.workspace, result, timed_out),
         "needless": needless_hand_off(task, turns, session_id, result),
         "tools": turns.tools(session_id, result.get("turnId")),
+        "trace": turns.trace(session_id, result.get("turnId")),
         "seconds": round(seconds, 1),
         "modelCalls": len(calls),
         "promptEvaluated": prompt_n,

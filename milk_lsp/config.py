@@ -86,6 +86,10 @@ class LocalConfig(_Section):
     """The embedded engine's cap on one reply (a small model may otherwise ramble until
     the context is full)."""
     threads: int = Field(default_factory=lambda: default_threads(), ge=1, le=512)
+    check_command: str | None = None
+    """Run after the local model's edits, before its turn counts as done (e.g. `ruff check
+    {files}` or `pytest -x -q`; `{files}` becomes the changed files), with the user's
+    permission as `run_command` is; a failure is fed back once, then is `check_failed`."""
     idle_stop_seconds: float = Field(default=600.0, gt=0)
     """The embedded engine stops after this long without local turns (it restarts lazily)."""
 

@@ -27,6 +27,7 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
+from milk_lsp.agents.local.checks import check_kind
 from milk_lsp.agents.local.grounding import about_workspace
 from milk_lsp.agents.local.judge import DEICTIC, TurnGrounding
 from milk_lsp.agents.local.read_first import focus_names, read_first
@@ -112,6 +113,7 @@ class LocalPart:
             Path(session.workspace_folder),
             TurnHost(turn, config.claude.permission_timeout_seconds),
             focus=focus_names(user_ask, index),
+            check_command=config.local.check_command,
         )
         attached = text.strip() != user_ask.strip()  # attachments count as having looked
         if change and not attached:
@@ -141,6 +143,7 @@ class LocalPart:
                 change_requested=change,
                 look_first=about and not attached,
                 judge=judge,
+                check=tools if config.local.check_command else None,
             )
             try:
                 async with aclosing(run) as events:
@@ -160,6 +163,7 @@ class LocalPart:
             finally:  # the turn's info names the model, however the part ended
                 turn.local_model = agent.model_in_use or turn.local_model
         turn.flush_text()
+        self._say_checks(turn, tools)
         broken = await self._put_back_broken(turn, tools)
         if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
             outcome = broken
@@ -204,6 +208,19 @@ class LocalPart:
         detail = f"the local model's edit of {path} broke it ({problem}); {done}"
         turn.notice("warning", detail[0].upper() + detail[1:])
         return LocalGaveUp(LocalSignal.EDIT_BROKE_FILE, detail)
+
+    @staticmethod
+    def _say_checks(turn: Turn, tools: WorkspaceTools) -> None:
+        """Which checks the files the local model edited passed (the broken ones were
+        said already): a kept edit is a checked one."""
+        broken = tools.broken_files()
+        passed = [
+            f"{path} ({kind})"
+            for path in tools.edited_files()
+            if path not in broken and (kind := check_kind(path)) is not None
+        ]
+        if passed:
+            turn.notice("info", "milk checked the local edits: " + "; ".join(passed))
 
     async def _fresh_index(self, workspace: str) -> WorkspaceIndex:
         """The workspace's index, brought up to date (only changed files are read again).

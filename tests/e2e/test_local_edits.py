@@ -190,8 +190,131 @@ async def test_a_syntax_error_fixed_by_the_next_edit_is_kept(
         {"text": "Done."},
     )
     result = await chat(client, "In slug.py make truncate return the whole text")
-    assert result["stopReason"] == "end_turn", (result, tool_updates(client, result["turnId"], "tool_result"))
+    assert result["stopReason"] == "end_turn", (
+        result,
+        tool_updates(client, result["turnId"], "tool_result"),
+    )
     first, second = tool_updates(client, result["turnId"], "tool_result")
     assert "no longer parses as Python" in first["output"]
     assert "broken" not in second["output"]
     assert "    max_length: int = 0,\n) -> str:\n    return text\n" in slug_file.read_text()
+
+
+# ---- local.checkCommand ----------------------------------------------------------------
+
+NO_FIXME = "grep -n FIXME {files}; test $? -eq 1"
+"""Passes when the edited files hold no FIXME; fails showing the lines that do."""
+
+
+async def checked_client(harness: Any, env: Env) -> MilkClient:
+    env.settings.setdefault("local", {})["checkCommand"] = NO_FIXME
+    return await harness.start()
+
+
+def checks(client: MilkClient, turn_id: str) -> list[dict[str, Any]]:
+    return [
+        u
+        for u in client.turn_updates(turn_id)
+        if u["kind"] in ("tool_call", "tool_result") and u["toolCallId"].startswith("milk-check-")
+    ]
+
+
+def ended(updates: list[dict[str, Any]]) -> list[str]:
+    """The statuses the check calls ended with (they ask permission: pending, running)."""
+    return [
+        u["status"]
+        for u in updates
+        if u["kind"] == "tool_call" and u["status"] not in ("pending", "running")
+    ]
+
+
+async def test_the_check_command_runs_after_the_edits_with_permission(
+    harness: Any, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client = await checked_client(harness, env)
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    openai.enqueue(
+        edit(path="slug.py", old_text="import re", new_text="import re  # patterns"),
+        {"text": "Added a comment."},
+    )
+    result = await chat(client, "In slug.py add a comment to the import")
+    assert result["stopReason"] == "end_turn", result
+    _, check_ask = client.permission_requests
+    assert check_ask["tool"] == "run_command"
+    assert check_ask["input"] == {"command": "grep -n FIXME slug.py; test $? -eq 1"}
+    ran = checks(client, result["turnId"])
+    assert ended(ran) == ["completed"]
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any(
+        "check after the local edits: grep -n FIXME slug.py" in n and "passed" in n for n in notices
+    )
+    assert any("milk checked the local edits: slug.py (Python parses" in n for n in notices)
+
+
+async def test_a_failed_check_is_told_once_then_is_check_failed(
+    harness: Any, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client = await checked_client(harness, env)
+    client.permission_answers.extend(["allow_once"] * 3)
+    openai.enqueue(
+        edit(path="slug.py", old_text="import re", new_text="import re  # FIXME"),
+        {"text": "Done."},
+        {"text": "Still done."},  # told what the check found, it changes nothing
+    )
+    result = await chat(client, "In slug.py add a comment to the import")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "check_failed"
+    assert "1:import re  # FIXME" in result["error"]["message"]
+    told = openai.requests[2]["messages"][-1]["content"]
+    assert told.startswith("milk ran the check after your edits and it failed.")
+    assert "1:import re  # FIXME" in told
+
+
+async def test_a_failed_check_the_model_fixes_ends_well(
+    harness: Any, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client = await checked_client(harness, env)
+    client.permission_answers.extend(["allow_once"] * 4)
+    openai.enqueue(
+        edit(path="slug.py", old_text="import re", new_text="import re  # FIXME"),
+        {"text": "Done."},
+        edit(path="slug.py", old_text="import re  # FIXME", new_text="import re  # patterns"),
+        {"text": "Fixed the comment."},
+    )
+    result = await chat(client, "In slug.py add a comment to the import")
+    assert result["stopReason"] == "end_turn", result
+    assert ended(checks(client, result["turnId"])) == ["failed", "completed"]
+    assert slug_file.read_text().startswith("import re  # patterns\n")
+
+
+async def test_a_check_the_user_denies_is_not_a_failure(
+    harness: Any, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client = await checked_client(harness, env)
+    client.permission_answers.extend(["allow_once", "deny"])
+    openai.enqueue(
+        edit(path="slug.py", old_text="import re", new_text="import re  # FIXME"),
+        {"text": "Done."},
+    )
+    result = await chat(client, "In slug.py add a comment to the import")
+    assert result["stopReason"] == "end_turn", result
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any("the check after the local edits was not run" in n for n in notices)
+
+
+async def test_an_edit_repeated_after_it_was_made_changes_nothing_and_is_no_failure(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client.permission_answers.append("allow_once")
+    comment = edit(path="slug.py", old_text="import re", new_text="import re  # patterns")
+    openai.enqueue(comment, comment, {"text": "Added the comment."})
+    result = await chat(client, "In slug.py add a comment to the import")
+    assert result["stopReason"] == "end_turn", result
+    first, second = tool_updates(client, result["turnId"], "tool_result")
+    assert second["isError"] is False
+    assert second["output"] == (
+        "slug.py already has new_text (line 1) and no longer has old_text: this edit was made"
+        " already; nothing to change."
+    )
+    assert len(client.permission_requests) == 1
+    assert slug_file.read_text().startswith("import re  # patterns\n\n")

@@ -42,6 +42,7 @@ from milk_lsp.agents.base import (
     EscalationRequested,
     FailureReason,
     LocalGaveUp,
+    LocalSignal,
     NoticeEvent,
     TextDelta,
     ToolCallEvent,
@@ -51,6 +52,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.client import LocalClient, LocalSettings
+from milk_lsp.agents.local.edit_check import EditCheck, check_message, run_check
 from milk_lsp.agents.local.stream import (
     LocalModelError,
     Reply,
@@ -273,6 +275,7 @@ class LocalAgent:
         change_requested: bool = False,
         look_first: bool = False,
         judge: AnswerJudge | None = None,
+        check: EditCheck | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """One turn: stream replies and run tools until a reply has no tool calls.
 
@@ -282,7 +285,8 @@ class LocalAgent:
         loop at the first mid-turn signal (route `auto`, where Claude can take over).
         `look_first`: the question is about the workspace and nothing attached covers it, so
         the first request requires a tool call (a server that ignores or refuses that gets
-        milk's own look instead, remembered per model). `judge` grounds the final answer.
+        milk's own look instead, remembered per model). `judge` grounds the final answer;
+        `check` runs `local.checkCommand` after edits before the turn counts as done.
         """
         try:
             async with aclosing(
@@ -294,6 +298,7 @@ class LocalAgent:
                     change_requested,
                     look_first,
                     judge,
+                    check,
                 )
             ) as events:
                 async for event in events:
@@ -318,8 +323,11 @@ class LocalAgent:
         change_requested: bool,
         look_first: bool,
         judge: AnswerJudge | None,
+        check: EditCheck | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         model = await self.client.resolve_model()
+        check_fed_back = False
+        check_failure: str | None = None
         specs = list(tools.specs()) if tools is not None else []
         if offer_escalation:
             specs.append(ESCALATE_TOOL_SPEC)
@@ -466,6 +474,27 @@ class LocalAgent:
                     if reply.finish_reason == "length":
                         yield length_notice()
                     yield verdict
+                    return
+                if check is not None and check.pending_check() is not None:
+                    check_failure = None  # new edits: what the check says now is what counts
+                    checking = run_check(check, f"milk-check-{secrets.token_hex(4)}")
+                    async with aclosing(checking) as check_steps:
+                        async for check_step in check_steps:
+                            if isinstance(check_step, str):
+                                check_failure = check_step
+                            else:
+                                yield check_step
+                if check_failure is not None and not check_fed_back:
+                    check_fed_back = True  # once: the model may fix what the check found
+                    conversation.append({"role": "assistant", "content": answer})
+                    conversation.append({"role": "user", "content": check_message(check_failure)})
+                    continue
+                if check_failure is not None:
+                    yield LocalGaveUp(
+                        LocalSignal.CHECK_FAILED,
+                        f"the check after the local edits failed: {check_failure}",
+                        watch.tried,
+                    )
                     return
                 for notice in final_reply_notices(reply):
                     yield notice

@@ -148,6 +148,23 @@ def replace_all(
     return Replacement("".join(pieces), matches[0].first_line, matches[-1].last_line, note)
 
 
+def already_made(current: str, old_text: str, new_text: str) -> int | None:
+    """The line where `new_text` already stands once when `old_text` is gone from the rest
+    of the file: the model repeats an edit it made before (small models do), which is
+    nothing to change. Exact text only (quotes aside)."""
+    new = new_text.strip("\n")
+    if not (old_text.strip() and new.strip()) or new.strip() in old_text:
+        return None
+    swap = str.maketrans("'", '"')
+    for have, old, made in (
+        (current, old_text, new),
+        (current.translate(swap), old_text.translate(swap), new.translate(swap)),
+    ):
+        if have.count(made) == 1 and old not in have.replace(made, "\x00"):
+            return have.count("\n", 0, have.find(made)) + 1
+    return None
+
+
 _FORGIVEN = "ignoring differences of indentation, spaces, quotes, trailing commas and blank lines"
 
 

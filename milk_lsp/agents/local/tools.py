@@ -21,6 +21,7 @@ import contextlib
 import enum
 import logging
 import os
+import shlex
 import stat
 import threading
 import time
@@ -42,6 +43,7 @@ from milk_lsp.agents.local.replace import (
     EditDoesNotApply,
     Replacement,
     Scope,
+    already_made,
     replace_all,
     replace_once,
     split_lines,
@@ -96,6 +98,14 @@ class ToolOutcome:
     """The user refused permission; the call did nothing."""
 
 
+@dataclass(frozen=True)
+class CheckRun:
+    """One run of `local.checkCommand`: the command as run and what it gave."""
+
+    command: str
+    outcome: ToolOutcome
+
+
 class _ToolFailed(Exception):
     """The call cannot be done; the message tells the model why."""
 
@@ -145,11 +155,16 @@ class WorkspaceTools:
         command_timeout_seconds: float = 60.0,
         output_cap_chars: int = 20000,
         focus: Sequence[str] = (),
+        check_command: str | None = None,
     ) -> None:
         """`focus`: the names the user's request gives (functions, classes), which narrow an
-        edit whose old_text occurs several times to the one inside them."""
+        edit whose old_text occurs several times to the one inside them; `check_command`:
+        `local.checkCommand`, run by `check_edits`."""
         self._confined = ConfinedRoot(root)
         self._focus = tuple(focus)
+        self._check_command = (check_command or "").strip()
+        self._unchecked: dict[Parts, None] = {}
+        """Files edited since the last run of the check command, in order."""
         self._before: dict[Parts, str | None] = {}
         """Each edited file's text before the turn's first edit of it."""
         self._broken: dict[Parts, str] = {}
@@ -281,6 +296,12 @@ class WorkspaceTools:
         where = shown(parts)
         change = _Change(old_text, new_text, symbol, every, self._focus)
         current, _ = await self._text_for_edit(parts)
+        made = None if current is None else already_made(current, old_text, new_text)
+        if made is not None and not symbol:
+            return ToolOutcome(
+                f"{where} already has new_text (line {made}) and no longer has old_text: this"
+                " edit was made already; nothing to change."
+            )
         replaced = await asyncio.to_thread(change.apply, current, where)
         if current is None:
             description = f"Create {where} ({_count_lines(replaced.text)} lines)"
@@ -311,6 +332,7 @@ class WorkspaceTools:
         )
         if replaced.note:
             said += f" (matched {replaced.note})"
+        self._unchecked[parts] = None
         problem = broken_by_edit(where, self._before[parts], replaced.text)
         if problem is None:
             self._broken.pop(parts, None)
@@ -332,6 +354,38 @@ class WorkspaceTools:
         except (OSError, ValueError, _ToolFailed):
             return None
         return text
+
+    def pending_check(self) -> str | None:
+        """The `local.checkCommand` to run now (its `{files}` filled in with the files
+        edited since it last ran, quoted for the shell), None when none is set or nothing
+        new was edited."""
+        if not self._check_command or not self._unchecked:
+            return None
+        files = " ".join(shlex.quote(shown(parts)) for parts in self._unchecked)
+        return self._check_command.replace("{files}", files)
+
+    def edited_files(self) -> list[str]:
+        """The files this turn's edits wrote, in order."""
+        return [shown(parts) for parts in self._before]
+
+    async def check_edits(self, tool_call_id: str) -> CheckRun | None:
+        """Run `pending_check()`, asking the user first as `run_command` does."""
+        command = self.pending_check()
+        if command is None:
+            return None
+        self._unchecked.clear()
+        arguments = {"command": command}
+        description = f"Run the check after the local edits, in {self._root}: {command}"
+        if not await self._ask(tool_call_id, RUN_COMMAND, arguments, description):
+            return CheckRun(command, ToolOutcome("The user did not allow the check.", True, True))
+        try:
+            result = await run_shell(
+                command, self._root, self._command_timeout_seconds, self._output_cap_chars
+            )
+        except CommandNotStarted as exc:
+            return CheckRun(command, ToolOutcome(str(exc), is_error=True))
+        text = (result.output or "(no output)").rstrip()
+        return CheckRun(command, ToolOutcome(f"{text}\n[{result.status}]", result.failed))
 
     def broken_files(self) -> dict[str, str]:
         """Files a local edit of this turn left broken (see `checks`), with why."""
