@@ -11,7 +11,7 @@ from milk_lsp.agents.local.checks import broken_by_edit, check_kind
     ("path", "after", "why"),
     [
         ("a.py", "def f(:\n", "it no longer parses as Python (line 1"),
-        ("a.py", "X = 1\nprint(Y)\n", "defined nowhere: Y (line 2)"),
+        ("a.py", "X = 1\nprint(Y)\n", "defined nowhere: Y (line 2: `print(Y)`)"),
         ("c.json", '{"a": 1,}', "it is no longer valid JSON"),
         ("c.toml", "a = = 1", "it is no longer valid TOML"),
         ("c.yaml", "a: [1, 2", "it is no longer valid YAML"),

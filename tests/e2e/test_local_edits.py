@@ -81,10 +81,14 @@ async def test_a_change_request_gets_the_named_file_before_the_first_request(
     assert result["stopReason"] == "end_turn", result
     first = openai.requests[0]["messages"][-1]["content"]
     assert "milk read the code the request names" in first
-    assert "slug.py (18 lines):\n```\n" + SLUG.rstrip("\n") in first
+    # the lines of the function the request names, not the whole file
+    region = "".join(SLUG.splitlines(keepends=True)[3:12]).rstrip("\n")
+    assert "slug.py, lines 4-12 of 18:\n```\n" + region + "\n```" in first
+    assert "def slug(" not in first
     # the user sees milk's read as a read_file call with its result, before the model's
     [read] = milk_reads(client, result["turnId"])
-    assert read["name"] == "read_file" and read["input"] == {"path": "slug.py"}
+    assert read["name"] == "read_file"
+    assert read["input"] == {"path": "slug.py", "start_line": 4, "end_line": 12}
     assert read["status"] == "completed"
     results = tool_updates(client, result["turnId"], "tool_result")
     assert results[-1]["output"] == (
@@ -165,7 +169,10 @@ async def test_a_half_done_rename_is_reported_and_the_file_put_back(
     assert result["stopReason"] == "error", result
     assert result["error"]["data"]["signal"] == "edit_broke_file"
     message = result["error"]["message"]
-    assert "slug.py" in message and "NUMBERS_PATTERN (line 17)" in message
+    assert (
+        "slug.py" in message
+        and 'NUMBERS_PATTERN (line 17: `text = NUMBERS_PATTERN.sub("", text)`)' in message
+    )
     assert "put slug.py back as it was" in message
     [told] = tool_updates(client, result["turnId"], "tool_result")
     assert "But slug.py is broken now: it now uses names that are defined nowhere" in told["output"]
@@ -302,6 +309,51 @@ async def test_a_check_the_user_denies_is_not_a_failure(
     assert any("the check after the local edits was not run" in n for n in notices)
 
 
+async def test_a_variant_of_an_edit_already_made_is_shown_the_text_as_it_is_now(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    client.permission_answers.append("allow_once")
+    openai.enqueue(
+        edit(path="slug.py", old_text="import re", new_text="import re  # patterns"),
+        edit(path="slug.py", old_text="import re\n", new_text="import re  # regexes\n"),
+        {"text": "Added the comment."},
+    )
+    result = await chat(client, "In slug.py add a comment to the import")
+    assert result["stopReason"] == "end_turn", result
+    _, second = tool_updates(client, result["turnId"], "tool_result")
+    assert second["isError"] is False, second
+    assert second["output"].startswith(
+        "Nothing changed: old_text is text this turn's earlier edit of slug.py already"
+        " replaced. Lines 1-3 now read:\nimport re  # patterns\n"
+    )
+    assert slug_file.read_text().startswith("import re  # patterns\n\n")
+
+
+async def test_a_call_written_on_one_line_matches_one_the_file_spreads_over_two(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    (env.workspace / "cli.py").write_text(
+        'parser.add_argument("--no-lowercase", action="store_false",\n'
+        '                    help="Keep case")\n'
+    )
+    client.permission_answers.append("allow_once")
+    openai.enqueue(
+        edit(
+            path="cli.py",
+            old_text="parser.add_argument('--no-lowercase', action='store_false', help='Keep case')",
+            new_text="parser.add_argument('--keep-case', action='store_false', help='Keep case')",
+        ),
+        {"text": "Renamed the option."},
+    )
+    result = await chat(client, "In cli.py rename the option --no-lowercase to --keep-case")
+    assert result["stopReason"] == "end_turn", result
+    assert (env.workspace / "cli.py").read_text() == (
+        "parser.add_argument('--keep-case', action='store_false', help='Keep case')\n"
+    )
+    [done] = tool_updates(client, result["turnId"], "tool_result")
+    assert "(matched ignoring differences of spaces, line breaks and quotes)" in done["output"]
+
+
 async def test_an_edit_repeated_after_it_was_made_changes_nothing_and_is_no_failure(
     client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
 ) -> None:
@@ -310,8 +362,8 @@ async def test_an_edit_repeated_after_it_was_made_changes_nothing_and_is_no_fail
     openai.enqueue(comment, comment, {"text": "Added the comment."})
     result = await chat(client, "In slug.py add a comment to the import")
     assert result["stopReason"] == "end_turn", result
-    first, second = tool_updates(client, result["turnId"], "tool_result")
-    assert second["isError"] is False
+    _, second = tool_updates(client, result["turnId"], "tool_result")
+    assert second["isError"] is False, second
     assert second["output"] == (
         "slug.py already has new_text (line 1) and no longer has old_text: this edit was made"
         " already; nothing to change."

@@ -73,7 +73,11 @@ def _python(path: str, before: str | None, after: str) -> str | None:
         new = [(name, line) for name, line in new if name not in old]
     if not new:
         return None
-    shown = ", ".join(f"{name} (line {line})" for name, line in new[:5])
+    lines = after.split("\n")
+    shown = ", ".join(
+        f"{name} (line {line}: `{lines[line - 1].strip()}`)" if line <= len(lines) else name
+        for name, line in new[:5]
+    )
     return f"it now uses names that are defined nowhere: {shown}"
 
 

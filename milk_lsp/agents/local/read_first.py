@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
 from milk_lsp.agents.local.grounding import question_claims, question_names
-from milk_lsp.agents.local.replace import split_lines
-from milk_lsp.agents.local.symbols import symbol_line_range
+from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
+from milk_lsp.agents.local.symbols import find_symbol
 from milk_lsp.agents.local.tool_specs import READ_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.text import fence_for
@@ -83,8 +83,8 @@ async def read_first(
     request: str, index: WorkspaceIndex, tools: WorkspaceTools
 ) -> ReadFirst | None:
     """Read the files and definitions the change request `request` names (None when it
-    names none that exist): a file named by path whole when small, else the regions of the
-    names the request gives; with no path, the regions in the one file defining a name."""
+    names none that exist): the lines of the names it gives in the file it names (or, with
+    no path, in the one file defining a name); a named file without them whole when small."""
     asked = question_claims(request)
     names = focus_names(request, index)
     named_files = [path for claim in asked.paths if (path := index.file_for(claim))]
@@ -127,21 +127,46 @@ async def read_first(
 
 
 def _pieces(path: str, text: str, names: list[str], *, whole: bool) -> list[_Piece]:
-    """The whole file when wanted and small, else the regions of the names it defines."""
+    """The lines of the names the file defines (a small model edits the right place more
+    often when it sees only that; a module-level name brings the lines that use it, for a
+    rename), else the whole file when wanted and not large."""
     lines = split_lines(text)
-    if whole and len(text) <= WHOLE_FILE_CHARS:
-        return [_Piece(path, {"path": path}, f"{path} ({len(lines)} lines)", text.rstrip("\n"))]
-    if not path.endswith((".py", ".pyi")):
+    spans = _spans(text, lines, names) if path.endswith((".py", ".pyi")) else []
+    if not spans:
+        if whole and len(text) <= WHOLE_FILE_CHARS:
+            label = f"{path} ({len(lines)} lines)"
+            return [_Piece(path, {"path": path}, label, text.rstrip("\n"))]
         return []
     pieces = []
-    for name in dict.fromkeys(names):
-        span = symbol_line_range(text, name)
-        if span is None:
-            continue
-        first = max(1, span[0] - REGION_CONTEXT_LINES)
-        last = min(len(lines), span[1] + REGION_CONTEXT_LINES, first + REGION_MAX_LINES - 1)
+    for first, last in spans:
         body = "".join(lines[first - 1 : last]).rstrip("\n")
-        label = f"{path}, lines {first}-{last} of {len(lines)} ({name})"
+        label = f"{path}, lines {first}-{last} of {len(lines)}"
         arguments: dict[str, object] = {"path": path, "start_line": first, "end_line": last}
         pieces.append(_Piece(path, arguments, label, body))
     return pieces
+
+
+def _spans(text: str, lines: list[str], names: list[str]) -> list[tuple[int, int]]:
+    """Merged line ranges: each named definition (two lines around), and for a module-level
+    name each line that uses it (one line around)."""
+    ranges: list[tuple[int, int]] = []
+    for name in dict.fromkeys(names):
+        try:
+            span = find_symbol(text, name, "the file")
+        except EditDoesNotApply:
+            continue
+        first = max(1, span.first_line - REGION_CONTEXT_LINES)
+        last = min(len(lines), span.last_line + REGION_CONTEXT_LINES, first + REGION_MAX_LINES - 1)
+        ranges.append((first, last))
+        if span.kind == "assignment":
+            word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+            for number, line in enumerate(lines, 1):
+                if word.search(line):
+                    ranges.append((max(1, number - 1), min(len(lines), number + 1)))
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged

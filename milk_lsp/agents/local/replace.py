@@ -100,8 +100,8 @@ def replace_once(
         # The model writes `\n`; a CRLF file needs its own line endings on both sides.
         old_text = old_text.replace("\n", "\r\n")
         new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
-    notes = ("", "taking ' and \" as the same", _FORGIVEN)
-    ways = (_exact, _any_quotes, _line_by_line)
+    notes = ("", "taking ' and \" as the same", _FORGIVEN, _FORGIVEN_BREAKS)
+    ways = (_exact, _any_quotes, _line_by_line, _across_lines)
     for way, note in zip(ways, notes, strict=True):
         matches = way(current, old_text, new_text)
         if scope_given and scopes:
@@ -163,6 +163,45 @@ def already_made(current: str, old_text: str, new_text: str) -> int | None:
         if have.count(made) == 1 and old not in have.replace(made, "\x00"):
             return have.count("\n", 0, have.find(made)) + 1
     return None
+
+
+_FORGIVEN_BREAKS = "ignoring differences of spaces, line breaks and quotes"
+
+
+def _across_lines(current: str, old_text: str, new_text: str) -> list[_Match]:
+    """Matches with every run of whitespace, line breaks included, taken as none, and
+    quotes as the same: a call written on one line that the file spreads over two. The
+    match spans from its first to its last non-space character; new_text goes there with
+    its own leading indentation dropped (the file's stays). Whole lines only."""
+    wanted = "".join(old_text.split()).translate(str.maketrans("'", '"'))
+    if len(wanted) < 8:
+        return []  # a short fragment without spaces would match almost anywhere
+    kept: list[int] = []  # offsets in `current` of its non-space characters
+    for offset, char in enumerate(current):
+        if not char.isspace():
+            kept.append(offset)
+    squeezed = "".join(current[offset] for offset in kept).translate(str.maketrans("'", '"'))
+    found: list[_Match] = []
+    start = squeezed.find(wanted)
+    while start != -1 and len(found) < 20:
+        first, last = kept[start], kept[start + len(wanted) - 1] + 1
+        start = squeezed.find(wanted, start + 1)
+        line_start = current.rfind("\n", 0, first) + 1
+        line_end = current.find("\n", last)
+        rest = current[last : len(current) if line_end == -1 else line_end]
+        if current[line_start:first].strip() or rest.strip():
+            continue  # whole lines only: never part of a line
+        first_line = current.count("\n", 0, first) + 1
+        found.append(
+            _Match(
+                first,
+                last,
+                first_line,
+                first_line + current.count("\n", first, last),
+                new_text.strip(),
+            )
+        )
+    return found
 
 
 _FORGIVEN = "ignoring differences of indentation, spaces, quotes, trailing commas and blank lines"

@@ -300,9 +300,15 @@ class WorkspaceTools:
         if made is not None and not symbol:
             return ToolOutcome(
                 f"{where} already has new_text (line {made}) and no longer has old_text: this"
-                " edit was made already; nothing to change."
+                f" edit was made already; nothing to change.{self._still_broken(parts)}"
             )
-        replaced = await asyncio.to_thread(change.apply, current, where)
+        try:
+            replaced = await asyncio.to_thread(change.apply, current, where)
+        except EditDoesNotApply:
+            redone = await asyncio.to_thread(self._redone, parts, change, current, where)
+            if redone is None:
+                raise
+            return ToolOutcome(redone + self._still_broken(parts))
         if current is None:
             description = f"Create {where} ({_count_lines(replaced.text)} lines)"
         else:
@@ -386,6 +392,31 @@ class WorkspaceTools:
             return CheckRun(command, ToolOutcome(str(exc), is_error=True))
         text = (result.output or "(no output)").rstrip()
         return CheckRun(command, ToolOutcome(f"{text}\n[{result.status}]", result.failed))
+
+    def _still_broken(self, parts: Parts) -> str:
+        problem = self._broken.get(parts)
+        return f" But {shown(parts)} is still broken: {problem}." if problem else ""
+
+    def _redone(self, parts: Parts, change: _Change, current: str | None, where: str) -> str | None:
+        """For an edit that no longer applies because this turn's earlier edit changed that
+        very text (small models redo an edit, or a variant of it): what the file reads there
+        now, as no failure; None when that is not what happened."""
+        before = self._before.get(parts)
+        if current is None or before is None or before == current:
+            return None
+        try:
+            was = change.apply(before, where)
+        except EditDoesNotApply:
+            return None
+        lines = split_lines(current)
+        first = max(1, was.first_line - 2)
+        last = min(len(lines), was.last_line + 2)
+        region = "".join(lines[first - 1 : last]).rstrip("\n")
+        return (
+            f"Nothing changed: old_text is text this turn's earlier edit of {where} already"
+            f" replaced. Lines {first}-{last} now read:\n{region}\nIf the requested change"
+            " is made, say so in one sentence; otherwise edit the text as it is now."
+        )
 
     def broken_files(self) -> dict[str, str]:
         """Files a local edit of this turn left broken (see `checks`), with why."""
