@@ -1,5 +1,5 @@
 """Command line: serve LSP on stdio (default), `acp` (the Agent Client Protocol on stdio),
-`chat` from a terminal, `doctor`, `--version`.
+`chat` from a terminal, `undo`, `doctor`, `stats`, `--version`.
 
 stdout carries the protocol when serving: every log line goes to stderr and to a file in
 the user log dir, never to stdout.
@@ -140,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_flags(undo)
     doctor = commands.add_parser("doctor", help="check the local model, claude and storage")
     _add_setting_flags(doctor)
+    stats = commands.add_parser(
+        "stats", help="what the local model answered, what went to Claude and what it cost"
+    )
+    stats.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder")
+    stats.add_argument("--json", action="store_true", help="print milk/stats' JSON")
+    stats.add_argument("--storage-dir", help="storageDir: where sessions live")
     acp = commands.add_parser("acp", help="serve the Agent Client Protocol (ACP) on stdio")
     _add_setting_flags(acp)
     return parser
@@ -191,6 +197,14 @@ def main(argv: list[str] | None = None) -> int:
         from milk_lsp.terminal.doctor import run_doctor
 
         return asyncio.run(run_doctor(_settings_from_args(args)))
+    if args.command == "stats":
+        from milk_lsp.terminal.stats import run_stats
+
+        workspace = _workspace(args)
+        if workspace is None:
+            return 2
+        settings = {"storageDir": args.storage_dir} if args.storage_dir else {}
+        return run_stats(workspace, settings, as_json=args.json)
     setup_logging(args.verbose)
     from milk_lsp.agents.claude.processes import kill_all_running
     from milk_lsp.agents.local.commands import kill_running_commands

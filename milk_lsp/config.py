@@ -102,6 +102,9 @@ class ClaudeConfig(_Section):
     skip_permissions: bool = False
     permission_timeout_seconds: float = Field(default=600.0, gt=0)
     """How long a permission question may stay open before it counts as deny (milk addition)."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """What Claude may cost a workspace per local day; once spent, milk asks before each
+    Claude part (unset: no cap; milk addition)."""
 
 
 class MilkConfig(_Section):

@@ -24,6 +24,7 @@ ESCALATE = "milk/escalate"
 CANCEL = "milk/cancel"
 CONTEXT = "milk/context"
 STATUS = "milk/status"
+STATS = "milk/stats"
 UPDATE = "milk/update"
 REQUEST_PERMISSION = "milk/requestPermission"
 TURN_CHANGES = "milk/turn/changes"
@@ -636,3 +637,46 @@ def model_or_none(model: type[M], raw: Any) -> M | None:
         return model.model_validate(raw)
     except ValidationError:
         return None
+
+
+# ---- milk/stats: the routing numbers ---------------------------------------------------
+
+
+class StatsParams(WireModel):
+    workspace_folder: Uri | None = None
+
+
+class ModelStats(WireModel):
+    """Where one local model's turns went (`total` sums every model)."""
+
+    model: str
+    answered_locally: int = 0
+    handed_off: int = 0
+    handed_off_by_signal: dict[str, int] = Field(default_factory=dict)
+    escalated_by_user: int = 0
+    local_edits_kept: int = 0
+    local_edits_undone: int = 0
+
+
+class StatsBudget(WireModel):
+    limit_usd: float | None
+    spent_today_usd: float
+    day: str
+    """The local date `spentTodayUsd` counts, YYYY-MM-DD."""
+
+
+class Stats(WireModel):
+    workspace_folder: str
+    total: ModelStats
+    by_model: list[ModelStats]
+    claude_turns: int
+    claude_cost_usd: float
+    average_claude_turn_cost_usd: float | None
+    estimated_all_claude_cost_usd: float | None
+    estimated_saved_usd: float | None
+    budget: StatsBudget
+    text: str
+
+    def to_wire(self) -> dict[str, Any]:
+        """With its nulls: a missing estimate is `null`, never left out."""
+        return self.model_dump(mode="json", by_alias=True)

@@ -65,7 +65,7 @@ class Engine:
         self.sessions = Sessions(settings, store)
         self.local_models = LocalModels(settings, local, door=self._door)
         self.changes = ChangeBook(settings, self.sessions, bridge)
-        self.claude = ClaudePart(self.sessions, claude or ClaudeAgent())
+        self.claude = ClaudePart(self.sessions, claude or ClaudeAgent(), self._door)
         self.running = RunningTurns(self.sessions)
         local_part = LocalPart(self.sessions, self.local_models, self.claude_path, self._door)
         self._runner = TurnRunner(bridge, self.sessions, self.changes, local_part, self.claude)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,8 @@ from milk_lsp.agents.claude.command import (
     build_argv,
 )
 from milk_lsp.config import ClaudeConfig
+from milk_lsp.doors import LSP, Door
+from milk_lsp.engine import budget
 from milk_lsp.engine.agent_host import TurnHost
 from milk_lsp.engine.turn import Turn
 from milk_lsp.prompts.context import (
@@ -68,9 +71,13 @@ def claude_prompt_for_escalate(current_need: str) -> str:
 class ClaudePart:
     """Runs Claude for a turn, and previews what the next escalation would hand it."""
 
-    def __init__(self, sessions: Sessions, claude: ClaudeAgent) -> None:
+    def __init__(
+        self, sessions: Sessions, claude: ClaudeAgent, door: Callable[[], Door] = lambda: LSP
+    ) -> None:
+        """`door`: how the front door names settings (the budget's failure names its own)."""
         self._sessions = sessions
         self._claude = claude
+        self._door = door
         self.mcp_servers: dict[str, tuple[McpServer, ...]] = {}
         """By session id: the MCP servers an ACP client handed for that session."""
 
@@ -184,6 +191,11 @@ class ClaudePart:
             contextChars=len(plan.context_file) + len(plan.user_message_prefix),
         )
         session.state = SessionState.ESCALATION
+        if not await self._within_budget(session, turn):
+            if turn.part_of(Agent.CLAUDE) is None:  # the turn ends as Claude's, not started
+                turn.start_part(Agent.CLAUDE)
+            session.state = SessionState.ROUTING
+            return "error"
         attempt = await self._attempt(session, turn, text, plan)
         if attempt == "resume_rejected":
             turn.notice(
@@ -204,6 +216,22 @@ class ClaudePart:
         if session.state is SessionState.ESCALATION:
             session.state = SessionState.ROUTING
         return "error"
+
+    async def _within_budget(self, session: Session, turn: Turn) -> bool:
+        """Whether Claude may start: no cap, today's cost below it, or the user goes on once
+        past it. Otherwise the turn's failure says so, with the figures."""
+        cfg = turn.config.claude
+        if cfg.budget_usd is None:
+            return True
+        spent = await self._sessions.claude_spent_today(session.workspace_folder)
+        today = budget.state(cfg.budget_usd, spent)
+        if not today.reached:
+            return True
+        if await budget.ask_go_on(turn, today, cfg.permission_timeout_seconds):
+            turn.notice("info", f"Going on with Claude once past the budget: {today.figures()}.")
+            return True
+        turn.failure = budget.failure(today, self._door())
+        return False
 
     async def _attempt(
         self, session: Session, turn: Turn, text: str, plan: ContextPlan

@@ -15,6 +15,9 @@ from milk_lsp.sessions.model import Agent, Session, SessionState
 
 Route = Literal["auto", "local", "claude"]
 
+WAITING_ON_CLAUDE = "session waiting on Claude"
+"""`turn_started.reason` of a turn that answers Claude's question."""
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -34,6 +37,12 @@ class Plan:
         """Route `auto` to the local agent: milk cuts a failing local part short and may
         hand it to Claude (on route `local` the user chose the local model)."""
         return self.route == "auto" and self.agent is Agent.LOCAL and self.offer_escalation
+
+    @property
+    def answers_claude(self) -> bool:
+        """The turn goes to Claude because Claude asked a question, not because the user
+        escalated (the routing numbers count it apart)."""
+        return self.reason == WAITING_ON_CLAUDE
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,7 @@ def route_turn(current: RoutingState, requested: Route) -> tuple[Plan, RoutingSt
         plan = Plan(
             Agent.CLAUDE,
             "auto",
-            "session waiting on Claude",
+            WAITING_ON_CLAUDE,
             False,
             "user",
             "answering Claude's question",
@@ -98,7 +107,7 @@ def escalate_plan(reason: str) -> Plan:
 
 
 _PLAIN_REASONS = {
-    "session waiting on Claude": "Claude asked a question: your answer goes to Claude",
+    WAITING_ON_CLAUDE: "Claude asked a question: your answer goes to Claude",
     "session escalated by the user": "you sent this session to Claude",
     "default": "local model first; it hands hard turns to Claude",
 }

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from milk_lsp.agents.base import FailureReason
+from milk_lsp.agents.local.tool_specs import EDIT_FILE
 from milk_lsp.changes.book import Before, ChangeBook
 from milk_lsp.changes.tracker import TurnChange
 from milk_lsp.config import MilkConfig
 from milk_lsp.engine.claude_part import ClaudePart
 from milk_lsp.engine.local_part import LocalPart
 from milk_lsp.engine.routing import Plan
-from milk_lsp.engine.turn import ClientBridge, Turn
+from milk_lsp.engine.turn import AgentPart, ClientBridge, Turn
 from milk_lsp.engine.views import next_route_of
 from milk_lsp.errors import EngineError
 from milk_lsp.sessions.model import (
@@ -36,6 +37,7 @@ from milk_lsp.sessions.model import (
     generate_nonce,
 )
 from milk_lsp.sessions.service import Sessions
+from milk_lsp.sessions.stats import TurnRoute, hand_off_signal, route_kind
 from milk_lsp.system.redact import redact
 from milk_lsp.wire import (
     ChangeSummary,
@@ -111,9 +113,9 @@ class TurnRunner:
         turn.allowed_tools = self._allowed_tools.setdefault(session.id, set())
         turn.started(plan.agent, plan.route, plan.reason, warning)
         if cancelled_at_start:
-            return await self._finish(session, turn, "cancelled", None, before)
+            return await self._finish(session, turn, plan, "cancelled", None, before)
         stop, escalated = await self._parts(session, turn, text, plan, display_text)
-        return await self._finish(session, turn, stop, escalated, before)
+        return await self._finish(session, turn, plan, stop, escalated, before)
 
     async def _begin(
         self, session: Session, user_record: TurnRecord
@@ -188,6 +190,7 @@ class TurnRunner:
         self,
         session: Session,
         turn: Turn,
+        plan: Plan,
         stop: StopReason,
         escalated: Escalated | None,
         before: Before | None,
@@ -212,7 +215,9 @@ class TurnRunner:
             )
         )
         try:
-            await _uncancellable(self._save(session, turn, stop, last_agent, escalated, changes))
+            await _uncancellable(
+                self._save(session, turn, plan, stop, last_agent, escalated, changes)
+            )
         except EngineError as exc:
             logger.error("turn %s: storage failed: %s", turn.turn_id, exc)
             await _uncancellable(self._sessions.release_turn(session.id, turn.turn_id))
@@ -247,24 +252,30 @@ class TurnRunner:
         self,
         session: Session,
         turn: Turn,
+        plan: Plan,
         stop: StopReason,
         last_agent: Agent,
         escalated: Escalated | None,
         changes: list[TurnChange],
     ) -> None:
         """Store the turn's percepts and answers, its final status, how it ended (what a
-        reloaded chat shows) and the session."""
+        reloaded chat shows), where it went (the routing numbers) and the session."""
         answers = [part.record(turn.turn_id) for part in turn.parts if not part.is_empty]
         if session.state in (SessionState.LOCAL, SessionState.ESCALATION):
             session.state = SessionState.ROUTING
         session.active_agent = last_agent
         info: dict[str, Any] | None = None
+        route: TurnRoute | None = None
         try:  # how the turn ended is for the reloaded view: a bug there must not lose the turn
             info = _turn_info(turn, stop, last_agent, escalated, changes)
         except Exception:
             logger.exception("turn %s: its info is not stored", turn.turn_id)
+        try:  # nor may one in the routing numbers
+            route = _route(turn, plan, stop, escalated, changes)
+        except Exception:
+            logger.exception("turn %s: its route is not counted", turn.turn_id)
         await self._sessions.finish_turn(
-            session, turn.turn_id, _RECORD_STATUS[stop], answers, turn.percepts, info
+            session, turn.turn_id, _RECORD_STATUS[stop], answers, turn.percepts, info, route
         )
 
 
@@ -310,6 +321,48 @@ def _summary(change: TurnChange) -> ChangeSummary:
         added=change.added,
         removed=change.removed,
     )
+
+
+def _route(
+    turn: Turn,
+    plan: Plan,
+    stop: StopReason,
+    escalated: Escalated | None,
+    changes: list[TurnChange],
+) -> TurnRoute:
+    """Where the turn went, for the routing numbers: Claude ran when its part said or did
+    something or reported a cost (not when it never started: missing, or the budget)."""
+    local = turn.part_of(Agent.LOCAL)
+    claude = turn.part_of(Agent.CLAUDE)
+    claude_ran = claude is not None and (not claude.is_empty or turn.usage.cost_usd is not None)
+    by = escalated.by if escalated is not None else None
+    kind = route_kind(
+        claude_ran=claude_ran,
+        escalated_by=by,
+        answers_claude=plan.answers_claude,
+        local_answered=local is not None and not local.is_empty and stop != "cancelled",
+    )
+    signal = escalated.signal if escalated is not None else None
+    return TurnRoute(
+        kind=kind,
+        model=turn.local_model or "",
+        signal=hand_off_signal(by, signal) if kind == "handed_off" else None,
+        claude_cost_usd=turn.usage.cost_usd if claude_ran else None,
+        local_edits=_local_edits(local, claude_ran, changes),
+        configured_model=turn.config.local.model,
+    )
+
+
+def _local_edits(local: AgentPart | None, claude_ran: bool, changes: list[TurnChange]) -> bool:
+    """Whether the turn's local part changed files: without Claude, any change of the turn
+    (a shell command's too); after Claude took over, a completed `edit_file` of the local
+    part (the checkpoint compares the turn as a whole)."""
+    if local is None:
+        return False
+    if not claude_ran:
+        return bool(changes)
+    calls = local.tool_calls.values()
+    return any(call.name == EDIT_FILE and call.status == "completed" for call in calls)
 
 
 def _turn_info(

@@ -318,6 +318,14 @@ async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
     return status.to_wire()
 
 
+@server.feature(wire.STATS)
+async def on_stats(ls: MilkServer, params: Any) -> dict[str, Any]:
+    parsed = await _parsed(ls, wire.StatsParams, params)
+    with refusals_answered():
+        stats = await ls.engine.sessions.stats(parsed.workspace_folder)
+    return stats.to_wire()
+
+
 # ---- review and undo ---------------------------------------------------------------------
 
 

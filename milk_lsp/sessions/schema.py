@@ -6,11 +6,12 @@ file lacks when it opens it, in one transaction.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # v1 is the schema from before bricks existed; v2 adds the ADR 0029 / ADR 0004 columns;
 # v3 the claims of running turns; v4 the requests to cancel a turn run by another process;
-# v5 how each turn ended (stop reason, escalation, error, usage, the files it changed).
+# v5 how each turn ended (stop reason, escalation, error, usage, the files it changed);
+# v6 where each turn went and what Claude cost (the routing numbers of `milk/stats`).
 MIGRATIONS: dict[int, str] = {
     1: """
         CREATE TABLE sessions (
@@ -79,5 +80,21 @@ MIGRATIONS: dict[int, str] = {
             info TEXT NOT NULL,
             PRIMARY KEY (session_id, turn_id)
         );
+    """,
+    6: """
+        CREATE TABLE turn_routes (
+            session_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            day TEXT NOT NULL,
+            model TEXT NOT NULL DEFAULT '',
+            kind TEXT NOT NULL,
+            signal TEXT,
+            claude_cost_usd REAL,
+            local_edits INTEGER NOT NULL DEFAULT 0,
+            undone INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (session_id, turn_id)
+        );
+        CREATE INDEX turn_routes_by_workspace ON turn_routes (workspace, day);
     """,
 }

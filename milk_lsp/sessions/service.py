@@ -25,8 +25,9 @@ from milk_lsp.sessions.model import (
     generate_nonce,
     turn_ids,
 )
+from milk_lsp.sessions.stats import TurnRoute, build_stats, today
 from milk_lsp.sessions.store import SessionClaimed, SessionStore, StorageError
-from milk_lsp.wire import RequestErrorReason
+from milk_lsp.wire import RequestErrorReason, Stats
 from milk_lsp.workspace.paths import path_to_uri, uri_to_path
 
 logger = logging.getLogger(__name__)
@@ -207,9 +208,10 @@ class Sessions:
         answers: Sequence[TurnRecord],
         percepts: Sequence[tuple[Agent, str]],
         info: dict[str, Any] | None,
+        route: TurnRoute | None = None,
     ) -> None:
-        """The turn's percepts, answers, final status and info, the session with its bricks
-        rebuilt (in the store's transaction), and the claim released."""
+        """The turn's percepts, answers, final status, info and route, the session with its
+        bricks rebuilt (in the store's transaction), and the claim released."""
         budget = self._config().context_budget_chars
 
         def write(store: SessionStore) -> None:
@@ -217,7 +219,9 @@ class Sessions:
                 texts = [text for who, text in percepts if who is agent]
                 if texts:
                     store.add_percepts(session.workspace_folder, texts, agent)
-            store.finish_turn(session, turn_id, status, answers, info=info, budget_chars=budget)
+            store.finish_turn(
+                session, turn_id, status, answers, info=info, budget_chars=budget, route=route
+            )
 
         await self._call(write)
 
@@ -230,6 +234,18 @@ class Sessions:
         except EngineError as exc:
             logger.error("turn %s: could not release the session: %s", turn_id, exc)
 
+    # ---- the routing numbers ---------------------------------------------------------
+
+    async def stats(self, workspace_uri: str | None) -> Stats:
+        """`milk/stats`: the figures of a workspace folder (the first one when None)."""
+        workspace = self.resolve_workspace(workspace_uri)
+        limit = self._config().claude.budget_usd
+        return await self._call(lambda store: stats_of(store, workspace, limit))
+
+    async def claude_spent_today(self, workspace: str) -> float:
+        """What Claude cost the workspace today (local date), for the budget."""
+        return await self._call(lambda store: store.claude_spent(workspace, today()))
+
     # ---- cancel across processes -----------------------------------------------------
 
     async def request_cancel(self, session_id: str) -> str | None:
@@ -241,3 +257,17 @@ class Sessions:
 
     async def cancel_requested(self, session_id: str, turn_id: str) -> bool:
         return await self._call(lambda store: store.cancel_requested(session_id, turn_id))
+
+
+def stats_of(store: SessionStore, workspace: str, limit_usd: float | None) -> Stats:
+    """A workspace's figures straight from a store (`milk-lsp stats` reads it so too);
+    `workspace` is a resolved absolute path."""
+    day = today()
+    return build_stats(
+        path_to_uri(workspace),
+        store.route_groups(workspace),
+        store.claude_totals(workspace),
+        store.claude_spent(workspace, day),
+        limit_usd,
+        day,
+    )

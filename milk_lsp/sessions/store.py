@@ -1,4 +1,5 @@
-"""SQLite storage of sessions, their turn records and the workspace percepts.
+"""SQLite storage of sessions, their turn records, the workspace percepts and where each
+turn went (the routing numbers).
 
 One database (WAL) shared by every server process of the user. A turn touches storage
 twice: `begin_turn` stores the user's message pessimistically marked `error` (so a crash
@@ -41,6 +42,14 @@ from milk_lsp.sessions.rows import (
     tool_call_dict,
 )
 from milk_lsp.sessions.schema import MIGRATIONS, SCHEMA_VERSION
+from milk_lsp.sessions.stats import (
+    CLAUDE_KINDS,
+    ClaudeTotals,
+    RouteGroup,
+    TurnRoute,
+    attributed_model,
+    today,
+)
 from milk_lsp.system.orphans import process_alive, process_start
 
 logger = logging.getLogger(__name__)
@@ -336,12 +345,14 @@ class SessionStore:
         info: dict[str, Any] | None = None,
         *,
         budget_chars: int = DEFAULT_BRICK_BUDGET_CHARS,
+        route: TurnRoute | None = None,
     ) -> None:
         """Store the answers and the final status, rebuild the bricks, save the session.
 
         The bricks are rebuilt here, inside the transaction, by `bricks.rebuild_bricks` with
         `budget_chars` (`rebuild_bricks` replaces it, for tests). `info` is how the turn
-        ended (`turn_info`), kept so a reloaded chat shows it.
+        ended (`turn_info`), kept so a reloaded chat shows it; `route` where it went, for
+        the routing numbers (`turn_routes`).
 
         `on_positions` runs after the answers have their positions and before the bricks
         are rebuilt, so that the caller can update counters that depend on them.
@@ -368,6 +379,8 @@ class SessionStore:
                 on_positions(session)
             if info is not None:
                 _write_turn_info(conn, session.id, turn_id, info)
+            if route is not None:
+                _write_route(conn, session, turn_id, route)
             _release_claim(conn, session.id, turn_id)
             reader = StoreReader(conn, self.path)
             if rebuild_bricks is None:
@@ -426,8 +439,56 @@ class SessionStore:
                 yield info
 
     def set_turn_info(self, session_id: str, turn_id: str, info: dict[str, Any]) -> None:
+        """Replace a turn's info; one marked `undone` (by `milk/turn/undo`) marks its routing
+        row too, so that the numbers count its local edits as undone."""
         with self._transaction() as conn:
             _write_turn_info(conn, session_id, turn_id, info)
+            if info.get("undone") is True:
+                conn.execute(
+                    "UPDATE turn_routes SET undone = 1 WHERE session_id = ? AND turn_id = ?",
+                    (session_id, turn_id),
+                )
+
+    # ---- the routing numbers -----------------------------------------------------------
+
+    def route_groups(self, workspace: str) -> list[RouteGroup]:
+        """The workspace's turns, counted by model, kind, signal, local edits and undo."""
+        rows = self._read(
+            "SELECT model, kind, signal, local_edits, undone, count(*) AS turns"
+            " FROM turn_routes WHERE workspace = ?"
+            " GROUP BY model, kind, signal, local_edits, undone",
+            (workspace,),
+        )
+        return [
+            RouteGroup(
+                model=str(row["model"] or ""),
+                kind=str(row["kind"]),
+                signal=None if row["signal"] is None else str(row["signal"]),
+                local_edits=bool(row["local_edits"]),
+                undone=bool(row["undone"]),
+                turns=int(row["turns"]),
+            )
+            for row in rows
+        ]
+
+    def claude_totals(self, workspace: str) -> ClaudeTotals:
+        """The workspace's Claude turns (all sessions) and what they cost."""
+        marks = ",".join("?" for _ in CLAUDE_KINDS)
+        row = self._read(
+            "SELECT count(*), count(claude_cost_usd), coalesce(sum(claude_cost_usd), 0)"
+            f" FROM turn_routes WHERE workspace = ? AND kind IN ({marks})",
+            (workspace, *CLAUDE_KINDS),
+        )[0]
+        return ClaudeTotals(turns=int(row[0]), costed_turns=int(row[1]), cost_usd=float(row[2]))
+
+    def claude_spent(self, workspace: str, day: str) -> float:
+        """What Claude cost the workspace on `day` (a local date, YYYY-MM-DD)."""
+        row = self._read(
+            "SELECT coalesce(sum(claude_cost_usd), 0) FROM turn_routes"
+            " WHERE workspace = ? AND day = ?",
+            (workspace, day),
+        )[0]
+        return float(row[0])
 
     # ---- cancelling a turn run by another process -------------------------------------
 
@@ -538,6 +599,35 @@ def _write_turn_info(
         "INSERT INTO turn_info (session_id, turn_id, info) VALUES (?, ?, ?)"
         " ON CONFLICT (session_id, turn_id) DO UPDATE SET info = excluded.info",
         (session_id, turn_id, json.dumps(info, ensure_ascii=False)),
+    )
+
+
+def _write_route(
+    conn: sqlite3.Connection, session: Session, turn_id: str, route: TurnRoute
+) -> None:
+    """The turn's `turn_routes` row, counted on the local day it ended."""
+    session_last = None
+    if not route.model:
+        row = conn.execute(
+            "SELECT model FROM turn_routes WHERE session_id = ? AND model != ''"
+            " ORDER BY rowid DESC LIMIT 1",
+            (session.id,),
+        ).fetchone()
+        session_last = None if row is None else str(row["model"])
+    conn.execute(
+        "INSERT OR REPLACE INTO turn_routes (session_id, turn_id, workspace, day, model, kind,"
+        " signal, claude_cost_usd, local_edits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session.id,
+            turn_id,
+            session.workspace_folder,
+            today(),
+            attributed_model(route.model, session_last, route.configured_model),
+            route.kind,
+            route.signal,
+            route.claude_cost_usd,
+            int(route.local_edits),
+        ),
     )
 
 

@@ -36,6 +36,9 @@ H.run(function()
   H.check('OK Claude found', text:find('OK found: ' .. vim.pesc(H.bundled_claude())) ~= nil, text)
   H.check('OK storage', text:find('OK sessions are stored in ' .. vim.pesc(H.storage)) ~= nil, text)
   H.check('the check left no client running', #vim.lsp.get_clients({ name = 'milk' }) == 0)
+  H.check('routing numbers: none yet', text:find('milk: routing numbers', 1, true) ~= nil
+    and text:find('No turns in this workspace yet.', 1, true) ~= nil
+    and text:find('spent on Claude today (' .. os.date('%Y-%m-%d') .. '); no daily budget set.', 1, true) ~= nil, text)
 
   -- 2. With a running client, its status is used.
   H.script_openai({ { text = 'hi' } })
@@ -45,6 +48,7 @@ H.run(function()
   H.check('running client: no ERROR', count(text, 'ERROR') == 0, text)
   H.check('running client: reported', text:find('a milk client is running', 1, true) ~= nil, text)
   H.check('running client: protocol version 1', text:find('protocol version 1', 1, true) ~= nil, text)
+  H.check('running client: the turn is in the routing numbers', text:find('1 of 1 turn answered locally', 1, true) ~= nil, text)
   for _, c in ipairs(vim.lsp.get_clients({ name = 'milk' })) do
     c:stop()
   end
@@ -53,8 +57,10 @@ H.run(function()
   end)
 
   -- 3. A local model that is not there and a missing claude: warnings, not errors.
-  H.setup_milk({ settings = { ['local'] = { baseUrl = 'http://127.0.0.1:9/v1' }, claude = { path = H.tmp .. '/no-claude' } } })
+  H.setup_milk({ settings = { ['local'] = { baseUrl = 'http://127.0.0.1:9/v1' }, claude = { path = H.tmp .. '/no-claude', budgetUsd = 0 } } })
   text = checkhealth()
+  H.check('a reached Claude budget is a WARNING with the setting to raise', text:find("WARNING Claude's daily budget for this folder is reached", 1, true) ~= nil
+    and text:find('budgetUsd = …', 1, true) ~= nil and text:find('the daily budget of $0.0000 is reached', 1, true) ~= nil, text)
   H.check('unreachable local model is a WARNING', text:find('WARNING not reachable: http://127.0.0.1:9/v1', 1, true) ~= nil, text)
   H.check('missing claude is a WARNING', text:find('WARNING not found: ', 1, true) ~= nil, text)
 

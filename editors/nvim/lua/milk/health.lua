@@ -1,5 +1,6 @@
---- `:checkhealth milk`: Neovim version, the server command and its `--version`, and what
---- the server's `milk/status` says about the local model, Claude Code and storage.
+--- `:checkhealth milk`: Neovim version, the server command and its `--version`, what the
+--- server's `milk/status` says about the local model, Claude Code and storage, and the
+--- routing numbers of `milk/stats` (what was answered locally, what went to Claude, its cost).
 local M = {}
 
 local methods = require('milk.methods')
@@ -8,9 +9,9 @@ local function start_section(name)
   vim.health.start(name)
 end
 
---- Ask a running milk client for `milk/status`.
-local function status_from_client(client, timeout)
-  local res, err = require('milk.client').call(client, 'request_sync', methods.STATUS, vim.empty_dict(), timeout)
+--- Ask a running milk client for `method` (`milk/status`, `milk/stats`).
+local function ask_client(client, method, timeout)
+  local res, err = require('milk.client').call(client, 'request_sync', method, vim.empty_dict(), timeout)
   if not res then
     return nil, err or 'no answer'
   end
@@ -20,7 +21,7 @@ local function status_from_client(client, timeout)
   return res.result
 end
 
---- Start the server just for this check (initialize, milk/status, shutdown, exit).
+--- Start the server just for this check (initialize, milk/status, milk/stats, shutdown, exit).
 local function status_from_new_server(cfg, timeout)
   local settings = cfg.settings and cfg.settings[methods.CONFIG_SECTION]
   local exited = false
@@ -74,10 +75,13 @@ local function status_from_new_server(cfg, timeout)
     capabilities = require('milk.client').capabilities(),
     initializationOptions = settings,
   })
-  local status
+  local status, stats, stats_err
   if init then
     rpc.notify('initialized', vim.empty_dict())
     status, err = call(methods.STATUS, vim.empty_dict())
+    if status then
+      stats, stats_err = call(methods.STATS, vim.empty_dict())
+    end
     call('shutdown', vim.NIL)
     rpc.notify('exit', vim.NIL)
     vim.wait(2000, function()
@@ -87,7 +91,7 @@ local function status_from_new_server(cfg, timeout)
   if not exited then
     rpc.terminate()
   end
-  return status, err, init
+  return status, err, init, stats, stats_err
 end
 
 local function opt(v)
@@ -151,14 +155,15 @@ function M.check()
   end
 
   local running = client_mod.find()
-  local status, err, init
+  local status, err, init, stats, stats_err
   local timeout = config.options.health_timeout_ms
   if running then
-    status, err = status_from_client(running, timeout)
+    status, err = ask_client(running, methods.STATUS, timeout)
+    stats, stats_err = ask_client(running, methods.STATS, timeout)
     init = running.initialized and { capabilities = running.server_capabilities } or nil
     vim.health.info(('a milk client is running (id %d, root %s)'):format(running.id, tostring(client_mod.root_of(running))))
   else
-    status, err, init = status_from_new_server(cfg, timeout)
+    status, err, init, stats, stats_err = status_from_new_server(cfg, timeout)
   end
   if not status then
     vim.health.error(methods.STATUS .. ' failed: ' .. tostring(err), 'See :LspLog, or run the server by hand: milk-lsp --help')
@@ -209,6 +214,21 @@ function M.check()
   start_section('milk: storage')
   vim.health.ok('sessions are stored in ' .. tostring(status.storage))
   vim.health.info('statusline: ' .. vim.inspect(require('milk').status()))
+
+  start_section('milk: routing numbers')
+  if type(stats) ~= 'table' then
+    vim.health.warn(methods.STATS .. ' failed: ' .. tostring(stats_err or 'no answer'), 'Update milk-lsp: older servers do not count turns')
+    return
+  end
+  for _, line in ipairs(vim.split(tostring(stats.text or ''), '\n', { trimempty = true })) do
+    vim.health.info(line)
+  end
+  local budget = type(stats.budget) == 'table' and stats.budget or {}
+  local limit, spent = budget.limitUsd, budget.spentTodayUsd
+  if type(limit) == 'number' and type(spent) == 'number' and spent >= limit then
+    vim.health.warn("Claude's daily budget for this folder is reached: milk asks before each Claude turn",
+      'Raise settings = { claude = { budgetUsd = … } } in require(\'milk\').setup(), or wait for tomorrow')
+  end
 end
 
 return M

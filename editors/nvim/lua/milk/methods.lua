@@ -17,6 +17,7 @@ M.ESCALATE = 'milk/escalate'
 M.CANCEL = 'milk/cancel'
 M.CONTEXT = 'milk/context'
 M.STATUS = 'milk/status'
+M.STATS = 'milk/stats'
 M.TURN_CHANGES = 'milk/turn/changes'
 M.TURN_UNDO = 'milk/turn/undo'
 
