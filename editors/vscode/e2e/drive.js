@@ -11,6 +11,7 @@ const path = require('node:path');
 
 const { URL: WORKBENCH, OUT = '.', PROFILE, WORKSPACE, OPENAI_URL, ANTHROPIC_URL, SETTINGS, EXT_DIR } = process.env;
 const review = require('./review');
+const { script, until, chatFrame, runCommand } = require('./workbench');
 const t0 = Date.now();
 const ms = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
 const checks = [];
@@ -19,57 +20,6 @@ function check(name, ok, detail = '') {
   checks.push({ name, ok: !!ok, detail });
   console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ` (${detail})` : ''} [${ms()}]`);
   return !!ok;
-}
-
-async function script(baseUrl, list) {
-  const r = await fetch(`${new URL(baseUrl).origin}/_script`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(list),
-  });
-  if (!r.ok) throw new Error(`script ${baseUrl}: ${r.status}`);
-}
-
-async function until(fn, what, timeout = 30000, every = 100) {
-  const end = Date.now() + timeout;
-  let last;
-  while (Date.now() < end) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch {
-      /* frame navigated / detached: try again */
-    }
-    await new Promise((r) => setTimeout(r, every));
-  }
-  throw new Error(`timeout (${timeout} ms) waiting for ${what}`);
-}
-
-/** The chat webview's document: a nested iframe that has our #input. */
-async function chatFrame(page) {
-  return until(async () => {
-    for (const f of page.frames()) {
-      if (await f.$('#input').catch(() => null)) return f;
-    }
-    return undefined;
-  }, 'the milk chat webview', 60000);
-}
-
-async function runCommand(page, title) {
-  const input = page.locator('.quick-input-widget input');
-  // F1 goes to whatever has the focus: a webview that just took it (the chat, after a click)
-  // keeps the key, so a palette that did not open is asked for again from the workbench
-  for (let attempt = 1; ; attempt++) {
-    await page.keyboard.press('F1');
-    const opened = await input.waitFor({ timeout: 5000 }).then(() => true, () => false);
-    if (opened) break;
-    if (attempt === 3) throw new Error('the command palette did not open (F1, three times)');
-    await page.evaluate(() => document.activeElement && document.activeElement.blur());
-    await page.locator('.part.editor').first().click({ position: { x: 5, y: 5 } }).catch(() => {});
-  }
-  await input.fill(`>${title}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 15000 });
-  await page.keyboard.press('Enter');
 }
 
 /** What a turn looks like, to compare the live chat with the reloaded one. */

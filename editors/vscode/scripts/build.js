@@ -1,5 +1,6 @@
 // Bundle with esbuild: the extension (node, cjs, `vscode` external), the chat webview
-// (browser, iife) and the vscode-free modules one by one for the node tests (out/lib).
+// (browser, iife) and the vscode-free modules one by one for the node tests (out/lib);
+// --production also builds the milk-lsp wheel the .vsix carries (scripts/wheel.js).
 const esbuild = require('esbuild');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -46,6 +47,7 @@ async function main() {
     logLevel: 'warning',
   });
   console.log(`build: dist/extension.js, dist/webview.js, out/lib/*.js in ${Date.now() - started} ms`);
+  if (production) require('./wheel').buildWheel();
 }
 
 main().catch((err) => {

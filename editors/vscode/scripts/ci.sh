@@ -5,12 +5,15 @@
 #   3. npm ci, typecheck, esbuild bundle, vsce package (milk-lsp.vsix)
 #   4. node --test: unit tests, the controller against the real server, the real bundled
 #      extension under a mocked `vscode` against the real server
-#   5. code-server (npm, cached outside the repo) + headless Chromium + playwright-core e2e
+#   5. code-server (npm, cached outside the repo) + headless Chromium + playwright-core e2e:
+#      e2e.sh (the extension against the project's venv), e2e_install.sh (from a clean HOME
+#      with no milk-lsp on PATH, the extension installs its own from the wheel in the .vsix)
 # Ends with one line `N passed, N failed` and exits non-zero on any failure.
 #
 # Env: MILK_VENV (default <repo>/.venv), MILK_CI_CACHE (default ~/.cache/milk-lsp-ci: the
 #      code-server install, reused between runs), SKIP_E2E=1 (build + node tests only).
 # Artifacts: editors/vscode/test-artifacts/ (node test log, e2e screenshots, logs, timings).
+# The build (step 3, --production) also builds the milk-lsp wheel the .vsix carries.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -106,23 +109,29 @@ if [ "${SKIP_E2E:-}" = 1 ]; then
   finish
 fi
 CS_DIR="$MILK_CI_CACHE/code-server-$CS_VERSION"
-if step code-server-install 1200 env CS_VERSION=$CS_VERSION CS_DIR="$CS_DIR" bash scripts/install_code_server.sh; then
-  CS_BIN="$(tail -1 "$ART/code-server-install.log")"
-  s=$(date +%s)
-  CS_BIN="$CS_BIN" VSIX="$HERE/milk-lsp.vsix" ART="$ART/e2e" timeout 600 bash scripts/e2e.sh > "$ART/e2e.log" 2>&1
-  rc=$?
-  echo "e2e $(( $(date +%s) - s ))s rc=$rc" >> "$ART/timings.txt"
-  line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$ART/e2e.log" | tail -1)
+# run one code-server e2e script: name, timeout, script (its last `e2e: N passed, N failed` counts)
+e2e_run() {
+  local name="$1" limit="$2" script="$3" s=$(date +%s) rc=0
+  CS_BIN="$CS_BIN" VSIX="$HERE/milk-lsp.vsix" ART="$ART/$name" timeout "$limit" bash "$script" > "$ART/$name.log" 2>&1 || rc=$?
+  echo "$name $(( $(date +%s) - s ))s rc=$rc" >> "$ART/timings.txt"
+  local line ep ef
+  line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$ART/$name.log" | tail -1)
   ep=$(echo "$line" | awk '{print $2}')
   ef=$(echo "$line" | awk '{print $4}')
-  log "code-server e2e: ${ep:-?} passed, ${ef:-?} failed (rc=$rc, $(( $(date +%s) - s ))s)"
-  grep -E '^(PASS|FAIL) ' "$ART/e2e.log" | sed 's/^/    /'
+  log "code-server $name: ${ep:-?} passed, ${ef:-?} failed (rc=$rc, $(( $(date +%s) - s ))s)"
+  grep -E '^(PASS|FAIL) ' "$ART/$name.log" | sed 's/^/    /'
   if [ -z "$ep" ] || [ $rc -ne 0 ]; then
-    tail -30 "$ART/e2e.log" | sed 's/^/    /'
+    tail -30 "$ART/$name.log" | sed 's/^/    /'
     { [ -z "$ef" ] || [ "$ef" = 0 ]; } && ef=1
   fi
   PASSED=$((PASSED + ${ep:-0}))
   FAILED=$((FAILED + ${ef:-0}))
+}
+if step code-server-install 1200 env CS_VERSION=$CS_VERSION CS_DIR="$CS_DIR" bash scripts/install_code_server.sh; then
+  CS_BIN="$(tail -1 "$ART/code-server-install.log")"
+  e2e_run e2e 600 scripts/e2e.sh
+  # issue 22: from a clean HOME with no milk-lsp on PATH, the extension installs its own
+  e2e_run e2e-install 720 scripts/e2e_install.sh
 else
   FAILED=$((FAILED + 1))
 fi

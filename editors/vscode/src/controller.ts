@@ -19,6 +19,7 @@ import {
   type SessionGetResult,
   type SessionInfo,
   type SessionListResult,
+  type Stats,
   type Status,
   type TurnResult,
   type Update,
@@ -56,6 +57,9 @@ export interface RequestFailure {
   files?: string[];
 }
 
+/** JSON-RPC's "method not found": a server older than the request. */
+export const METHOD_NOT_FOUND = -32601;
+
 /** Normalize a JSON-RPC error (vscode-jsonrpc ResponseError or anything thrown). */
 export function describeError(err: unknown): RequestFailure {
   const e = err as { message?: string; code?: number; reason?: string; files?: string[]; data?: { reason?: string; files?: unknown } };
@@ -88,6 +92,10 @@ export class ChatController {
   sessions: SessionInfo[] = [];
   localModel: string | undefined;
   lastStatus: Status | undefined;
+  /** `milk/stats` text of the workspace folder; undefined until (or unless) the server has it */
+  statsText: string | undefined;
+  /** the server answered `milk/stats` with MethodNotFound (an older milk-lsp) */
+  private statsUnsupported = false;
   serverState: ServerState = 'starting';
   problem: string | undefined;
   /** running (or about to run) turns, by session id ('' = not yet known) */
@@ -110,6 +118,8 @@ export class ChatController {
     this.sub?.dispose();
     this.sub = undefined;
     this.rpc = rpc;
+    this.statsUnsupported = false;
+    this.statsText = undefined;
     if (rpc) this.sub = rpc.onNotification(Methods.UPDATE, (u: Update) => this.onUpdate(u));
     if (!rpc) {
       this.running.clear();
@@ -286,6 +296,21 @@ export class ChatController {
     this.localModel = s?.local?.model ?? undefined;
     this.postMeta();
     return s;
+  }
+
+  /** The routing numbers in words; an older server without `milk/stats` is asked once. */
+  async stats(): Promise<string | undefined> {
+    if (this.statsUnsupported || !this.rpc) return this.statsText;
+    const ws = this.host.workspaceFolder();
+    try {
+      const s = await this.request<Stats>(Methods.STATS, ws ? { workspaceFolder: ws } : {});
+      this.statsText = typeof s?.text === 'string' && s.text.trim() ? s.text.trim() : undefined;
+    } catch (err) {
+      const f = describeError(err);
+      if (f.code === METHOD_NOT_FOUND) this.statsUnsupported = true;
+      else this.host.log?.(`milk/stats failed: ${f.message}`);
+    }
+    return this.statsText;
   }
 
   private async runTurn(method: string, params: ChatParams | EscalateParams, key: string): Promise<TurnResult | undefined> {

@@ -3,24 +3,15 @@
 // vscode-free modules next to this file; this one only wires them to the VS Code API.
 
 import * as vscode from 'vscode';
-import {
-  CloseAction,
-  DidChangeConfigurationNotification,
-  ErrorAction,
-  LanguageClient,
-  State,
-  type ClientCapabilities,
-  type FeatureState,
-  type LanguageClientOptions,
-  type ServerOptions,
-  type StaticFeature,
-} from 'vscode-languageclient/node';
+import { DidChangeConfigurationNotification, State, type LanguageClient } from 'vscode-languageclient/node';
+import { insertAnswerCode, openAnswerFile } from './answerActions';
+import { ChatViewProvider, VIEW_ID } from './chatView';
 import { changesText, errorActions, errorSetting, relativeTime, sessionDescription, sessionTitle } from './chatModel';
-import { answerConfiguration, buildServerSettings, classifyChange, CLIENT_SETTING_KEYS, MACHINE_PATH_KEYS, SERVER_SETTING_KEYS } from './config';
+import { buildServerSettings, classifyChange, CLIENT_SETTING_KEYS, MACHINE_PATH_KEYS, SERVER_SETTING_KEYS } from './config';
 import { ChatController, describeError } from './controller';
-import { discoverServer, notFoundMessage, type ServerCommand } from './discovery';
+import { discoverServer, notFoundMessage, type DiscoveryResult, type ServerCommand } from './discovery';
+import { createMilkClient } from './languageClient';
 import {
-  CLIENT_EXPERIMENTAL_CAPABILITY,
   Methods,
   type ContextItem,
   type RequestPermissionParams,
@@ -30,173 +21,18 @@ import {
 import { displayPath } from './paths';
 import { permissionAnswer, permissionPrompt, REVIEW_LABEL, STOP_LABEL } from './permission';
 import { DiffReview, DOC_SCHEME, ReadOnlyDocs } from './review';
+import { ServerInstaller } from './serverInstall';
 import { doctorReport, statusBarView } from './statusModel';
-import type { FromWebview, ToWebview } from './viewMessages';
+import type { FromWebview } from './viewMessages';
 
-const VIEW_ID = 'milk.chat';
-/** Commands this extension registers itself (package.json `contributes.commands`). */
-const EXTENSION_COMMANDS = new Set([
-  'milk.openChat',
-  'milk.askAboutSelection',
-  'milk.escalate',
-  'milk.cancel',
-  'milk.newSession',
-  'milk.switchSession',
-  'milk.showContext',
-  'milk.doctor',
-  'milk.restartServer',
-  'milk.showLog',
-  'milk.undoLastTurn',
-  'milk.backToLocal',
-  'milk.acceptEdit',
-  'milk.rejectEdit',
-]);
-
-/**
- * The language client, minus the server's `executeCommandProvider` commands that have the
- * same name as this extension's own (milk.escalate, milk.cancel, …): VS Code refuses a second
- * registration of a command id ("command already exists"), which would stop the client from
- * starting. The extension's commands do the same through the chat view; the server's other
- * commands (those its code actions use) stay registered.
- */
-class MilkLanguageClient extends LanguageClient {
-  override registerFeature(feature: Parameters<LanguageClient['registerFeature']>[0]): void {
-    const f = feature as { registrationType?: { method?: string }; register?: (data: any) => void };
-    if (f.registrationType?.method === 'workspace/executeCommand' && typeof f.register === 'function') {
-      const register = f.register.bind(feature);
-      f.register = (data: { registerOptions?: { commands?: string[] } }) =>
-        register({
-          ...data,
-          registerOptions: { ...data.registerOptions, commands: (data.registerOptions?.commands ?? []).filter((c) => !EXTENSION_COMMANDS.has(c)) },
-        });
-    }
-    super.registerFeature(feature);
-  }
-}
 /** how often the status is re-read while the local model is unreachable (it may come back) */
 const UNREACHABLE_RECHECK_MS = 10000;
+/** the status bar tooltip while milk installs its own server */
+const INSTALLING = 'Installing the milk-lsp server (progress in the notification)…';
 /** reasons in a turn's error after which the status (model / claude reachable) is re-read */
 const STATUS_REASONS = new Set(['local_unreachable', 'claude_not_found', 'claude_not_logged_in', 'local_failed']);
 
 let ext: MilkExtension | undefined;
-
-/** Advertise `experimental.milk.requestPermission` (PROTOCOL.md, Initialization). */
-class MilkCapabilityFeature implements StaticFeature {
-  fillClientCapabilities(capabilities: ClientCapabilities): void {
-    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
-    experimental.milk = { ...CLIENT_EXPERIMENTAL_CAPABILITY };
-    capabilities.experimental = experimental;
-  }
-  initialize(): void {}
-  getState(): FeatureState {
-    return { kind: 'static' };
-  }
-  clear(): void {}
-}
-
-class ChatViewProvider implements vscode.WebviewViewProvider {
-  view: vscode.WebviewView | undefined;
-  private ready = false;
-  private waiters: (() => void)[] = [];
-
-  constructor(
-    private readonly extensionUri: vscode.Uri,
-    private readonly onMessage: (m: FromWebview) => void,
-  ) {}
-
-  resolveWebviewView(view: vscode.WebviewView): void {
-    this.view = view;
-    this.ready = false;
-    view.webview.options = {
-      enableScripts: true,
-      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')],
-    };
-    view.webview.html = this.html(view.webview);
-    view.webview.onDidReceiveMessage((m: FromWebview) => {
-      if (m?.type === 'ready') {
-        this.ready = true;
-        this.waiters.splice(0).forEach((w) => w());
-      }
-      this.onMessage(m);
-    });
-    view.onDidDispose(() => {
-      if (this.view === view) {
-        this.view = undefined;
-        this.ready = false;
-      }
-    });
-  }
-
-  post(msg: ToWebview): void {
-    if (this.view && this.ready) void this.view.webview.postMessage(msg);
-  }
-
-  /** Reveal the chat view and wait until its script has said `ready`. */
-  async reveal(): Promise<void> {
-    if (this.view && this.ready) {
-      this.view.show?.(true);
-      return;
-    }
-    const ready = new Promise<void>((resolve) => this.waiters.push(resolve));
-    await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
-    await Promise.race([ready, new Promise((r) => setTimeout(r, 10000))]);
-  }
-
-  private html(webview: vscode.Webview): string {
-    const nonce = makeNonce();
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js'));
-    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'chat.css'));
-    const csp = [
-      "default-src 'none'",
-      `img-src ${webview.cspSource} data:`,
-      `style-src ${webview.cspSource}`,
-      `font-src ${webview.cspSource}`,
-      `script-src 'nonce-${nonce}'`,
-      "connect-src 'none'",
-      "frame-src 'none'",
-      "form-action 'none'",
-      "base-uri 'none'",
-    ].join('; ');
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link href="${style}" rel="stylesheet">
-<title>milk</title>
-</head>
-<body>
-<header id="top">
-  <select id="sessions" title="Sessions of this workspace folder" aria-label="Session"></select>
-  <button id="new-session" class="icon" title="New session" aria-label="New session"><svg width="14" height="14" viewBox="0 0 16 16" aria-hidden="true"><path d="M7.25 2h1.5v5.25H14v1.5H8.75V14h-1.5V8.75H2v-1.5h5.25z" fill="currentColor"/></svg></button>
-  <button id="delete-session" class="icon secondary" title="Delete this session" aria-label="Delete session"><svg width="14" height="14" viewBox="0 0 16 16" aria-hidden="true"><path d="M6 1.5h4l.5 1H14V4H2V2.5h3.5zM3 5h10l-.8 9.2a1 1 0 0 1-1 .8H4.8a1 1 0 0 1-1-.8zm3 2v6h1.2V7zm2.8 0v6H10V7z" fill="currentColor"/></svg></button>
-</header>
-<div id="server-problem" class="banner error" hidden></div>
-<div id="route" class="route" hidden></div>
-<main id="log" aria-live="polite"></main>
-<footer id="composer">
-  <textarea id="input" rows="3" placeholder="Ask milk… (Enter to send, Shift+Enter for a new line)" aria-label="Message"></textarea>
-  <div class="row">
-    <span id="state" class="state">idle</span>
-    <span class="spacer"></span>
-    <button id="cancel" class="secondary" title="Cancel the running turn" disabled>Cancel</button>
-    <button id="escalate" class="secondary" title="Hand this session to Claude (with the text above, if any)">Escalate</button>
-    <button id="send" title="Send (Enter)">Send</button>
-  </div>
-</footer>
-<script nonce="${nonce}" src="${script}"></script>
-</body>
-</html>`;
-  }
-}
-
-function makeNonce(): string {
-  const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-  let s = '';
-  for (let i = 0; i < 32; i++) s += chars.charAt(Math.floor(Math.random() * chars.length));
-  return s;
-}
 
 function workspaceFolderUri(): string | undefined {
   return vscode.workspace.workspaceFolders?.[0]?.uri.toString();
@@ -214,6 +50,7 @@ export class MilkExtension implements vscode.Disposable {
   readonly statusItem: vscode.StatusBarItem;
   readonly docs = new ReadOnlyDocs();
   readonly review: DiffReview;
+  readonly installer: ServerInstaller;
   client: LanguageClient | undefined;
   serverCommand: ServerCommand | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -234,6 +71,7 @@ export class MilkExtension implements vscode.Disposable {
       log: (l) => this.output.info(l),
     });
     this.review = new DiffReview(this.docs, () => workspaceFolderUri(), (l) => this.output.info(l));
+    this.installer = new ServerInstaller(context.extensionUri.fsPath, context.globalStorageUri.fsPath, this.output, (q) => this.openSettings(q));
     this.statusItem = vscode.window.createStatusBarItem('milk.status', vscode.StatusBarAlignment.Right, 100);
     this.statusItem.name = 'milk';
     this.statusItem.command = 'milk.openChat';
@@ -285,50 +123,51 @@ export class MilkExtension implements vscode.Disposable {
     return this.starting;
   }
 
-  private async doStart(): Promise<void> {
-    this.controller.setServerState('starting');
+  private discover(): Promise<DiscoveryResult> {
     const cfg = vscode.workspace.getConfiguration('milk');
-    const found = discoverServer({ serverPath: cfg.get<string>('server.path'), python: cfg.get<string>('server.python') });
+    return discoverServer({
+      serverPath: cfg.get<string>('server.path'),
+      python: cfg.get<string>('server.python'),
+      ownServer: this.installer.ownServer(),
+    });
+  }
+
+  private async doStart(): Promise<void> {
+    this.serverCommand = undefined;
+    this.controller.setServerState('starting');
+    this.updateStatusBar();
+    let found = await this.discover();
+    for (const note of found.notes ?? []) this.output.info(`${note}: looking further`);
+    if (!found.ok && found.install === 'update') {
+      // an extension update carries another wheel: the user installed milk's own before
+      this.output.info(`the extension carries ${this.installer.wheel?.name}: reinstalling its own milk-lsp`);
+      this.installing();
+      if ((await this.installer.install('update')) === 'installed') found = await this.discover();
+    }
     if (!found.ok) {
-      this.serverFailed(found.problem);
+      if (found.install) this.serverNotInstalled(found.problem);
+      else this.serverFailed(found.problem);
       return;
     }
     this.serverCommand = found.server;
     this.updateStatusBar();
     this.output.info(`starting ${[found.server.command, ...found.server.args].join(' ')} (from ${found.server.source})`);
 
-    const serverOptions: ServerOptions = { command: found.server.command, args: found.server.args, options: { env: process.env } };
-    const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: 'file' }],
-      outputChannel: this.output,
-      traceOutputChannel: this.output,
-      initializationOptions: buildServerSettings(settingGetter()),
-      middleware: {
-        workspace: {
-          configuration: (params) => answerConfiguration(params.items, buildServerSettings(settingGetter())),
-        },
-      },
-      initializationFailedHandler: (error) => {
-        this.output.error(`initialize failed: ${String(error)}`);
+    const client = createMilkClient(found.server, {
+      output: this.output,
+      settings: () => buildServerSettings(settingGetter()),
+      closed: () => {
+        const now = Date.now();
+        this.restarts = this.restarts.filter((t) => now - t < 180000);
+        this.restarts.push(now);
+        if (this.restarts.length <= 3 && this.client?.state === State.Running) {
+          this.output.warn('milk-lsp exited; restarting it');
+          return true;
+        }
+        this.serverFailed('The milk-lsp server stopped.');
         return false;
       },
-      errorHandler: {
-        error: () => ({ action: ErrorAction.Continue }),
-        closed: () => {
-          const now = Date.now();
-          this.restarts = this.restarts.filter((t) => now - t < 180000);
-          this.restarts.push(now);
-          if (this.restarts.length <= 3 && this.client?.state === State.Running) {
-            this.output.warn('milk-lsp exited; restarting it');
-            return { action: CloseAction.Restart };
-          }
-          this.serverFailed('The milk-lsp server stopped.');
-          return { action: CloseAction.DoNotRestart, handled: true };
-        },
-      },
-    };
-    const client = new MilkLanguageClient('milk', 'milk', serverOptions, clientOptions);
-    client.registerFeature(new MilkCapabilityFeature());
+    });
     client.onRequest(Methods.REQUEST_PERMISSION, (p: RequestPermissionParams, token: vscode.CancellationToken) =>
       this.askPermission(p, token),
     );
@@ -337,6 +176,7 @@ export class MilkExtension implements vscode.Disposable {
         this.controller.attach(client);
         this.controller.setServerState('running');
         void this.refreshStatus();
+        void this.refreshStats();
         void this.controller.showActive();
       } else if (e.newState === State.Stopped && this.client === client) {
         this.controller.attach(undefined);
@@ -362,10 +202,56 @@ export class MilkExtension implements vscode.Disposable {
       ? ` This is a remote window (${vscode.env.remoteName}): milk-lsp must be installed on the remote machine, and a path must exist there (set one that differs from your own computer's under Remote settings).`
       : '';
     const setting = /milk\.server\.python/.test(problem) ? 'milk.server.python' : 'milk.server.path';
-    void vscode.window.showErrorMessage(`${notFoundMessage(problem)}${remote}`, 'Open Settings', 'Show Log').then((pick) => {
+    // milk's own install that does not start: reinstalling it is the way out
+    const text = this.serverCommand?.source === 'installed' ? `milk: ${problem} Run "milk: Reinstall Server".` : notFoundMessage(problem);
+    void vscode.window.showErrorMessage(`${text}${remote}`, 'Open Settings', 'Show Log').then((pick) => {
       if (pick === 'Open Settings') void this.openSettings(setting);
       if (pick === 'Show Log') this.output.show();
     });
+  }
+
+  /** No server anywhere: offer to install the extension's own (the wheel it carries). */
+  private serverNotInstalled(problem: string): void {
+    this.controller.setServerState('failed', problem);
+    this.updateStatusBar();
+    this.output.info('no milk-lsp found (milk.server.path, milk.server.python, PATH, its own install): offering to install it');
+    void this.installer.offer(async () => this.installing()).then((outcome) => {
+      if (outcome === 'installed') return this.restart();
+      if (outcome === 'failed') this.installFailed();
+      return undefined;
+    });
+  }
+
+  /** While pip runs: the status bar says so. */
+  private installing(): void {
+    this.controller.setServerState('starting', INSTALLING);
+    this.updateStatusBar();
+  }
+
+  private installFailed(): void {
+    this.controller.setServerState('failed', 'Installing the milk-lsp server failed; see "milk: Show Server Log".');
+    this.updateStatusBar();
+  }
+
+  /** milk: Reinstall Server: milk's own milk-lsp afresh from the wheel, then a restart. */
+  private async reinstall(): Promise<void> {
+    let stopped = false;
+    const outcome = await this.installer.install('reinstall', async () => {
+      await this.stop();
+      stopped = true;
+      this.installing();
+    });
+    if (outcome === 'installed') {
+      await this.restart();
+      const cmd = this.serverCommand;
+      if (cmd && cmd.source !== 'installed') {
+        void vscode.window.showInformationMessage(
+          `milk: reinstalled its own milk-lsp; the server in use is still ${cmd.command} (from ${cmd.source}), which comes first.`,
+        );
+      }
+    } else if (stopped) {
+      this.installFailed();
+    }
   }
 
   async stop(): Promise<void> {
@@ -414,6 +300,12 @@ export class MilkExtension implements vscode.Disposable {
     this.updateStatusBar();
   }
 
+  /** The routing numbers in the status bar tooltip (when the server has `milk/stats`). */
+  async refreshStats(): Promise<void> {
+    await this.controller.stats();
+    this.updateStatusBar();
+  }
+
   /** The Settings editor on one setting (`@id:`, so no other setting that merely matches
    * the words is listed), or filtered by a group (`milk.local`). */
   async openSettings(query: string): Promise<void> {
@@ -429,6 +321,7 @@ export class MilkExtension implements vscode.Disposable {
       problem: this.controller.problem,
       nextRoute: this.controller.shownRoute,
       routeOverride: this.controller.routeOverride,
+      stats: this.controller.statsText,
     });
     this.statusItem.text = v.text;
     this.statusItem.tooltip = v.tooltip;
@@ -451,6 +344,7 @@ export class MilkExtension implements vscode.Disposable {
   }
 
   private onTurnResult(r: TurnResult): void {
+    void this.refreshStats();
     const last = this.controller.lastStatus;
     const stale = !!last && (!last.local.reachable || !!last.local.error);
     // a failure that may be the model's or claude's, or a local turn that worked while the
@@ -600,57 +494,6 @@ export class MilkExtension implements vscode.Disposable {
     }
   }
 
-  // ---- answers in the chat: files and code --------------------------------------------------
-
-  /** A file name in an answer: the workspace file (by path, else by name), at its line. */
-  private async openFile(p: string, line?: number): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-    const candidates: vscode.Uri[] = [];
-    if (p.startsWith('/')) candidates.push(vscode.Uri.file(p));
-    else if (folder) candidates.push(vscode.Uri.joinPath(folder, p.replace(/^\.\//, '')));
-    let target: vscode.Uri | undefined;
-    for (const c of candidates) {
-      try {
-        await vscode.workspace.fs.stat(c);
-        target = c;
-        break;
-      } catch {
-        /* not there */
-      }
-    }
-    if (!target && folder && !p.startsWith('/')) {
-      const found = await vscode.workspace.findFiles(`**/${p.replace(/^\.\//, '')}`, '**/{node_modules,.git}/**', 20);
-      if (found.length === 1) target = found[0];
-      else if (found.length > 1) {
-        const pick = await vscode.window.showQuickPick(
-          found.map((u) => ({ label: displayPath(u.toString(), folder.toString()), uri: u })),
-          { title: `milk: open ${p}`, placeHolder: 'Several files have this name' },
-        );
-        target = pick?.uri;
-        if (!target) return;
-      }
-    }
-    if (!target) {
-      void vscode.window.showInformationMessage(`milk: there is no ${p} in this workspace.`);
-      return;
-    }
-    const pos = line && line > 0 ? new vscode.Position(line - 1, 0) : undefined;
-    await vscode.window.showTextDocument(target, { preview: true, selection: pos ? new vscode.Range(pos, pos) : undefined });
-  }
-
-  private async insertCode(text: string, language?: string): Promise<void> {
-    const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme !== DOC_SCHEME);
-    if (!editor) {
-      const doc = await vscode.workspace.openTextDocument({ content: text, language });
-      await vscode.window.showTextDocument(doc);
-      return;
-    }
-    await editor.edit((b) => {
-      for (const sel of editor.selections) b.replace(sel, text);
-    });
-    await vscode.window.showTextDocument(editor.document, editor.viewColumn);
-  }
-
   // ---- webview --------------------------------------------------------------------------
 
   private async onWebviewMessage(m: FromWebview): Promise<void> {
@@ -684,14 +527,14 @@ export class MilkExtension implements vscode.Disposable {
           if (/^(https?:|mailto:)/i.test(m.href)) await vscode.env.openExternal(vscode.Uri.parse(m.href));
           break;
         case 'openFile':
-          if (m.path) await this.openFile(m.path, m.line);
+          if (m.path) await openAnswerFile(m.path, m.line);
           break;
         case 'copyCode':
           await vscode.env.clipboard.writeText(m.text);
           vscode.window.setStatusBarMessage('milk: code copied', 2000);
           break;
         case 'insertCode':
-          await this.insertCode(m.text, m.language);
+          await insertAnswerCode(m.text, m.language);
           break;
         case 'backToLocal':
           this.controller.backToLocal();
@@ -763,6 +606,7 @@ export class MilkExtension implements vscode.Disposable {
       reg('milk.showContext', () => this.showContext()),
       reg('milk.doctor', () => this.doctor()),
       reg('milk.restartServer', () => this.restart()),
+      reg('milk.reinstallServer', () => this.reinstall()),
       reg('milk.showLog', () => this.output.show()),
       reg('milk.undoLastTurn', () => this.undoLastTurn()),
       reg('milk.backToLocal', async () => {

@@ -14,6 +14,8 @@ export const Methods = {
   CANCEL: 'milk/cancel',
   CONTEXT: 'milk/context',
   STATUS: 'milk/status',
+  /** the routing numbers of a workspace folder (`text`: them in a few lines) */
+  STATS: 'milk/stats',
   /** the files a turn changed, whole (diff review) */
   TURN_CHANGES: 'milk/turn/changes',
   /** put back the files a turn changed */
@@ -254,6 +256,33 @@ export interface Status {
     skipPermissions?: boolean | null;
   };
   storage: string;
+}
+
+export interface StatsParams {
+  workspaceFolder?: string;
+}
+/** Where one local model's turns went (`total` sums every model). */
+export interface ModelStats {
+  model: string;
+  answeredLocally: number;
+  handedOff: number;
+  handedOffBySignal: Record<string, number>;
+  escalatedByUser: number;
+  localEditsKept: number;
+  localEditsUndone: number;
+}
+export interface Stats {
+  workspaceFolder: string;
+  total: ModelStats;
+  byModel: ModelStats[];
+  claudeTurns: number;
+  claudeCostUsd: number;
+  averageClaudeTurnCostUsd: number | null;
+  estimatedAllClaudeCostUsd: number | null;
+  estimatedSavedUsd: number | null;
+  budget: { limitUsd: number | null; spentTodayUsd: number; day: string };
+  /** the figures in words, a few short lines (the status bar tooltip shows them) */
+  text: string;
 }
 
 // ---- milk/update ----------------------------------------------------------------------

@@ -20,7 +20,15 @@ export function statusBarView(input: {
   nextRoute?: NextRoute;
   /** the user chose "Back to local" for the next message */
   routeOverride?: 'local';
+  /** `milk/stats` text: the routing numbers, added to a running server's tooltip */
+  stats?: string;
 }): StatusBarView {
+  const v = baseView(input);
+  const running = input.serverState === 'running';
+  return running && input.stats ? { ...v, tooltip: `${v.tooltip}\n\n${input.stats}` } : v;
+}
+
+function baseView(input: Parameters<typeof statusBarView>[0]): StatusBarView {
   const { serverState, busy, status } = input;
   const model = status?.local?.model || undefined;
   // the embedded engine (milk runs llama.cpp itself) says so: "embedded · model"
@@ -34,7 +42,8 @@ export function statusBarView(input: {
     };
   }
   if (serverState === 'starting') {
-    return { text: '$(loading~spin) milk: starting', tooltip: 'Starting milk-lsp…', warning: false };
+    // `problem` while starting: what the start waits for (milk installing its own server)
+    return { text: '$(loading~spin) milk: starting', tooltip: input.problem ?? 'Starting milk-lsp…', warning: false };
   }
   if (busy === 'claude') return { text: '$(sync~spin) milk: Claude running', tooltip: 'Claude Code is answering. Click to open the chat.', warning: false };
   if (busy === 'local' || busy === 'pending') {

@@ -166,3 +166,32 @@ test('undo: the view hears of it; a conflict carries its files', async () => {
   assert.deepEqual(posts.filter((p) => p.type === 'undone'), [{ type: 'undone', turnId: 't1' }]);
   assert.equal(describeError({ message: 'set claude.path', data: { reason: 'claude_not_found' } }).message, 'set milk.claude.path');
 });
+
+test('milk/stats: the text for the workspace folder; an older server (MethodNotFound) is asked once', async () => {
+  const f = fakeRpc({ [Methods.STATS]: (p) => ({ workspaceFolder: p.workspaceFolder, text: '  Local model: 1 of 1 turn answered locally.\n' }) });
+  const c = new ChatController({ post: () => undefined, workspaceFolder: () => 'file:///ws' });
+  assert.equal(await c.stats(), undefined, 'no server yet');
+  c.attach(f.rpc);
+  assert.equal(await c.stats(), 'Local model: 1 of 1 turn answered locally.');
+  assert.deepEqual(f.sent.at(-1), { method: Methods.STATS, params: { workspaceFolder: 'file:///ws' } });
+
+  const old = fakeRpc({
+    [Methods.STATS]: () => Promise.reject(Object.assign(new Error('Unhandled method milk/stats'), { code: -32601 })),
+  });
+  c.attach(old.rpc);
+  assert.equal(c.statsText, undefined, 'a new server starts without the old one\'s figures');
+  assert.equal(await c.stats(), undefined);
+  assert.equal(await c.stats(), undefined);
+  assert.equal(old.sent.filter((s) => s.method === Methods.STATS).length, 1);
+
+  // another failure is logged and asked again next time
+  const logs = [];
+  const flaky = fakeRpc({ [Methods.STATS]: () => Promise.reject(Object.assign(new Error('store locked'), { code: -32603 })) });
+  const c2 = new ChatController({ post: () => undefined, workspaceFolder: () => undefined, log: (l) => logs.push(l) });
+  c2.attach(flaky.rpc);
+  await c2.stats();
+  await c2.stats();
+  assert.equal(flaky.sent.length, 2);
+  assert.deepEqual(flaky.sent[0].params, {});
+  assert.match(logs[0], /milk\/stats failed: store locked/);
+});

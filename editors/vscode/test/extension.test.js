@@ -7,10 +7,11 @@ const fs = require('node:fs');
 const path = require('node:path');
 const S = require('./support/servers');
 const { createMock, installMock, Uri, Selection } = require('./support/mock-vscode');
+const { tinyWheel } = require('./support/wheels');
 const chat = require('../out/lib/chatModel.js');
 
 describe('bundled extension + real language client + real milk-lsp (mocked vscode)', () => {
-  let sandbox, openai, anthropic, mock, uninstall, ext, api;
+  let sandbox, openai, anthropic, mock, uninstall, ext, api, globalStorage;
   const savedEnv = { ...process.env };
 
   const waitFor = async (cond, what, ms = 30000) => {
@@ -53,11 +54,16 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     });
     uninstall = installMock(mock);
     ext = require('../dist/extension.js');
-    const root = path.join(__dirname, '..');
+    // the extension's folder: its bundled wheel is a tiny stand-in whose milk-lsp becomes the
+    // project's real one, so "the server milk installed itself" answers without a 20 s install
+    const root = path.join(sandbox.root, 'extension');
+    tinyWheel(path.join(root, 'dist', 'wheel'), '0.0.1', S.MILK_LSP);
+    globalStorage = path.join(sandbox.root, 'globalStorage');
     const ctx = {
       subscriptions: [],
       extensionUri: Uri.file(root),
       extensionPath: root,
+      globalStorageUri: Uri.file(globalStorage),
       asAbsolutePath: (p) => path.join(root, p),
       extension: { packageJSON: require('../package.json') },
     };
@@ -261,6 +267,100 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     // fix the setting: the server comes back
     mock.setSettings({ 'milk.server.path': S.MILK_LSP });
     await waitFor(() => api.controller.serverState === 'running' && /live-model/.test(statusText()), 'server running again', 30000);
+  });
+
+  // ---- issue 22: the extension installs its own server ------------------------------------
+
+  it('no server anywhere: the offer installs milk-lsp from the bundled wheel, with progress, and it starts', { timeout: 120000 }, async () => {
+    // a Python 3.11+ without milk_lsp: the interpreter the project's venv was made from
+    const base = require('node:child_process').execFileSync(S.PYTHON, ['-c', 'import sys; print(sys._base_executable)'], { encoding: 'utf8' }).trim();
+    const savedPath = process.env.PATH;
+    process.env.PATH = '/usr/bin:/bin';
+    try {
+      assert.ok(!fs.existsSync('/usr/bin/milk-lsp') && !fs.existsSync('/bin/milk-lsp'), 'no milk-lsp on the stripped PATH');
+      mock.infos.length = 0;
+      mock.progress.length = 0;
+      mock.answerInfo = (m, items) => (items.includes('Install milk-lsp') ? 'Install milk-lsp' : undefined);
+      mock.setSettings({ 'milk.server.path': '', 'milk.server.python': base });
+      await waitFor(() => api.controller.serverState === 'running' && api.serverCommand?.source === 'installed', 'the installed server running', 90000);
+      assert.equal(mock.infos.filter((m) => /milk-lsp server is not installed/.test(m)).length, 1, 'offered once');
+      assert.match(mock.infos.find((m) => /not installed/.test(m)), /Python 3\.11 or newer/);
+      const install = mock.progress.find((p) => p.options.title === 'milk: installing the milk-lsp server');
+      assert.ok(install, 'install progress shown');
+      assert.ok(install.reports.some((r) => /Successfully installed milk-lsp-0\.0\.1/.test(r.message)), "pip's lines in the progress");
+      assert.equal(api.serverCommand.command, path.join(globalStorage, 'venv', 'bin', 'milk-lsp'));
+      assert.equal(JSON.parse(fs.readFileSync(path.join(globalStorage, 'venv', 'milk-lsp-wheel.json'), 'utf8')).wheel, 'milk_lsp-0.0.1-py3-none-any.whl');
+      await waitFor(() => /live-model/.test(statusText()), 'status bar with the model');
+
+      // an extension update (another wheel than the venv holds) reinstalls without asking
+      const markerFile = path.join(globalStorage, 'venv', 'milk-lsp-wheel.json');
+      const marker = JSON.parse(fs.readFileSync(markerFile, 'utf8'));
+      fs.writeFileSync(markerFile, JSON.stringify({ ...marker, sha256: '0'.repeat(64) }));
+      mock.infos.length = 0;
+      await mock.vscode.commands.executeCommand('milk.restartServer');
+      assert.ok(mock.progress.some((p) => p.options.title === 'milk: updating the milk-lsp server'), 'update progress');
+      assert.equal(JSON.parse(fs.readFileSync(markerFile, 'utf8')).sha256, marker.sha256);
+      assert.equal(mock.infos.filter((m) => /not installed/.test(m)).length, 0, 'no offer for an update');
+      await waitFor(() => api.controller.serverState === 'running' && api.serverCommand?.source === 'installed', 'running after the update', 60000);
+
+      // milk: Reinstall Server with a too-old Python: the one message, and the server keeps running
+      const old = path.join(sandbox.root, 'python3.8');
+      fs.writeFileSync(old, '#!/bin/sh\necho "(3, 8) False"\n', { mode: 0o755 });
+      Object.assign(mock.settings, { 'milk.server.python': old });
+      mock.errors.length = 0;
+      const progressBefore = mock.progress.length;
+      mock.answerError = (m, items) => (items.includes('Set milk.server.python') ? 'Set milk.server.python' : undefined);
+      await mock.vscode.commands.executeCommand('milk.reinstallServer');
+      const pyErrors = mock.errors.filter((e) => /Python/.test(e.message));
+      assert.equal(pyErrors.length, 1, 'one message');
+      assert.match(pyErrors[0].message, /needs Python 3\.11 or newer \(milk\.server\.python: .*python3\.8 is Python 3\.8\)/);
+      assert.deepEqual(pyErrors[0].items, ['Set milk.server.python']);
+      await waitFor(() => mock.executed.find(([id, arg]) => id === 'workbench.action.openSettings' && arg === '@id:milk.server.python'), 'the setting opened');
+      assert.equal(mock.progress.length, progressBefore, 'nothing installed');
+      assert.equal(api.controller.serverState, 'running');
+
+      // milk.server.python empty: the Python extension's active interpreter comes before PATH
+      const asked = [];
+      mock.vscode.extensions.getExtension = (id) =>
+        id === 'ms-python.python'
+          ? {
+              isActive: true,
+              exports: {
+                environments: {
+                  getActiveEnvironmentPath: (resource) => (asked.push(resource?.fsPath), { id: 'base', path: path.dirname(base) }),
+                  resolveEnvironment: async (env) => (env.id === 'base' ? { executable: { uri: Uri.file(base) } } : undefined),
+                },
+              },
+            }
+          : undefined;
+      Object.assign(mock.settings, { 'milk.server.python': '' });
+      mock.outputLines.length = 0;
+      await mock.vscode.commands.executeCommand('milk.reinstallServer');
+      assert.deepEqual(asked, [sandbox.workspace], "asked for the workspace's interpreter");
+      assert.ok(mock.outputLines.some((l) => l.includes(`(${base}, from the Python extension)`)), 'installed with that Python');
+      assert.equal(JSON.parse(fs.readFileSync(markerFile, 'utf8')).python, base);
+      await waitFor(() => api.controller.serverState === 'running' && api.serverCommand?.source === 'installed', 'running after the reinstall', 60000);
+    } finally {
+      mock.vscode.extensions.getExtension = () => undefined;
+      process.env.PATH = savedPath;
+      mock.answerInfo = () => undefined;
+      mock.answerError = () => undefined;
+    }
+    mock.setSettings({ 'milk.server.path': S.MILK_LSP, 'milk.server.python': '' });
+    await waitFor(() => api.controller.serverState === 'running' && api.serverCommand?.source === 'server.path' && /live-model/.test(statusText()), 'back on milk.server.path', 30000);
+  });
+
+  it("the status bar tooltip adds the routing numbers (milk/stats) after a turn", { timeout: 60000 }, async () => {
+    await openai.script([{ text: 'Counted.' }]);
+    const before = posted('result').length;
+    mock.webview.send({ type: 'send', text: 'count this one' });
+    await waitFor(() => posted('result').length > before, 'result');
+    const tip = await waitFor(() => {
+      const t = mock.statusItems[0].tooltip;
+      return /turns? answered locally/.test(t) && /answered locally/.test(api.controller.statsText ?? '') ? t : undefined;
+    }, 'the tooltip with the routing numbers');
+    assert.ok(tip.endsWith(api.controller.statsText), tip);
+    assert.match(tip, /spent on Claude today/);
   });
 
   // ---- issue 9: diffs before, undo after, the way back to local, history equal to live ----

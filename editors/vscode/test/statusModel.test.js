@@ -59,3 +59,22 @@ test('the next route shows when it is Claude, with the way back', () => {
   assert.equal(statusBarView({ serverState: 'running', busy: undefined, status: ok, nextRoute: next, routeOverride: 'local' }).text, '$(comment-discussion) milk · qwen3');
   assert.equal(statusBarView({ serverState: 'running', busy: undefined, status: ok, nextRoute: { agent: 'local', reason: 'x' } }).text, '$(comment-discussion) milk · qwen3');
 });
+
+test("the routing numbers (milk/stats text) join a running server's tooltip", () => {
+  const stats = 'Local model (qwen3): 3 of 4 turns answered locally; 1 handed to Claude (1 a failed edit).\n$0.0000 spent on Claude today (2026-12-02); no daily budget set.';
+  const idle = statusBarView({ serverState: 'running', busy: undefined, status: ok, stats });
+  assert.ok(idle.tooltip.endsWith(`\n\n${stats}`), idle.tooltip);
+  assert.match(idle.tooltip, /^milk is idle/);
+  const busy = statusBarView({ serverState: 'running', busy: 'local', status: ok, stats });
+  assert.ok(busy.tooltip.includes('3 of 4 turns answered locally'));
+  // no server, or no stats (an older server): the tooltip as before
+  assert.ok(!statusBarView({ serverState: 'failed', busy: undefined, problem: 'gone', stats }).tooltip.includes('answered locally'));
+  assert.equal(statusBarView({ serverState: 'running', busy: undefined, status: ok }).tooltip, statusBarView({ serverState: 'running', busy: undefined, status: ok, stats: undefined }).tooltip);
+});
+
+test('starting says what the start waits for (milk installing its own server)', () => {
+  assert.equal(statusBarView({ serverState: 'starting', busy: undefined }).tooltip, 'Starting milk-lsp…');
+  const v = statusBarView({ serverState: 'starting', busy: undefined, problem: 'Installing the milk-lsp server…' });
+  assert.match(v.text, /milk: starting/);
+  assert.equal(v.tooltip, 'Installing the milk-lsp server…');
+});
