@@ -200,7 +200,7 @@ async def test_tools_stay_inside_while_a_directory_flips_to_a_symlink(
             assert outcome.output == "sub/data.txt:1: inside data"
         elif path.startswith("sub/edit-"):
             index = path.removeprefix("sub/edit-").removesuffix(".txt")
-            assert outcome.output == f"Edited {path}."
+            assert outcome.output == f"Edited {path}: lines 1-1."
             assert (root / path).read_text() == f"after {index}\n"
         else:
             assert outcome.output == f"Created {path}."

@@ -125,7 +125,7 @@ async def test_acpx_permission_policy_on_an_edit(
             for u in updates(messages, "tool_call_update")
             if u.get("rawOutput")
         ]
-        assert output == "Edited hello.py."
+        assert output == "Edited hello.py: lines 2-2."
     else:
         assert chosen.get("optionId", "deny") == "deny" or chosen["outcome"] == "cancelled"
         assert text == "def greet():\n    return 'hello'\n"
