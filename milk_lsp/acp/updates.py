@@ -45,6 +45,7 @@ from acp.schema import (
 
 from milk_lsp.agents.local import tool_specs
 from milk_lsp.agents.local.agent import ESCALATE_TOOL_NAME
+from milk_lsp.engine.budget import BUDGET_TOOL
 from milk_lsp.engine.handoff import HAND_OFF_TOOL
 from milk_lsp.sessions.model import (
     RecordStatus,
@@ -151,6 +152,10 @@ def tool_view(name: str, tool_input: dict[str, Any], workspace: Path) -> ToolVie
             return ToolView(title, "switch_mode", [], [])
         case _ if name == HAND_OFF_TOOL:
             return ToolView("Hand this turn to Claude?", "switch_mode", [], [])
+        case _ if name == BUDGET_TOOL:
+            return ToolView(
+                "Claude's budget for today is spent: go on once?", "switch_mode", [], []
+            )
     return ToolView(name or "tool", "other", here, [])
 
 

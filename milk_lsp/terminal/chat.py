@@ -126,7 +126,7 @@ def _ask_on_terminal(params: dict[str, Any], workspace: Path | None = None) -> s
         f"[{_STANDARD_KEYS.get(str(o.get('optionId')), str(n))}] {o.get('label')}"
         for n, o in enumerate(options, 1)
     )
-    if params.get("tool") == "hand_off_to_claude":
+    if params.get("tool") in ("hand_off_to_claude", "claude_budget"):  # questions in words
         question = f"\n{params.get('description')}\n"
     else:
         question = "\n" + permission_question(params, workspace) + "\n"
