@@ -7,7 +7,7 @@ import ast
 import pytest
 
 from milk_lsp.agents.local.replace import EditDoesNotApply
-from milk_lsp.agents.local.symbols import find_symbol, replace_symbol, symbol_at
+from milk_lsp.agents.local.symbols import find_symbol, replace_symbol
 
 SOURCE = """\
 import functools
@@ -129,10 +129,3 @@ def test_new_text_that_is_not_the_named_definition_is_refused() -> None:
 def test_a_file_that_does_not_parse_cannot_be_edited_by_symbol() -> None:
     with pytest.raises(EditDoesNotApply, match="does not parse as Python"):
         find_symbol("def broken(:\n", "broken", "b.py")
-
-
-def test_symbol_at_names_the_innermost_definition() -> None:
-    tree = ast.parse(SOURCE)
-    assert symbol_at(tree, 18) == "Parser.run.inner"
-    assert symbol_at(tree, 7) == "cached"
-    assert symbol_at(tree, 3) is None

@@ -5,20 +5,21 @@ is the `check_failed` signal."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Protocol
 
 from milk_lsp.agents.base import AgentEvent, NoticeEvent, ToolCallEvent, ToolResultEvent, ToolStatus
 
 
-class ToolOutcomeLike(Protocol):
-    @property
-    def output(self) -> str: ...
+@dataclass(frozen=True)
+class CheckRun:
+    """One run of `local.checkCommand`: the command as run and what it gave."""
 
-    @property
-    def is_error(self) -> bool: ...
-
-    @property
-    def denied(self) -> bool: ...
+    command: str
+    output: str
+    failed: bool = False
+    denied: bool = False
+    """The user did not allow it: no failure of the edits."""
 
 
 class EditCheck(Protocol):
@@ -26,15 +27,7 @@ class EditCheck(Protocol):
 
     def pending_check(self) -> str | None: ...
 
-    async def check_edits(self, tool_call_id: str) -> CheckRunLike | None: ...
-
-
-class CheckRunLike(Protocol):
-    @property
-    def command(self) -> str: ...
-
-    @property
-    def outcome(self) -> ToolOutcomeLike: ...
+    async def check_edits(self, tool_call_id: str) -> CheckRun | None: ...
 
 
 CHECK_OUTPUT_CHARS = 1500
@@ -49,22 +42,21 @@ async def run_check(check: EditCheck, call_id: str) -> AsyncGenerator[AgentEvent
     run = await check.check_edits(call_id)
     if run is None:
         return
-    outcome = run.outcome
-    if outcome.denied:
+    if run.denied:
         status = ToolStatus.DENIED
     else:
-        status = ToolStatus.FAILED if outcome.is_error else ToolStatus.COMPLETED
+        status = ToolStatus.FAILED if run.failed else ToolStatus.COMPLETED
     yield ToolCallEvent(call_id, "run_command", {"command": run.command}, status)
-    yield ToolResultEvent(call_id, outcome.output, outcome.is_error)
-    if outcome.denied:
+    yield ToolResultEvent(call_id, run.output, run.failed)
+    if run.denied:
         yield NoticeEvent("info", f"the check after the local edits was not run: {run.command}")
-    elif outcome.is_error:
+    elif run.failed:
         yield NoticeEvent(
             "info",
             f"milk ran the check after the local edits ({run.command}): it failed, and the "
             "model was told what it found",
         )
-        yield f"`{run.command}` said:\n{_tail(outcome.output, CHECK_OUTPUT_CHARS)}"
+        yield f"`{run.command}` said:\n{_tail(run.output, CHECK_OUTPUT_CHARS)}"
     else:
         yield NoticeEvent("info", f"milk ran the check after the local edits: {run.command} passed")
 

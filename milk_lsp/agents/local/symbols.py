@@ -79,23 +79,6 @@ def symbol_names(tree: ast.Module) -> list[str]:
     return names
 
 
-def symbol_at(tree: ast.Module, line: int) -> str | None:
-    """The innermost function or class holding 1-based `line` (its dotted name)."""
-    best: str | None = None
-
-    def visit(body: list[ast.stmt], prefix: str) -> None:
-        nonlocal best
-        for node in body:
-            if isinstance(node, _Definition):
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                if first <= line <= (node.end_lineno or node.lineno):
-                    best = prefix + node.name
-                    visit(node.body, f"{prefix}{node.name}.")
-
-    visit(tree.body, "")
-    return best
-
-
 def symbol_line_range(text: str, symbol: str) -> tuple[int, int] | None:
     """1-based first and last line of `symbol` in `text`, None when it is not there (or the
     text does not parse)."""

@@ -39,6 +39,7 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.checks import broken_by_edit
 from milk_lsp.agents.local.commands import CommandNotStarted, run_shell
+from milk_lsp.agents.local.edit_check import CheckRun
 from milk_lsp.agents.local.replace import (
     EditDoesNotApply,
     Replacement,
@@ -96,14 +97,6 @@ class ToolOutcome:
     is_error: bool = False
     denied: bool = False
     """The user refused permission; the call did nothing."""
-
-
-@dataclass(frozen=True)
-class CheckRun:
-    """One run of `local.checkCommand`: the command as run and what it gave."""
-
-    command: str
-    outcome: ToolOutcome
 
 
 class _ToolFailed(Exception):
@@ -383,15 +376,15 @@ class WorkspaceTools:
         arguments = {"command": command}
         description = f"Run the check after the local edits, in {self._root}: {command}"
         if not await self._ask(tool_call_id, RUN_COMMAND, arguments, description):
-            return CheckRun(command, ToolOutcome("The user did not allow the check.", True, True))
+            return CheckRun(command, "The user did not allow the check.", True, True)
         try:
             result = await run_shell(
                 command, self._root, self._command_timeout_seconds, self._output_cap_chars
             )
         except CommandNotStarted as exc:
-            return CheckRun(command, ToolOutcome(str(exc), is_error=True))
+            return CheckRun(command, str(exc), failed=True)
         text = (result.output or "(no output)").rstrip()
-        return CheckRun(command, ToolOutcome(f"{text}\n[{result.status}]", result.failed))
+        return CheckRun(command, f"{text}\n[{result.status}]", failed=result.failed)
 
     def _still_broken(self, parts: Parts) -> str:
         problem = self._broken.get(parts)
