@@ -195,7 +195,8 @@ async def test_an_edit_the_client_saves_is_not_called_unsaved(
         assert client.writes == [(str(target), DISK.replace("'hello'", "'hi'"))]
         assert target.read_text() == DISK.replace("'hello'", "'hi'")
         [output] = [u.raw_output["output"] for u in call_updates(client, sid) if u.raw_output]
-        assert output == "Edited hello.py: lines 2-2."  # the client wrote it to disk: not "not saved yet"
+        # the client wrote it to disk: not "not saved yet"
+        assert output == "Edited hello.py: lines 2-2."
         # and the turn's change is on disk, so /undo puts the file back
         before = len(client.updates)
         await agent.say(sid, "/undo")
