@@ -125,3 +125,42 @@ def test_a_crlf_file_keeps_its_line_endings() -> None:
     crlf = "a = 1\r\nb = 2\r\n"
     done = replace_once(crlf, "a = 1\nb = 2", "a = 3\nb = 4", "c.py")
     assert done.text == "a = 3\r\nb = 4\r\n"
+
+
+RENAME_SOURCE = """\
+QUOTE = re.compile(r'[\\']+')
+NUMBERS = re.compile(r'(?<=\\d),(?=\\d)')
+BIG_NUMBERS = re.compile(r'(?<=\\d),(?=\\d)')
+text = NUMBERS.sub('', text)
+"""
+
+
+def test_only_the_changed_part_goes_in_when_the_text_around_it_was_miscopied() -> None:
+    old = "NUMBERS = re.compile(r'(?<=\\d),(?\\\\d)')"  # the regex miscopied after `(?`
+    done = replace_once(RENAME_SOURCE, old, old.replace("NUMBERS", "COMMAS"), "a.py")
+    assert done.text == RENAME_SOURCE.replace("\nNUMBERS =", "\nCOMMAS =")
+    assert (done.first_line, done.last_line) == (2, 2)
+    assert done.note.startswith("only the part that differs, `NUMBERS` → `COMMAS`")
+
+
+@pytest.mark.parametrize(
+    ("old_text", "new_text"),
+    [
+        # two changes: not one part that differs
+        ("NUMBERS = re.compile(r'(?<=\\d),(\\\\d)')", "COMMAS = re.compile(r'(?<=\\d),(\\\\x)')"),
+        # the text around the change matches too little of old_text
+        ("NUMBERS = compile_it(flags=[1, 2, 3, 4])", "COMMAS = compile_it(flags=[1, 2, 3, 4])"),
+        # the change is in the file at two places that match equally well
+        ("= re.compile(r'(?<=\\d),(?=\\d)') # x", "= re.compile(r'(?<=\\d),(?=\\w)') # x"),
+    ],
+)
+def test_a_miscopied_edit_is_refused_unless_one_place_clearly_matches(
+    old_text: str, new_text: str
+) -> None:
+    with pytest.raises(EditDoesNotApply, match="occurs 0 times"):
+        replace_once(RENAME_SOURCE, old_text, new_text, "a.py")
+
+
+def test_replace_all_of_a_name_changes_whole_words_only() -> None:
+    done = replace_all(RENAME_SOURCE, "NUMBERS", "COMMAS", "a.py")
+    assert "BIG_NUMBERS" in done.text and done.text.count("COMMAS") == 2

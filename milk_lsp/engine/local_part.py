@@ -114,6 +114,7 @@ class LocalPart:
             TurnHost(turn, config.claude.permission_timeout_seconds),
             focus=focus_names(user_ask, index),
             check_command=config.local.check_command,
+            request=user_ask,
         )
         attached = text.strip() != user_ask.strip()  # attachments count as having looked
         if change and not attached:

@@ -370,3 +370,81 @@ async def test_an_edit_repeated_after_it_was_made_changes_nothing_and_is_no_fail
     )
     assert len(client.permission_requests) == 1
     assert slug_file.read_text().startswith("import re  # patterns\n\n")
+
+
+async def test_a_rename_with_the_text_around_it_miscopied_changes_only_the_name(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    """The 1.5B model's rename: old_text and new_text agree on a regex it miscopied; only the
+    name is changed, the file's regex kept. The use left behind is told with the way to
+    rename it (replace_all on the bare name), which the model then takes."""
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    mangled = 're.compile(r"(?<=\\d),(?\\\\d)")'  # `(?=` became `(?\\`
+    openai.enqueue(
+        edit(
+            path="slug.py",
+            old_text=f"NUMBERS_PATTERN = {mangled}",
+            new_text=f"COMMA_PATTERN = {mangled}",
+        ),
+        edit(path="slug.py", old_text="NUMBERS_PATTERN", new_text="COMMA_PATTERN", replace_all=True),
+        {"text": "Renamed NUMBERS_PATTERN to COMMA_PATTERN."},
+    )
+    result = await chat(client, "In slug.py rename NUMBERS_PATTERN to COMMA_PATTERN")
+    assert result["stopReason"] == "end_turn", result
+    first, second = tool_updates(client, result["turnId"], "tool_result")
+    assert first["output"].startswith(
+        "Edited slug.py: lines 3-3 (matched only the part that differs, `NUMBERS_PATTERN` →"
+        " `COMMA_PATTERN`: the rest of old_text did not match the file exactly and was left as"
+        " the file has it). But slug.py is broken now:"
+    )
+    assert (
+        'rename its uses too (edit_file with old_text "NUMBERS_PATTERN", new_text the new name'
+        " and replace_all true)" in first["output"]
+    )
+    assert second["output"] == "Edited slug.py: lines 17-17."
+    assert slug_file.read_text() == SLUG.replace("NUMBERS_PATTERN", "COMMA_PATTERN")
+
+
+async def test_an_edit_that_only_writes_the_request_as_a_comment_is_refused(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    """What the 1.5B model did when asked for a docstring: append the request as a comment.
+    It changes no code, so it is not made (no permission asked) and the model is told what a
+    docstring is; its next edit is the docstring."""
+    client.permission_answers.append("allow_once")
+    body = "    return text[:max_length]"
+    ask = "Add a one-line docstring to the function truncate in slug.py."
+    openai.enqueue(
+        edit(path="slug.py", old_text=body, new_text=f"{body}\n    # {ask}"),
+        edit(
+            path="slug.py",
+            old_text=") -> str:\n    return text[:max_length]",
+            new_text=') -> str:\n    """Cut text to max_length."""\n    return text[:max_length]',
+        ),
+        {"text": "Added the docstring."},
+    )
+    result = await chat(client, ask)
+    assert result["stopReason"] == "end_turn", result
+    refused, made = tool_updates(client, result["turnId"], "tool_result")
+    assert refused["isError"] and refused["output"].startswith(
+        "Not made: this edit only adds the request as a comment (`# Add a one-line docstring"
+    )
+    assert "A docstring is a string literal as the first line of the body" in refused["output"]
+    assert made["output"].startswith("Edited slug.py: lines 9-10")
+    assert '    """Cut text to max_length."""\n    return text[:max_length]' in slug_file.read_text()
+    assert len(client.permission_requests) == 1  # the refused edit asked nothing
+
+
+async def test_a_quoted_text_the_request_names_brings_its_lines_not_the_whole_file(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    lines = [f"value_{n} = {n}\n" for n in range(40)]
+    lines[20] = 'parser = make(description="Slug string")\n'
+    (env.workspace / "cli.py").write_text("".join(lines))
+    openai.enqueue({"text": "I will leave it."})
+    await chat(client, 'In cli.py change the description from "Slug string" to "Make a slug".')
+    first = openai.requests[0]["messages"][-1]["content"]
+    assert 'cli.py, lines 20-22 of 40:\n```\nvalue_19 = 19\nparser = make(description="Slug' in (
+        first
+    )
+    assert "value_5 = 5" not in first

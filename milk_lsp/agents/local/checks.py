@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import tomllib
 from pathlib import PurePath
 
@@ -78,7 +79,19 @@ def _python(path: str, before: str | None, after: str) -> str | None:
         f"{name} (line {line}: `{lines[line - 1].strip()}`)" if line <= len(lines) else name
         for name, line in new[:5]
     )
-    return f"it now uses names that are defined nowhere: {shown}"
+    said = f"it now uses names that are defined nowhere: {shown}"
+    renamed = [name for name, _ in new if before is not None and _uses(before, name)]
+    if renamed:
+        said += (
+            f". {renamed[0]} was defined before this turn's edits: if you renamed it, rename"
+            f' its uses too (edit_file with old_text "{renamed[0]}", new_text the new name and'
+            " replace_all true)"
+        )
+    return said
+
+
+def _uses(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
 
 
 def _undefined(tree: ast.Module, path: str) -> list[tuple[str, int]]:

@@ -62,13 +62,28 @@ _PATHLIKE = re.compile(r"/|\.[A-Za-z]{1,4}\b")
 _WORD = re.compile(r"[A-Za-z_][\w.]*\w|[A-Za-z_]")
 
 
+_QUOTED = re.compile(r'"([^"\n]{3,120})"|(?<![\w\'])\'([^\'\n]{3,120})\'(?!\w)')
+
+
+def _wanted(request: str) -> str:
+    """The request without its sentences saying what to leave alone."""
+    return " ".join(
+        part for part in _SENTENCE.split(request) if part and not _KEEP_AS_IS.match(part)
+    )
+
+
+def quoted_texts(request: str) -> list[str]:
+    """The texts the request quotes ("Slug string"), in its order: where a file has one,
+    that line is what the request is about (the new text it quotes is not in the file)."""
+    found = (first or second for first, second in _QUOTED.findall(_wanted(request)))
+    return list(dict.fromkeys(text for text in found if text.strip()))
+
+
 def focus_names(request: str, index: WorkspaceIndex) -> list[str]:
     """The names the request wants changed that this workspace defines, in the order it
     gives them: the request's code names, then any word a file here defines. A sentence
     saying what to leave alone ("Leave slugify() unchanged.") gives none."""
-    wanted = " ".join(
-        part for part in _SENTENCE.split(request) if part and not _KEEP_AS_IS.match(part)
-    )
+    wanted = _wanted(request)
     names = [name.split(".")[-1].removesuffix("()") for name in question_names(wanted, index)]
     words = " ".join(token for token in wanted.split() if not _PATHLIKE.search(token))
     names += [
@@ -87,6 +102,7 @@ async def read_first(
     no path, in the one file defining a name); a named file without them whole when small."""
     asked = question_claims(request)
     names = focus_names(request, index)
+    quoted = quoted_texts(request)
     named_files = [path for claim in asked.paths if (path := index.file_for(claim))]
     files = list(dict.fromkeys(named_files))[:READ_FIRST_FILES]
     if not files:
@@ -100,7 +116,7 @@ async def read_first(
         text = await tools.text_of(path)
         if text is None:
             continue
-        pieces += _pieces(path, text, names, whole=path in named_files)
+        pieces += _pieces(path, text, names, quoted, whole=path in named_files)
     used, kept = 0, []
     for piece in pieces:
         used += len(piece.body)
@@ -126,12 +142,19 @@ async def read_first(
     )
 
 
-def _pieces(path: str, text: str, names: list[str], *, whole: bool) -> list[_Piece]:
-    """The lines of the names the file defines (a small model edits the right place more
-    often when it sees only that; a module-level name brings the lines that use it, for a
-    rename), else the whole file when wanted and not large."""
+def _pieces(
+    path: str, text: str, names: list[str], quoted: list[str], *, whole: bool
+) -> list[_Piece]:
+    """The lines of the names the file defines and of the texts the request quotes (a small
+    model edits the right place more often when it sees only that; a module-level name
+    brings the lines that use it, for a rename), else the whole file when wanted and not
+    large."""
     lines = split_lines(text)
-    spans = _spans(text, lines, names) if path.endswith((".py", ".pyi")) else []
+    ranges = _ranges(text, lines, names) if path.endswith((".py", ".pyi")) else []
+    for number, line in enumerate(lines, 1):
+        if any(literal in line for literal in quoted):
+            ranges.append((max(1, number - 1), min(len(lines), number + 1)))
+    spans = _merged(ranges)
     if not spans:
         if whole and len(text) <= WHOLE_FILE_CHARS:
             label = f"{path} ({len(lines)} lines)"
@@ -146,9 +169,9 @@ def _pieces(path: str, text: str, names: list[str], *, whole: bool) -> list[_Pie
     return pieces
 
 
-def _spans(text: str, lines: list[str], names: list[str]) -> list[tuple[int, int]]:
-    """Merged line ranges: each named definition (two lines around), and for a module-level
-    name each line that uses it (one line around)."""
+def _ranges(text: str, lines: list[str], names: list[str]) -> list[tuple[int, int]]:
+    """Line ranges: each named definition (two lines around), and for a module-level name
+    each line that uses it (one line around)."""
     ranges: list[tuple[int, int]] = []
     for name in dict.fromkeys(names):
         try:
@@ -163,6 +186,10 @@ def _spans(text: str, lines: list[str], names: list[str]) -> list[tuple[int, int
             for number, line in enumerate(lines, 1):
                 if word.search(line):
                     ranges.append((max(1, number - 1), min(len(lines), number + 1)))
+    return ranges
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for first, last in sorted(ranges):
         if merged and first <= merged[-1][1] + 1:

@@ -118,6 +118,15 @@ def replace_once(
             )
         text = current[: chosen.start] + chosen.new_text + current[chosen.end :]
         return Replacement(text, chosen.first_line, chosen.last_line, _joined(note, narrowed))
+    changed = _change_only(current, old_text, new_text)
+    if changed is not None and (not scope_given or not scopes or _inside(changed, scopes[0])):
+        text = current[: changed.start] + changed.new_text + current[changed.end :]
+        was, now = old_text[changed.old_start : changed.old_end], changed.new_text
+        note = (
+            f"only the part that differs, {_quoted(was)} → {_quoted(now)}: the rest of old_text"
+            " did not match the file exactly and was left as the file has it"
+        )
+        return Replacement(text, changed.first_line, changed.last_line, note)
     inside = f" inside {scopes[0].name}" if scope_given and scopes else ""
     raise EditDoesNotApply(
         f"old_text occurs 0 times{inside} in {where}; it must match the file exactly, whitespace"
@@ -134,6 +143,8 @@ def replace_all(
         old_text = old_text.replace("\n", "\r\n")
         new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
     matches = _exact(current, old_text, new_text)
+    if _NAME.fullmatch(old_text):  # a name: whole words only (`max` is not in `max_length`)
+        matches = [m for m in matches if _whole_word(current, m)]
     if scopes:
         matches = [m for m in matches if _inside(m, scopes[0])]
     if not matches:
@@ -146,6 +157,15 @@ def replace_all(
     lines = ", ".join(str(m.first_line) for m in matches[:20])
     note = f"all {len(matches)} occurrences, on lines {lines}" if len(matches) > 1 else ""
     return Replacement("".join(pieces), matches[0].first_line, matches[-1].last_line, note)
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _whole_word(current: str, match: _Match) -> bool:
+    before = current[match.start - 1] if match.start else " "
+    after = current[match.end] if match.end < len(current) else " "
+    return not (_is_word(before) or _is_word(after))
 
 
 def already_made(current: str, old_text: str, new_text: str) -> int | None:
@@ -166,6 +186,100 @@ def already_made(current: str, old_text: str, new_text: str) -> int | None:
 
 
 _FORGIVEN_BREAKS = "ignoring differences of spaces, line breaks and quotes"
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+CHANGE_ONLY_MIN_CONTEXT = 8
+"""Characters of old_text around its change that must match the file where the change goes."""
+
+
+@dataclass(frozen=True)
+class _ChangedPart:
+    """Where the one changed part of an edit goes in the file, and its span in old_text."""
+
+    start: int
+    end: int
+    first_line: int
+    last_line: int
+    new_text: str
+    old_start: int
+    old_end: int
+
+
+def _change_only(current: str, old_text: str, new_text: str) -> _ChangedPart | None:
+    """The edit's one changed part, put where the file has it, when the text the model
+    copied around it is partly wrong: a small model renaming `NUMBERS_PATTERN` miscopies the
+    regex beside it, though old_text and new_text agree on it. Only when old_text and
+    new_text differ in one place, the changed part is in the file verbatim, the text next to
+    it matches the file for most of old_text, and one place matches best; what the model got
+    wrong around the change is not written (it meant to keep it)."""
+    old_tokens, new_tokens = _TOKEN.findall(old_text), _TOKEN.findall(new_text)
+    hunks = [
+        op
+        for op in difflib.SequenceMatcher(
+            None, old_tokens, new_tokens, autojunk=False
+        ).get_opcodes()
+        if op[0] != "equal"
+    ]
+    if len(hunks) != 1:
+        return None
+    _, i1, i2, j1, j2 = hunks[0]
+    old_start = len("".join(old_tokens[:i1]))
+    old_end = old_start + len("".join(old_tokens[i1:i2]))
+    core, replacement = old_text[old_start:old_end], "".join(new_tokens[j1:j2])
+    if not re.search(r"\w", core):
+        return None
+    before, after = old_text[:old_start], old_text[old_end:]
+    scored: list[tuple[int, int]] = []
+    at = current.find(core)
+    while at != -1 and len(scored) < 200:
+        left = _common_suffix(before, current[:at])
+        right = _common_prefix(after, current[at + len(core) :])
+        bounded = (left or not _is_word(core[0]) or at == 0 or not _is_word(current[at - 1])) and (
+            right
+            or not _is_word(core[-1])
+            or at + len(core) == len(current)
+            or not _is_word(current[at + len(core)])
+        )
+        if bounded:
+            scored.append((left + right, at))
+        at = current.find(core, at + 1)
+    if not scored:
+        return None
+    scored.sort(reverse=True)
+    best, at = scored[0]
+    runner_up = scored[1][0] if len(scored) > 1 else -1
+    covered = best + len(core)
+    if (
+        best < CHANGE_ONLY_MIN_CONTEXT
+        or best == runner_up
+        or 3 * covered < 2 * len(old_text.strip())
+    ):
+        return None
+    first = current.count("\n", 0, at) + 1
+    return _ChangedPart(
+        at, at + len(core), first, first + core.count("\n"), replacement, old_start, old_end
+    )
+
+
+def _common_prefix(a: str, b: str) -> int:
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def _common_suffix(a: str, b: str) -> int:
+    return _common_prefix(a[::-1], b[-len(a) :][::-1] if a else "")
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _quoted(text: str) -> str:
+    shown = " ".join(text.split())
+    return f"`{shown[:60]}`" if shown else "nothing"
 
 
 def _across_lines(current: str, old_text: str, new_text: str) -> list[_Match]:
@@ -211,7 +325,7 @@ def _joined(note: str, narrowed: str) -> str:
     return "; ".join(part for part in (note, narrowed) if part)
 
 
-def _inside(match: _Match, scope: Scope) -> bool:
+def _inside(match: _Match | _ChangedPart, scope: Scope) -> bool:
     return scope.first_line <= match.first_line and match.last_line <= scope.last_line
 
 
