@@ -23,7 +23,8 @@ timeout), whether a wrong result was silent (the turn ended `end_turn` without b
 the tools called, seconds and prompt tokens evaluated and cached; then the totals. Before the
 tasks it measures the prefix cache: session A turn 1 (cold), A turn 2, then a new session B
 turn 1 in the same workspace and a session C turn 1 in a second workspace folder; target B1
-and C1 <= 15 % of A1's evaluated prompt tokens.
+and C1 <= 15 % of A1's evaluated prompt tokens. After the tasks it prints `milk/stats` of the
+tasks' workspace: milk's own routing numbers for the run.
 
     .venv/bin/python bench/real_tasks.py [--project slugify|humanize] [--model-size 1.5b|0.5b]
         [--tasks a,b]
@@ -270,6 +271,14 @@ async def prefix_cache(turns: Turns, proxy: TimingsProxy, sdist: Path) -> dict[s
     return out
 
 
+async def routing_numbers(milk: MilkLsp, workspace: Path) -> dict[str, Any]:
+    """`milk/stats` of the tasks' workspace after the run: what milk itself counted (the
+    prefix-cache turns of that folder included), to set beside the verdicts above."""
+    stats = dict(await milk.request("milk/stats", {"workspaceFolder": workspace.as_uri()}))
+    print(f"\nmilk/stats of the tasks' workspace:\n{stats.get('text', '')}")
+    return stats
+
+
 def server_source(milk_env: dict[str, str]) -> str:
     code = "import milk_lsp; print(milk_lsp.__file__, milk_lsp.__version__)"
     done = subprocess.run(
@@ -409,6 +418,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         started = time.perf_counter()
         rows = [await run_task(task, turns, proxy, sdist) for task in tasks]
         report |= {"tasks": rows, "totals": totals(rows, time.perf_counter() - started)}
+        report["stats"] = await routing_numbers(milk, scratch.workspace)
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
         return report
     finally:

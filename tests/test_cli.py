@@ -10,6 +10,7 @@ read their results, so the file costs about one server start-up instead of seven
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ import pytest
 
 from milk_lsp import __version__
 from milk_lsp.agents.claude.cli import bundled_cli_path
+from milk_lsp.terminal.chat import ChatPrinter
 from tests.fakes.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
@@ -670,3 +672,23 @@ def test_sigterm_ends_the_server_promptly_mid_turn(tmp_path: Path) -> None:
         assert fake.wait_for_disconnects(1, timeout=5), "the model stream was left open"
     log_file = tmp_path / "state" / "milk" / "log" / "milk-lsp.log"
     assert log_file.is_file(), "the log goes to the platformdirs user log dir by default"
+
+
+def test_chat_shows_milks_own_read_which_arrives_completed_once() -> None:
+    """milk's read-first and look calls are never `running`: the call line is still shown,
+    once, before its result (the demo must show the tool call, not only its output)."""
+    out = io.StringIO()
+    printer = ChatPrinter(out)
+    call = {"kind": "tool_call", "toolCallId": "milk-look-1", "name": "read_file"}
+    printer.on_update(call | {"status": "completed", "input": {"path": "a.py"}})
+    printer.on_update({"kind": "tool_result", "toolCallId": "milk-look-1", "output": "x = 1"})
+    printer.on_update(call | {"status": "completed", "input": {"path": "a.py"}})
+    running = {"kind": "tool_call", "toolCallId": "c2", "name": "list_directory", "input": {}}
+    printer.on_update(running | {"status": "running"})
+    printer.on_update(running | {"status": "completed"})
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        '  ⚙ read_file {"path": "a.py"} [completed]',
+        "    → x = 1",
+        "  ⚙ list_directory {} [running]",
+    ]

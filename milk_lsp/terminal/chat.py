@@ -40,6 +40,7 @@ class ChatPrinter:
         """Paths inside it are shown relative to it."""
         self._agent: str | None = None
         self._mid_line = False
+        self._calls_shown: set[object] = set()
 
     def _write(self, text: str) -> None:
         self.out.write(text)
@@ -64,8 +65,11 @@ class ChatPrinter:
                 self._agent = agent
             self._write(str(update.get("delta", "")))
         elif kind == "tool_call":
-            status = update.get("status")
-            if status in ("running", "denied", "failed"):
+            status, call_id = update.get("status"), update.get("toolCallId")
+            # milk's own reads arrive completed, never running: shown once all the same
+            first = status == "completed" and call_id not in self._calls_shown
+            if status in ("running", "denied", "failed") or first:
+                self._calls_shown.add(call_id)
                 summary = json.dumps(update.get("input"), ensure_ascii=False)[:120]
                 self._line(f"  ⚙ {update.get('name')} {summary} [{status}]")
         elif kind == "tool_result":
