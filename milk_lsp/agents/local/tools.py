@@ -17,7 +17,6 @@ the local agent owns it. Running an approved command (process group, timeout, ou
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
 import os
@@ -39,18 +38,15 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.checks import broken_by_edit
 from milk_lsp.agents.local.commands import CommandNotStarted, run_shell
+from milk_lsp.agents.local.edit_change import EditChange
 from milk_lsp.agents.local.edit_check import CheckRun
 from milk_lsp.agents.local.edit_intent import echoes_request
 from milk_lsp.agents.local.replace import (
     EditDoesNotApply,
-    Replacement,
-    Scope,
     already_made,
-    replace_all,
-    replace_once,
     split_lines,
 )
-from milk_lsp.agents.local.symbols import find_symbol, replace_symbol, symbol_line_range
+from milk_lsp.agents.local.tool_arguments import BadArgument, ToolArguments, ToolFailed
 from milk_lsp.agents.local.tool_specs import (
     EDIT_FILE,
     LIST_DIRECTORY,
@@ -98,14 +94,6 @@ class ToolOutcome:
     is_error: bool = False
     denied: bool = False
     """The user refused permission; the call did nothing."""
-
-
-class _ToolFailed(Exception):
-    """The call cannot be done; the message tells the model why."""
-
-
-class _BadArgument(_ToolFailed):
-    """An argument is missing or has the wrong type."""
 
 
 def resolve_in_workspace(root: Path, path: str) -> Path:
@@ -170,7 +158,7 @@ class WorkspaceTools:
         self._host = host
         self._command_timeout_seconds = command_timeout_seconds
         self._output_cap_chars = output_cap_chars
-        self._handlers: dict[str, Callable[[str, _Arguments], Awaitable[ToolOutcome]]] = {
+        self._handlers: dict[str, Callable[[str, ToolArguments], Awaitable[ToolOutcome]]] = {
             READ_FILE: self._read_file,
             LIST_DIRECTORY: self._list_directory,
             SEARCH_TEXT: self._search_text,
@@ -196,10 +184,10 @@ class WorkspaceTools:
         if not isinstance(untrusted, dict):
             return ToolOutcome(f"Bad arguments for {name}: expected a JSON object.", is_error=True)
         try:
-            return await handler(tool_call_id, _Arguments(arguments))
-        except _BadArgument as exc:
+            return await handler(tool_call_id, ToolArguments(arguments))
+        except BadArgument as exc:
             return ToolOutcome(f"Bad arguments for {name}: {exc}", is_error=True)
-        except (_ToolFailed, EditDoesNotApply, ValueError) as exc:
+        except (ToolFailed, EditDoesNotApply, ValueError) as exc:
             return ToolOutcome(str(exc), is_error=True)
         except OSError as exc:
             return ToolOutcome(f"{name} failed: {exc}", is_error=True)
@@ -209,19 +197,19 @@ class WorkspaceTools:
 
     # --- tools ------------------------------------------------------------------------
 
-    async def _read_file(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+    async def _read_file(self, tool_call_id: str, args: ToolArguments) -> ToolOutcome:
         raw_path = args.text("path")
         start_line = args.integer("start_line", minimum=1)
         end_line = args.integer("end_line", minimum=1)
         if start_line is not None and end_line is not None and end_line < start_line:
-            raise _BadArgument("end_line must not be less than start_line")
+            raise BadArgument("end_line must not be less than start_line")
         parts = await self._resolve(raw_path)
         where = shown(parts)
         text = await self._host.read_document(self._confined.real_path(parts))
         if text is None:
             text = await asyncio.to_thread(_read_text, self._confined, parts, strict=False)
             if text is None:
-                raise _ToolFailed(f"File not found: {where}")
+                raise ToolFailed(f"File not found: {where}")
         if start_line is None and end_line is None:
             if not text:
                 return ToolOutcome(f"({where} is empty)")
@@ -233,7 +221,7 @@ class WorkspaceTools:
             return ToolOutcome(f"({where} is empty)")
         first = start_line or 1
         if first > len(lines):
-            raise _ToolFailed(f"start_line {first} is past the end of {where} ({len(lines)} lines)")
+            raise ToolFailed(f"start_line {first} is past the end of {where} ({len(lines)} lines)")
         last = min(end_line or len(lines), len(lines))
         body = "".join(lines[first - 1 : last])
         note = f"[{where}: lines {first}-{last} of {len(lines)}]"
@@ -241,7 +229,7 @@ class WorkspaceTools:
         separator = "" if body.endswith("\n") else "\n"
         return ToolOutcome(f"{body}{separator}{note}")
 
-    async def _list_directory(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+    async def _list_directory(self, tool_call_id: str, args: ToolArguments) -> ToolOutcome:
         parts = await self._resolve(args.text("path", default=".", allow_empty=True) or ".")
         where = shown(parts)
         entries = await asyncio.to_thread(_list_entries, self._confined, parts)
@@ -252,7 +240,7 @@ class WorkspaceTools:
             listing += f"\n[... {len(entries) - MAX_LIST_ENTRIES} more entries]"
         return ToolOutcome(_cap(listing, self._output_cap_chars, "list a subdirectory"))
 
-    async def _search_text(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+    async def _search_text(self, tool_call_id: str, args: ToolArguments) -> ToolOutcome:
         pattern = args.text("pattern", allow_empty=False, strip=False)
         raw_path = args.text("path", default=".", allow_empty=True) or "."
         use_regex = args.flag("regex", default=False)
@@ -266,7 +254,7 @@ class WorkspaceTools:
         limit = f"{SEARCH_TIME_LIMIT_SECONDS:g} s"
         if not found:
             if end is _SearchEnd.OUT_OF_TIME:
-                raise _ToolFailed(
+                raise ToolFailed(
                     f"search_text found nothing for {pattern!r} in {shown(parts)} within {limit}"
                     " and stopped; search a smaller path or use a simpler pattern."
                 )
@@ -281,7 +269,7 @@ class WorkspaceTools:
             )
         return ToolOutcome(_cap(listing, self._output_cap_chars, "narrow the search"))
 
-    async def _edit_file(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+    async def _edit_file(self, tool_call_id: str, args: ToolArguments) -> ToolOutcome:
         raw_path = args.text("path")
         parts = await self._resolve(raw_path)
         old_text = args.text("old_text", default="", allow_empty=True, strip=False)
@@ -289,9 +277,9 @@ class WorkspaceTools:
         symbol = args.text("symbol", default="", allow_empty=True).strip()
         every = args.flag("replace_all", default=False)
         if old_text == new_text and old_text:
-            raise _BadArgument("old_text and new_text are the same; there is nothing to change")
+            raise BadArgument("old_text and new_text are the same; there is nothing to change")
         where = shown(parts)
-        change = _Change(old_text, new_text, symbol, every, self._focus)
+        change = EditChange(old_text, new_text, symbol, every, self._focus)
         current, _ = await self._text_for_edit(parts)
         made = None if current is None else already_made(current, old_text, new_text)
         if made is not None and not symbol:
@@ -312,7 +300,7 @@ class WorkspaceTools:
             else echoes_request(where, current, replaced.text, self._request)
         )
         if echoed is not None:
-            raise _ToolFailed(echoed)
+            raise ToolFailed(echoed)
         if current is None:
             description = f"Create {where} ({_count_lines(replaced.text)} lines)"
         else:
@@ -326,7 +314,7 @@ class WorkspaceTools:
         # to the file the user was asked about, with the edit applied to what is there now.
         now = await self._resolve(raw_path)
         if now != parts:
-            raise _ToolFailed(
+            raise ToolFailed(
                 f"{raw_path} now leads to {shown(now)}, not to {where} as when permission was"
                 " asked; nothing was written."
             )
@@ -361,7 +349,7 @@ class WorkspaceTools:
             text = await self._host.read_document(self._confined.real_path(parts))
             if text is None:
                 text = await asyncio.to_thread(_read_text, self._confined, parts, strict=False)
-        except (OSError, ValueError, _ToolFailed):
+        except (OSError, ValueError, ToolFailed):
             return None
         return text
 
@@ -401,7 +389,9 @@ class WorkspaceTools:
         problem = self._broken.get(parts)
         return f" But {shown(parts)} is still broken: {problem}." if problem else ""
 
-    def _redone(self, parts: Parts, change: _Change, current: str | None, where: str) -> str | None:
+    def _redone(
+        self, parts: Parts, change: EditChange, current: str | None, where: str
+    ) -> str | None:
         """For an edit that no longer applies because this turn's earlier edit changed that
         very text (small models redo an edit, or a variant of it): what the file reads there
         now, as no failure; None when that is not what happened."""
@@ -440,7 +430,7 @@ class WorkspaceTools:
                     written = await self._write(parts, before, in_editor)
                     if isinstance(written, ToolOutcome):
                         continue
-            except (OSError, ValueError, _ToolFailed):
+            except (OSError, ValueError, ToolFailed):
                 logger.warning("could not put %s back", shown(parts), exc_info=True)
                 continue
             del self._broken[parts]
@@ -461,13 +451,13 @@ class WorkspaceTools:
         await asyncio.to_thread(self._confined.atomic_write, parts, text.encode("utf-8"))
         return ""
 
-    async def _run_command(self, tool_call_id: str, args: _Arguments) -> ToolOutcome:
+    async def _run_command(self, tool_call_id: str, args: ToolArguments) -> ToolOutcome:
         command = args.text("command")
         timeout = args.number("timeout_seconds")
         if timeout is None:
             timeout = self._command_timeout_seconds
         elif timeout <= 0:
-            raise _BadArgument("timeout_seconds must be positive")
+            raise BadArgument("timeout_seconds must be positive")
         timeout = min(timeout, MAX_COMMAND_TIMEOUT_SECONDS)
         description = f"Run in {self._root}: {command}"
         if not await self._ask(tool_call_id, RUN_COMMAND, args.raw, description):
@@ -475,7 +465,7 @@ class WorkspaceTools:
         try:
             result = await run_shell(command, self._root, timeout, self._output_cap_chars)
         except CommandNotStarted as exc:
-            raise _ToolFailed(str(exc)) from exc
+            raise ToolFailed(str(exc)) from exc
         text = result.output or "(no output)"
         return ToolOutcome(f"{text.rstrip()}\n[{result.status}]", is_error=result.failed)
 
@@ -536,7 +526,7 @@ class WorkspaceTools:
                     except TimeoutError as exc:
                         if found:
                             return found, _SearchEnd.OUT_OF_TIME
-                        raise _ToolFailed(
+                        raise ToolFailed(
                             f"search_text stopped: the pattern {pattern!r} took too long to"
                             f" match (over {SEARCH_TIME_LIMIT_SECONDS:g} s, at {shown(file)} line"
                             f" {number}). Use a simpler pattern or a literal search"
@@ -548,113 +538,8 @@ class WorkspaceTools:
                         if len(found) >= MAX_SEARCH_MATCHES:
                             return found, _SearchEnd.CAPPED
         except FileNotFoundError as exc:
-            raise _ToolFailed(f"Path not found: {shown(parts)}") from exc
+            raise ToolFailed(f"Path not found: {shown(parts)}") from exc
         return found, _SearchEnd.COMPLETE
-
-
-@dataclass(frozen=True)
-class _Change:
-    """One edit_file call's change, applied to whatever text the file has (asked about
-    first, then applied again to the text there once the user allowed it)."""
-
-    old_text: str
-    new_text: str
-    symbol: str
-    every: bool
-    focus: tuple[str, ...]
-
-    def apply(self, current: str | None, where: str) -> Replacement:
-        python = where.endswith((".py", ".pyi"))
-        if self.symbol and not python:
-            raise EditDoesNotApply(
-                f"symbol works for Python files only; for {where} give old_text instead."
-            )
-        if self.symbol and current is not None and not self.old_text:
-            text, span = replace_symbol(current, self.symbol, self.new_text, where)
-            return Replacement(text, span.first_line, span.last_line, f"{span.kind} {span.name}")
-        scopes: list[Scope] = []
-        if self.symbol and current is not None:
-            span = find_symbol(current, self.symbol, where)
-            scopes.append(Scope(self.symbol, span.first_line, span.last_line))
-        elif python and current is not None:
-            for name in self.focus:
-                lines = symbol_line_range(current, name)
-                if lines is not None:
-                    scopes.append(Scope(name, *lines))
-        if self.every and current is not None and self.old_text:
-            # a rename goes through the whole file, unless the model named a symbol
-            given = scopes[:1] if self.symbol else []
-            return replace_all(current, self.old_text, self.new_text, where, given)
-        return replace_once(
-            current, self.old_text, self.new_text, where, scopes, scope_given=bool(self.symbol)
-        )
-
-
-class _Arguments:
-    """Typed access to a tool call's JSON arguments; a bad one raises `_BadArgument`.
-
-    Lenient where small models often slip: numbers and booleans may come as strings.
-    """
-
-    def __init__(self, raw: dict[str, Any]) -> None:
-        self.raw = raw
-
-    def text(
-        self,
-        name: str,
-        *,
-        default: str | None = None,
-        allow_empty: bool = False,
-        strip: bool = True,
-    ) -> str:
-        value = self.raw.get(name)
-        if value is None:
-            if default is None:
-                raise _BadArgument(f"missing required argument {name!r}")
-            return default
-        if not isinstance(value, str):
-            raise _BadArgument(f"{name!r} must be a string, not {_json_type(value)}")
-        if not allow_empty and not (value.strip() if strip else value):
-            raise _BadArgument(f"{name!r} must not be empty")
-        return value
-
-    def integer(self, name: str, *, minimum: int) -> int | None:
-        value = self.raw.get(name)
-        if value is None:
-            return None
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                value = int(value.strip())
-        elif isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise _BadArgument(f"{name!r} must be an integer, not {_json_type(value)}")
-        if value < minimum:
-            raise _BadArgument(f"{name!r} must be at least {minimum}")
-        return value
-
-    def number(self, name: str) -> float | None:
-        value = self.raw.get(name)
-        if value is None:
-            return None
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise _BadArgument(f"{name!r} must be a number, not {_json_type(value)}")
-        return float(value)
-
-    def flag(self, name: str, *, default: bool) -> bool:
-        value = self.raw.get(name)
-        if value is None:
-            return default
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        if not isinstance(value, bool):
-            raise _BadArgument(f"{name!r} must be true or false, not {_json_type(value)}")
-        return value
 
 
 def _denied(tool: str) -> ToolOutcome:
@@ -675,29 +560,29 @@ def _read_text(confined: ConfinedRoot, parts: Parts, *, strict: bool) -> str | N
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise _ToolFailed(f"{where} is a directory; use list_directory to see what it holds")
+            raise ToolFailed(f"{where} is a directory; use list_directory to see what it holds")
         if not stat.S_ISREG(info.st_mode):
-            raise _ToolFailed(f"{where} is not a regular file")
+            raise ToolFailed(f"{where} is not a regular file")
         if info.st_size > MAX_READ_FILE_BYTES:
-            raise _ToolFailed(f"{where} is too large ({info.st_size} bytes); use search_text on it")
+            raise ToolFailed(f"{where} is too large ({info.st_size} bytes); use search_text on it")
         data = read_all(fd)
     finally:
         os.close(fd)
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        raise _ToolFailed(f"{where} is a binary file, not text")
+        raise ToolFailed(f"{where} is a binary file, not text")
     try:
         return data.decode("utf-8", "strict" if strict else "replace")
     except UnicodeDecodeError as exc:
-        raise _ToolFailed(f"{where} is not UTF-8 text; it cannot be edited safely") from exc
+        raise ToolFailed(f"{where} is not UTF-8 text; it cannot be edited safely") from exc
 
 
 def _list_entries(confined: ConfinedRoot, parts: Parts) -> list[str]:
     try:
         entries = confined.list_dir(parts)
     except FileNotFoundError as exc:
-        raise _ToolFailed(f"Directory not found: {shown(parts)}") from exc
+        raise ToolFailed(f"Directory not found: {shown(parts)}") from exc
     except NotADirectoryError as exc:
-        raise _ToolFailed(f"{shown(parts)} is a file, not a directory; use read_file") from exc
+        raise ToolFailed(f"{shown(parts)} is a file, not a directory; use read_file") from exc
     return sorted(name + ("/" if is_dir else "") for name, is_dir in entries)
 
 
@@ -717,7 +602,7 @@ def _regex_matcher(pattern: str) -> Matcher:
     try:
         compiled = regex.compile(pattern)
     except regex.error as exc:
-        raise _BadArgument(f"pattern is not a valid regular expression: {exc}") from exc
+        raise BadArgument(f"pattern is not a valid regular expression: {exc}") from exc
     return lambda line, seconds: compiled.search(line, timeout=seconds) is not None
 
 
@@ -729,9 +614,3 @@ def _cap(text: str, cap_chars: int, hint: str) -> str:
     if len(text) <= cap_chars:
         return text
     return f"{text[:cap_chars]}\n[... truncated at {cap_chars} of {len(text)} characters; {hint}]"
-
-
-def _json_type(value: object) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
-    names.update({list: "an array", dict: "an object", type(None): "null"})
-    return names.get(type(value), type(value).__name__)
