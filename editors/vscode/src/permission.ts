@@ -20,6 +20,8 @@ export const REVIEW_LABEL = 'Review…';
 
 /** The tool of milk's own question: does Claude take over a turn the local model failed? */
 export const HAND_OFF_TOOL = 'hand_off_to_claude';
+/** The tool of milk's own question: may Claude run once past the day's budget? */
+export const BUDGET_TOOL = 'claude_budget';
 /** The close button of a question that is not about an edit: it denies and stops the turn. */
 export const STOP_LABEL = 'Stop the turn';
 
@@ -101,8 +103,23 @@ function handOffPrompt(p: RequestPermissionParams): PermissionPrompt {
   return { message: 'The local model could not finish this turn. Hand it to Claude?', detail: lines.filter(Boolean).join('\n\n'), labels: [yes], close: no };
 }
 
+/** milk's budget question, in words: the day's figures and what each choice does. */
+function budgetPrompt(p: RequestPermissionParams): PermissionPrompt {
+  const yes = labelOf(p, 'allow_once') ?? 'Go on once';
+  const no = labelOf(p, 'deny') ?? 'Stop here';
+  const input = p.input ?? {};
+  const money = (v: unknown) => (typeof v === 'number' ? `$${v.toFixed(2)}` : '?');
+  const lines = [
+    `Spent on Claude today (${String(input.day ?? 'today')}): ${money(input.spentTodayUsd)} of the ${money(input.limitUsd)} a day set by milk.claude.budgetUsd.`,
+    `${yes}: Claude takes this turn anyway; the budget stays as set.`,
+    `${no}: the turn ends before Claude starts.`,
+  ];
+  return { message: "Claude's daily budget for this workspace is reached. Go on with Claude for this turn?", detail: lines.join('\n\n'), labels: [yes], close: no };
+}
+
 export function permissionPrompt(p: RequestPermissionParams, opts: { workspaceFolder?: string } = {}): PermissionPrompt {
   if (p.tool === HAND_OFF_TOOL) return handOffPrompt(p);
+  if (p.tool === BUDGET_TOOL) return budgetPrompt(p);
   const who = p.agent === 'claude' ? 'Claude' : 'The local agent';
   const edits = p.edits ?? [];
   let message: string;

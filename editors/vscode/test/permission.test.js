@@ -102,3 +102,19 @@ test("the hand-off question: words, the reason, only the choices that exist", ()
   assert.deepEqual([...kept.labels, kept.close], ['Hand to Claude', 'Keep the local answer']);
   assert.match(kept.detail, /Keep the local answer: the turn ends as failed, with the local model's text\./);
 });
+
+test("the budget question: words, the day's figures, go on once or stop", () => {
+  const budget = {
+    sessionId: 's', turnId: 't', agent: 'claude', toolCallId: 'budget-t', tool: 'claude_budget',
+    input: { limitUsd: 0.5, spentTodayUsd: 0.512345, day: '2026-12-02' },
+    description: "Claude's daily budget for this workspace is reached: …",
+    options: [{ optionId: 'allow_once', label: 'Go on once' }, { optionId: 'deny', label: 'Stop here' }],
+  };
+  const p = permissionPrompt(budget);
+  assert.equal(p.message, "Claude's daily budget for this workspace is reached. Go on with Claude for this turn?");
+  assert.match(p.detail, /^Spent on Claude today \(2026-12-02\): \$0\.51 of the \$0\.50 a day set by milk\.claude\.budgetUsd\.$/m);
+  assert.doesNotMatch(p.detail, /[{}]|claude_budget|limitUsd/);
+  assert.deepEqual([...p.labels, p.close], ['Go on once', 'Stop here']);
+  assert.deepEqual(permissionAnswer(budget, 'Go on once'), { optionId: 'allow_once' });
+  assert.deepEqual(permissionAnswer(budget, undefined), { optionId: 'deny' });
+});
