@@ -28,6 +28,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.checks import check_kind
+from milk_lsp.agents.local.edit_intent import unmade_quoted_change
 from milk_lsp.agents.local.grounding import about_workspace
 from milk_lsp.agents.local.judge import DEICTIC, TurnGrounding
 from milk_lsp.agents.local.read_first import focus_names, read_first
@@ -168,6 +169,8 @@ class LocalPart:
         broken = await self._put_back_broken(turn, tools)
         if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
             outcome = broken
+        if outcome is None and change:
+            outcome = await self._unmade_change(tools, user_ask)
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
         return outcome
@@ -209,6 +212,15 @@ class LocalPart:
         detail = f"the local model's edit of {path} broke it ({problem}); {done}"
         turn.notice("warning", detail[0].upper() + detail[1:])
         return LocalGaveUp(LocalSignal.EDIT_BROKE_FILE, detail)
+
+    @staticmethod
+    async def _unmade_change(tools: WorkspaceTools, user_ask: str) -> LocalGaveUp | None:
+        """The request quotes the text to change and the local model's edits left it as it
+        was: the edit went elsewhere, so the turn did not do what was asked
+        (`edit_not_made`)."""
+        edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
+        why = unmade_quoted_change(user_ask, edited)
+        return None if why is None else LocalGaveUp(LocalSignal.EDIT_NOT_MADE, why)
 
     @staticmethod
     def _say_checks(turn: Turn, tools: WorkspaceTools) -> None:

@@ -386,7 +386,9 @@ async def test_a_rename_with_the_text_around_it_miscopied_changes_only_the_name(
             old_text=f"NUMBERS_PATTERN = {mangled}",
             new_text=f"COMMA_PATTERN = {mangled}",
         ),
-        edit(path="slug.py", old_text="NUMBERS_PATTERN", new_text="COMMA_PATTERN", replace_all=True),
+        edit(
+            path="slug.py", old_text="NUMBERS_PATTERN", new_text="COMMA_PATTERN", replace_all=True
+        ),
         {"text": "Renamed NUMBERS_PATTERN to COMMA_PATTERN."},
     )
     result = await chat(client, "In slug.py rename NUMBERS_PATTERN to COMMA_PATTERN")
@@ -431,7 +433,9 @@ async def test_an_edit_that_only_writes_the_request_as_a_comment_is_refused(
     )
     assert "A docstring is a string literal as the first line of the body" in refused["output"]
     assert made["output"].startswith("Edited slug.py: lines 9-10")
-    assert '    """Cut text to max_length."""\n    return text[:max_length]' in slug_file.read_text()
+    assert (
+        '    """Cut text to max_length."""\n    return text[:max_length]' in slug_file.read_text()
+    )
     assert len(client.permission_requests) == 1  # the refused edit asked nothing
 
 
@@ -448,3 +452,44 @@ async def test_a_quoted_text_the_request_names_brings_its_lines_not_the_whole_fi
         first
     )
     assert "value_5 = 5" not in first
+
+
+async def test_an_edit_elsewhere_than_the_quoted_change_is_edit_not_made(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """Asked to change "Slug string" to "Make a slug", the model puts the new text on another
+    line and says it is done (what the 1.5B model did): "Slug string" is as it was, so the
+    turn is not a success."""
+    client.permission_answers.append("allow_once")
+    cli = env.workspace / "cli.py"
+    cli.write_text('parser = make(description="Slug string")\nparser.add(help="Text")\n')
+    openai.enqueue(
+        edit(path="cli.py", old_text='help="Text"', new_text='help="Make a slug"'),
+        {"text": "Changed the description."},
+    )
+    ask = 'In cli.py change the description from "Slug string" to "Make a slug".'
+    result = await chat(client, ask)
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_not_made"
+    assert (
+        'the request asks to change "Slug string" to "Make a slug", but the local model\'s edits'
+        ' left "Slug string" as it was in cli.py.' in result["error"]["message"]
+    )
+    done = cli.read_text()
+    assert 'help="Make a slug"' in done  # the edit stays (it broke nothing): the user judges it
+
+
+async def test_the_quoted_change_made_ends_well(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    client.permission_answers.append("allow_once")
+    cli = env.workspace / "cli.py"
+    cli.write_text('parser = make(description="Slug string")\n')
+    openai.enqueue(
+        edit(path="cli.py", old_text="Slug string", new_text="Make a slug"),
+        {"text": "Changed the description."},
+    )
+    result = await chat(
+        client, 'In cli.py change the description from "Slug string" to "Make a slug".'
+    )
+    assert result["stopReason"] == "end_turn", result

@@ -1,9 +1,11 @@
-"""An edit that only writes the request down as a comment changes nothing.
+"""Did the local edits do what the request asked? Evidence in the files, not the words.
 
 Asked "Add a one-line docstring to slugify_params", a 1.5B model appended
 `# Add a one-line docstring to the function slugify_params…` to the function and said it
 was done: the file still parses, so no check after the edit catches it, and the turn would
 end as if the change had been made. Such an edit is refused with what to do instead.
+Asked to change a description from "Slug string" to "Make a slug from text", it edited
+another line: a request that quotes the new text is not done while no edited file has it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ import difflib
 import re
 from pathlib import PurePath
 
+_QUOTED_CHANGE = re.compile(
+    r"""(["'])(?P<old>[^"'\n]{1,200})\1\s+(?:to|into|with|by)\s+(["'])(?P<new>[^"'\n]{1,200})\3"""
+)
+"""`from "A" to "B"`, `"A" with "B"`: a change the request spells out, old and new text."""
 _COMMENT = re.compile(r"^\s*(?:#|//)")
 _WORD = re.compile(r"[a-z0-9_]+")
 ECHO_MIN_WORDS = 3
@@ -48,3 +54,37 @@ def echoes_request(path: str, before: str, after: str, request: str) -> str | No
             ' `def …:` line, indented like the body, for example `    """Say what it does."""`.'
         )
     return said
+
+
+def quoted_change(request: str) -> tuple[str, str] | None:
+    """The old and new text of a change the request quotes ("Slug string" to "Make a slug
+    from text"), None when it quotes none."""
+    match = _QUOTED_CHANGE.search(request)
+    if match is None or not match.group("new").strip():
+        return None
+    return match.group("old"), match.group("new")
+
+
+def unmade_quoted_change(
+    request: str, edited: dict[str, tuple[str | None, str | None]]
+) -> str | None:
+    """Why the turn's edits did not make the change the request quotes, in words: the old
+    text is in the edited files as often as before the turn (the edit went elsewhere); None
+    when it was changed, when nothing was edited, when the request quotes no change, or
+    when no edited file had the old text (nothing to judge by). `edited`: each edited
+    file's text before the turn and now (None: not there)."""
+    wanted = quoted_change(request)
+    if wanted is None or not edited:
+        return None
+    old, new = wanted
+    counts = [
+        (before.count(old) if before else 0, now.count(old) if now else 0)
+        for before, now in edited.values()
+    ]
+    if not any(before for before, _ in counts) or any(now < before for before, now in counts):
+        return None
+    files = ", ".join(edited)
+    return (
+        f'the request asks to change "{old}" to "{new}", but the local model\'s edits left'
+        f' "{old}" as it was in {files}'
+    )

@@ -366,6 +366,10 @@ class WorkspaceTools:
         """The files this turn's edits wrote, in order."""
         return [shown(parts) for parts in self._before]
 
+    def texts_before(self) -> list[tuple[str, str | None]]:
+        """Each file this turn's edits wrote, with its text before the first (None: created)."""
+        return [(shown(parts), text) for parts, text in self._before.items()]
+
     async def check_edits(self, tool_call_id: str) -> CheckRun | None:
         """Run `pending_check()`, asking the user first as `run_command` does."""
         command = self.pending_check()
