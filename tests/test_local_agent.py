@@ -924,6 +924,8 @@ TEXT_CALL_SHAPES = {
     "tool_call-tag": f"<tool_call>\n{READ_A}\n</tool_call>",
     "bracket-tag": f"[tool_call]{READ_A}[/tool_call]",
     "tag-unclosed": f"<tool_call>\n{READ_A}",
+    # Qwen2.5-Coder-1.5B on bench/real_tasks: the tag its chat template puts around the specs
+    "tools-tag": f"<tools>\n{READ_A}\n</tools>",
     "llama-style": '{"type": "function", "name": "read_file", "parameters": {"path": "a.py"}}',
     # Qwen2.5-Coder-1.5B on bench/real_tasks: the tool's name and a Python dict
     "named-dict": "read_file {'path': 'a.py'}",
@@ -977,6 +979,14 @@ def test_parse_text_tool_calls_several() -> None:
         calls = parse_text_tool_calls(text, OFFERED)
         assert calls is not None, text
         assert [(c.name, json.loads(c.arguments)) for c in calls] == expected
+
+
+def test_parse_text_tool_calls_takes_line_breaks_inside_strings_as_written() -> None:
+    """The 1.5B model copies a file's lines into old_text with real line breaks (invalid
+    JSON, strictly): the call is still the call it wrote."""
+    text = '```json\n{"name": "read_file", "arguments": {"path": "a.py\n  b"}}\n```'
+    [call] = parse_text_tool_calls(text, OFFERED) or []
+    assert json.loads(call.arguments) == {"path": "a.py\n  b"}
 
 
 @pytest.mark.parametrize("text", list(NOT_TEXT_CALLS.values()), ids=list(NOT_TEXT_CALLS))

@@ -155,15 +155,19 @@ _HEAD_CHECK_CHARS = 512
 _FENCE = "```"
 _FENCE_LANGS = ("", "json", "tool_call")
 """Info strings of a fenced call (compared case-insensitively)."""
-_TAGS = (("<tool_call>", "</tool_call>"), ("[tool_call]", "[/tool_call]"))
+_TAGS = (("<tool_call>", "</tool_call>"), ("[tool_call]", "[/tool_call]"), ("<tools>", "</tools>"))
+"""`<tools>` is how Qwen2.5's chat template wraps the tool specs; the 1.5B model wraps its
+own calls in it too."""
 _CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
 _FENCE_LANG = re.compile(r"[A-Za-z0-9_-]*")
 _SPACE = re.compile(r"\s*")
-_JSON_DECODER = json.JSONDecoder()
+_JSON_DECODER = json.JSONDecoder(strict=False)
+"""Line breaks inside a string are taken as written: a small model copies a file's lines
+into old_text with real line breaks, not `\\n`."""
 _NAMED = re.compile(r"`?([A-Za-z_]\w*)`?[ \t]*:?[ \t]*")
 """A tool's name written before its arguments (`search_text {`, `` `read_file`( ``)."""
 _HEAD_KEY = re.compile(
-    r"""\s*(?:```[A-Za-z0-9_-]*\s*|<tool_call>\s*|\[tool_call\]\s*)?(?:\[\s*)?"""
+    r"""\s*(?:```[A-Za-z0-9_-]*\s*|<tool_call>\s*|\[tool_call\]\s*|<tools>\s*)?(?:\[\s*)?"""
     r"""\{\s*"((?:[^"\\]|\\.)*)"\s*:\s*"""
 )
 _HEAD_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -173,7 +177,8 @@ def parse_text_tool_calls(text: str, offered: Collection[str]) -> list[MergedToo
     """The tool calls a reply's whole `text` spells out, or None when it is not only calls.
 
     Accepted, after stripping: one ```` ```json ```` (or ```` ``` ````, ```` ```tool_call ````)
-    fence, bare JSON, or `<tool_call>…</tool_call>` / `[tool_call]…[/tool_call]` blocks (the
+    fence, bare JSON, or `<tool_call>…</tool_call>` / `[tool_call]…[/tool_call]` /
+    `<tools>…</tools>` blocks (the
     last closing fence or tag may be missing: some servers stop on it). Inside: one or more
     JSON values, each a call `{"name": …, "arguments": …}` or a non-empty list of calls.
     A call has a `name` among `offered`, exactly one of `arguments` / `parameters` (an
