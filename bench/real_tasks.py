@@ -274,7 +274,11 @@ async def prefix_cache(turns: Turns, proxy: TimingsProxy, sdist: Path) -> dict[s
 async def routing_numbers(milk: MilkLsp, workspace: Path) -> dict[str, Any]:
     """`milk/stats` of the tasks' workspace after the run: what milk itself counted (the
     prefix-cache turns of that folder included), to set beside the verdicts above."""
-    stats = dict(await milk.request("milk/stats", {"workspaceFolder": workspace.as_uri()}))
+    try:
+        stats = dict(await milk.request("milk/stats", {"workspaceFolder": workspace.as_uri()}))
+    except Exception as exc:  # an older server tree (--server-tree) has no milk/stats
+        print(f"\nmilk/stats: not answered ({exc!r})")
+        return {}
     print(f"\nmilk/stats of the tasks' workspace:\n{stats.get('text', '')}")
     return stats
 

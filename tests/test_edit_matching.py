@@ -164,3 +164,16 @@ def test_a_miscopied_edit_is_refused_unless_one_place_clearly_matches(
 def test_replace_all_of_a_name_changes_whole_words_only() -> None:
     done = replace_all(RENAME_SOURCE, "NUMBERS", "COMMAS", "a.py")
     assert "BIG_NUMBERS" in done.text and done.text.count("COMMAS") == 2
+
+
+def test_replace_all_with_one_name_changed_renames_that_name_everywhere() -> None:
+    """The 1.5B model's second step of a rename: its first edit's line again (miscopied, and
+    now renamed already) with replace_all: the name it changes is renamed wherever it is."""
+    renamed_once = RENAME_SOURCE.replace("\nNUMBERS =", "\nCOMMAS =")
+    old = "NUMBERS = re.compile(r'(?<=\\d),(?\\\\d)')"
+    done = replace_all(renamed_once, old, old.replace("NUMBERS", "COMMAS"), "a.py")
+    assert done.text == renamed_once.replace("NUMBERS.sub", "COMMAS.sub")
+    assert "BIG_NUMBERS" in done.text
+    assert done.note == "the name NUMBERS everywhere, as replace_all asks"
+    with pytest.raises(EditDoesNotApply, match="occurs 0 times"):  # two changes: no rename
+        replace_all(renamed_once, "NUMBERS = x(1)", "COMMAS = x(2)", "a.py")

@@ -246,6 +246,24 @@ def test_embedded_call_takes_the_first_written_call_when_it_can_run() -> None:
     assert embedded_call("no call here", offered) is None
 
 
+def test_embedded_call_with_code_quotes_left_unescaped_is_the_call_it_spells() -> None:
+    """Qwen2.5-Coder-1.5B on bench/real_tasks (humanize's now-docstring): an edit_file call
+    as a ```json block whose new_text holds a docstring's triple quotes unescaped."""
+    offered = {"edit_file"}
+    text = (
+        '```json\n{\n  "name": "edit_file",\n  "arguments": {\n    "path": "t.py",\n'
+        '    "old_text": "def _now():\\n    return 1",\n'
+        '    "new_text": "def _now():\\n    """Now.""" \\n    d = {"a": [1]}\\n    return 1"\n'
+        "  }\n}\n```"
+    )
+    found = embedded_call(text, offered)
+    assert found is not None and found.call.name == "edit_file"
+    assert json.loads(found.call.arguments)["new_text"] == (
+        'def _now():\n    """Now.""" \n    d = {"a": [1]}\n    return 1'
+    )
+    assert embedded_call(text.replace('"old_text"', "old_text"), offered) is None  # no object
+
+
 async def test_a_plan_of_calls_runs_its_first_step_and_says_so(
     server: FakeOpenAIServer, agent: LocalAgent
 ) -> None:
@@ -287,6 +305,9 @@ def test_asks_for_change_reads_the_first_word() -> None:
     assert asks_for_change("In slugify/slugify.py rename the constant NUMBERS_PATTERN")
     assert asks_for_change("In `calc.py`, please fix add")
     assert not asks_for_change("In which file is smart_truncate defined?")
+    # bench/real_tasks humanize 'locale-plugin': answered with a plan and no edit, end_turn
+    assert asks_for_change("Redesign the package's translation support: replace the state")
+    assert asks_for_change("Design and implement a plugin system")
 
 
 async def test_a_change_asked_for_and_not_made_gets_one_nudge_then_is_a_signal(

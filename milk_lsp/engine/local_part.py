@@ -28,7 +28,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.checks import check_kind
-from milk_lsp.agents.local.edit_intent import unmade_quoted_change
+from milk_lsp.agents.local.edit_intent import unmade_change
 from milk_lsp.agents.local.grounding import about_workspace
 from milk_lsp.agents.local.judge import DEICTIC, TurnGrounding
 from milk_lsp.agents.local.read_first import focus_names, read_first
@@ -215,11 +215,11 @@ class LocalPart:
 
     @staticmethod
     async def _unmade_change(tools: WorkspaceTools, user_ask: str) -> LocalGaveUp | None:
-        """The request quotes the text to change and the local model's edits left it as it
-        was: the edit went elsewhere, so the turn did not do what was asked
-        (`edit_not_made`)."""
+        """The request spells out what to change (quoted text, a name to rename) and the
+        local model's edits left it as it was: the edit went elsewhere, so the turn did not
+        do what was asked (`edit_not_made`)."""
         edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
-        why = unmade_quoted_change(user_ask, edited)
+        why = unmade_change(user_ask, edited)
         return None if why is None else LocalGaveUp(LocalSignal.EDIT_NOT_MADE, why)
 
     @staticmethod

@@ -228,7 +228,11 @@ async def test_tried_calls_reach_claude(
 async def test_off_ends_error_with_the_local_text_kept(
     harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
 ) -> None:
-    openai.enqueue({"tool_calls": [BAD_EDIT]}, {"text": "Run sed yourself."})
+    openai.enqueue(
+        {"tool_calls": [BAD_EDIT]},
+        {"text": "Run sed yourself."},
+        {"text": "I cannot make this edit."},  # after milk asked once more for the edit
+    )
     client = await start(harness, claude_env, "off")
     client.permission_answers = ["allow_once"]
     result = await chat(client, claude_env, "rename greet")
@@ -236,11 +240,12 @@ async def test_off_ends_error_with_the_local_text_kept(
     assert result["error"]["reason"] == "local_failed"
     assert result["error"]["data"]["signal"] == "failed_edit"
     assert "local.handOff" in result["error"]["message"]
-    assert result["text"] == "Run sed yourself."
+    assert result["text"] == "Run sed yourself.\n\nI cannot make this edit."
     assert result.get("escalated") is None
     assert api.main_requests() == []
     notices = [u for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
     assert notices[-1]["severity"] == "error"
+    assert any("milk asked the model to redo its edit of" in n["message"] for n in notices)
 
 
 async def test_ask_deny_keeps_the_local_answer_and_ends_error(

@@ -493,3 +493,27 @@ async def test_the_quoted_change_made_ends_well(
         client, 'In cli.py change the description from "Slug string" to "Make a slug".'
     )
     assert result["stopReason"] == "end_turn", result
+
+
+async def test_a_rename_that_renamed_something_else_is_edit_not_made(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """Asked to rename the dict `suffixes`, the 1.5B model renamed a key inside it (the
+    file still works, so no check after the edit objects) and asked for "the necessary
+    information": `suffixes` is there as often as before, so the turn is not a success."""
+    client.permission_answers.append("allow_once")
+    sizes = env.workspace / "sizes.py"
+    sizes.write_text(
+        'suffixes = {"decimal": " kB"}\n\n\ndef unit():\n    return suffixes["decimal"]\n'
+    )
+    openai.enqueue(
+        edit(path="sizes.py", old_text='"decimal": " kB"', new_text='"SUFFIXES": " kB"'),
+        {"text": "To continue, please provide the necessary information to proceed."},
+    )
+    result = await chat(client, "In sizes.py rename the module-level dict suffixes to SUFFIXES.")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_not_made"
+    assert (
+        'the request asks to rename "suffixes" to "SUFFIXES", but the local model\'s edits left'
+        ' "suffixes" as it was in sizes.py.' in result["error"]["message"]
+    )

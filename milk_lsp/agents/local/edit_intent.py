@@ -5,19 +5,27 @@ Asked "Add a one-line docstring to slugify_params", a 1.5B model appended
 was done: the file still parses, so no check after the edit catches it, and the turn would
 end as if the change had been made. Such an edit is refused with what to do instead.
 Asked to change a description from "Slug string" to "Make a slug from text", it edited
-another line: a request that quotes the new text is not done while no edited file has it.
+another line, and asked to rename the dict `suffixes`, it renamed a key inside it: a
+request that spells out what to change is not done while the edits left that as it was.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from pathlib import PurePath
 
 _QUOTED_CHANGE = re.compile(
     r"""(["'])(?P<old>[^"'\n]{1,200})\1\s+(?:to|into|with|by)\s+(["'])(?P<new>[^"'\n]{1,200})\3"""
 )
 """`from "A" to "B"`, `"A" with "B"`: a change the request spells out, old and new text."""
+_RENAME = re.compile(
+    r"\brename\s+(?:[\w-]+\s+){0,4}?`?(?P<old>-{0,2}[A-Za-z_][\w.-]*)`?\s+(?:to|as|into)\s+"
+    r"`?(?P<new>-{0,2}[A-Za-z_][\w-]*)",
+    re.IGNORECASE,
+)
+"""`rename the constant NUMBERS_PATTERN to NUMBER_COMMA_PATTERN`, `rename --a to --b`."""
 _COMMENT = re.compile(r"^\s*(?:#|//)")
 _WORD = re.compile(r"[a-z0-9_]+")
 ECHO_MIN_WORDS = 3
@@ -56,35 +64,51 @@ def echoes_request(path: str, before: str, after: str, request: str) -> str | No
     return said
 
 
-def quoted_change(request: str) -> tuple[str, str] | None:
-    """The old and new text of a change the request quotes ("Slug string" to "Make a slug
-    from text"), None when it quotes none."""
+@dataclass(frozen=True)
+class RequestedChange:
+    """The old and new text of a change the request spells out."""
+
+    old: str
+    new: str
+    word: bool
+    """A name (a rename): counted as a whole word, not inside longer names."""
+
+    def count(self, text: str | None) -> int:
+        if not text:
+            return 0
+        if not self.word:
+            return text.count(self.old)
+        return len(re.findall(rf"(?<![\w-]){re.escape(self.old)}(?![\w-])", text))
+
+
+def requested_change(request: str) -> RequestedChange | None:
+    """The change the request spells out: quoted ("Slug string" to "Make a slug from
+    text") or a rename (rename the constant NUMBERS_PATTERN to NUMBER_COMMA_PATTERN); None
+    when it spells out none."""
     match = _QUOTED_CHANGE.search(request)
-    if match is None or not match.group("new").strip():
-        return None
-    return match.group("old"), match.group("new")
+    if match is not None and match.group("new").strip():
+        return RequestedChange(match.group("old"), match.group("new"), word=False)
+    match = _RENAME.search(request)
+    if match is not None:
+        return RequestedChange(match.group("old"), match.group("new"), word=True)
+    return None
 
 
-def unmade_quoted_change(
-    request: str, edited: dict[str, tuple[str | None, str | None]]
-) -> str | None:
-    """Why the turn's edits did not make the change the request quotes, in words: the old
-    text is in the edited files as often as before the turn (the edit went elsewhere); None
-    when it was changed, when nothing was edited, when the request quotes no change, or
-    when no edited file had the old text (nothing to judge by). `edited`: each edited
-    file's text before the turn and now (None: not there)."""
-    wanted = quoted_change(request)
+def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
+    """Why the turn's edits did not make the change the request spells out, in words: the
+    old text (the old name) is in the edited files as often as before the turn (the edit
+    went elsewhere); None when it was changed, when nothing was edited, when the request
+    spells out no change, or when no edited file had the old text (nothing to judge by).
+    `edited`: each edited file's text before the turn and now (None: not there)."""
+    wanted = requested_change(request)
     if wanted is None or not edited:
         return None
-    old, new = wanted
-    counts = [
-        (before.count(old) if before else 0, now.count(old) if now else 0)
-        for before, now in edited.values()
-    ]
+    counts = [(wanted.count(before), wanted.count(now)) for before, now in edited.values()]
     if not any(before for before, _ in counts) or any(now < before for before, now in counts):
         return None
     files = ", ".join(edited)
+    verb = "rename" if wanted.word else "change"
     return (
-        f'the request asks to change "{old}" to "{new}", but the local model\'s edits left'
-        f' "{old}" as it was in {files}'
+        f'the request asks to {verb} "{wanted.old}" to "{wanted.new}", but the local model\'s'
+        f' edits left "{wanted.old}" as it was in {files}'
     )

@@ -147,16 +147,42 @@ def replace_all(
         matches = [m for m in matches if _whole_word(current, m)]
     if scopes:
         matches = [m for m in matches if _inside(m, scopes[0])]
+    note = ""
+    renamed = None if matches else _renamed_name(old_text, new_text)
+    if renamed is not None:  # "rename X to Y everywhere", said with one line that has X
+        old_text, new_text = renamed
+        matches = [m for m in _exact(current, old_text, new_text) if _whole_word(current, m)]
+        matches = [m for m in matches if not scopes or _inside(m, scopes[0])]
+        note = f"the name {old_text} everywhere, as replace_all asks"
     if not matches:
-        return replace_once(current, old_text, new_text, where, scopes, scope_given=bool(scopes))
+        return replace_once(
+            current, *(renamed or (old_text, new_text)), where, scopes, scope_given=bool(scopes)
+        )
     pieces, at = [], 0
     for match in matches:
         pieces += [current[at : match.start], new_text]
         at = match.end
     pieces.append(current[at:])
     lines = ", ".join(str(m.first_line) for m in matches[:20])
-    note = f"all {len(matches)} occurrences, on lines {lines}" if len(matches) > 1 else ""
-    return Replacement("".join(pieces), matches[0].first_line, matches[-1].last_line, note)
+    every = f"all {len(matches)} occurrences, on lines {lines}" if len(matches) > 1 else ""
+    return Replacement(
+        "".join(pieces), matches[0].first_line, matches[-1].last_line, _joined(note, every)
+    )
+
+
+def _renamed_name(old_text: str, new_text: str) -> tuple[str, str] | None:
+    """The one name old_text and new_text differ in (`NUMBERS_PATTERN = re.compile(…)` to
+    `COMMA = re.compile(…)`: NUMBERS_PATTERN, COMMA), None when they differ otherwise."""
+    old_tokens, new_tokens = _TOKEN.findall(old_text), _TOKEN.findall(new_text)
+    matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
+    hunks = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(hunks) != 1 or hunks[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = hunks[0]
+    if i2 - i1 != 1 or j2 - j1 != 1:
+        return None
+    was, now = old_tokens[i1], new_tokens[j1]
+    return (was, now) if _NAME.fullmatch(was) and _NAME.fullmatch(now) else None
 
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -231,8 +257,9 @@ def _change_only(current: str, old_text: str, new_text: str) -> _ChangedPart | N
     scored: list[tuple[int, int]] = []
     at = current.find(core)
     while at != -1 and len(scored) < 200:
-        left = _common_suffix(before, current[:at])
-        right = _common_prefix(after, current[at + len(core) :])
+        end = at + len(core)
+        left = _common_suffix(before, current[max(0, at - len(before)) : at])
+        right = _common_prefix(after, current[end : end + len(after)])
         bounded = (left or not _is_word(core[0]) or at == 0 or not _is_word(current[at - 1])) and (
             right
             or not _is_word(core[-1])

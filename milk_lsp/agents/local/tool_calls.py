@@ -478,3 +478,68 @@ class TextCallGate:
             self._head_pending = rest.startswith('"')
             return rest.startswith('"')
         return _json_string(value.group(1)) in self._offered
+
+
+_NEXT_KEY = re.compile(r'\s*,\s*"(?:[^"\\\n]|\\.)*"\s*:')
+_NEXT_ITEM = re.compile(r"\s*,\s*\S")
+_CLOSER = re.compile(r"\s*([}\]])")
+
+
+def decode_loose_object(text: str, start: int) -> Any | None:
+    """The JSON object at `start` when only its strings are malformed: a small model copies
+    code with `"` in it into a string unescaped (`"new_text": "def f():\\n    \"\"\"Doc.\"\"\"…"`).
+    A `"` inside a string value ends it only where a `}`, a `]` or `, "key":` follows (a key
+    ends at its `"`); any other is taken as part of the text. A string may not run past its
+    line. None when that does not give one whole object."""
+    if not text.startswith("{", start):
+        return None
+    out: list[str] = []
+    stack: list[str] = []
+    in_string = is_key = False
+    expect_key = False
+    at = start
+    while at < len(text):
+        char = text[at]
+        if in_string:
+            if char == "\\" and at + 1 < len(text):
+                out.append(text[at : at + 2])
+                at += 2
+                continue
+            if char == "\n":
+                return None  # a string running past its line: its end was missed, not found
+            if char == '"' and not (is_key or _ends_value(text, at + 1, stack[-1])):
+                out.append('\\"')
+            else:
+                in_string = char != '"'
+                out.append(char)
+            at += 1
+            continue
+        if char == '"':
+            in_string, is_key = True, expect_key
+        elif char in "{[":
+            stack.append(char)
+            expect_key = char == "{"
+        elif char in "}]":
+            if not stack or "{[".index(stack.pop()) != "}]".index(char):
+                return None
+            if not stack:
+                try:
+                    return json.loads("".join(out) + char, strict=False)
+                except (ValueError, RecursionError):
+                    return None
+        elif char == ",":
+            expect_key = stack[-1] == "{" if stack else False
+        elif char == ":":
+            expect_key = False
+        out.append(char)
+        at += 1
+    return None
+
+
+def _ends_value(text: str, at: int, container: str) -> bool:
+    """Whether a `"` just before `at`, inside a string value in `container`, ends it."""
+    closer = _CLOSER.match(text, at)
+    if closer is not None:
+        return closer.group(1) == ("}" if container == "{" else "]")
+    follows = _NEXT_KEY if container == "{" else _NEXT_ITEM
+    return follows.match(text, at) is not None

@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
-from milk_lsp.agents.local.tool_calls import MergedToolCall, parse_text_tool_calls
+from milk_lsp.agents.local.tool_calls import (
+    MergedToolCall,
+    decode_loose_object,
+    parse_text_tool_calls,
+)
 from milk_lsp.text import cut, one_line
 
 __all__ = [
@@ -78,21 +82,35 @@ _CHANGE_VERBS = frozenset(
     [
         "add",
         "annotate",
+        "append",
         "change",
         "convert",
         "create",
         "delete",
+        "design",
+        "document",
+        "extend",
         "fix",
         "implement",
+        "improve",
         "insert",
+        "introduce",
+        "merge",
+        "migrate",
         "modify",
         "move",
+        "optimize",
+        "redesign",
         "refactor",
         "remove",
         "rename",
+        "reorganize",
         "replace",
+        "restructure",
         "rewrite",
         "set",
+        "simplify",
+        "split",
         "update",
     ]
 )
@@ -180,7 +198,9 @@ def embedded_call(text: str, offered: Collection[str]) -> WrittenCall | None:
         try:
             value, _ = _JSON.raw_decode(text, match.start())
         except (ValueError, RecursionError):
-            return None
+            value = decode_loose_object(text, match.start())  # code's `"` left unescaped
+            if value is None:
+                return None
         calls = parse_text_tool_calls(json.dumps(value), offered)
         if not calls:
             return None
@@ -381,12 +401,21 @@ class TurnWatch:
             )
         if self._failed_edits:
             path, why = next(iter(self._failed_edits.items()))
+            if self._may_nudge_for_change():  # nothing changed yet: one more try at the edit
+                self._change_nudged = True
+                return Nudge(
+                    f"milk: your edit of {path or 'the file'} was not made ({why}). No file has"
+                    " been changed. Make the change now with edit_file, or call"
+                    " escalate_to_claude if you cannot.",
+                    f"milk asked the model to redo its edit of {path or 'the file'}, which"
+                    " was not made",
+                )
             return self.gave_up(
                 LocalSignal.FAILED_EDIT,
                 f"the edit of {path or 'a file'} failed and was not redone: {why}",
             )
         if self.change_requested and not (self._changed or self._change_denied):
-            if not self._change_nudged and EDIT_TOOL in self.offered:
+            if self._may_nudge_for_change():
                 self._change_nudged = True
                 return Nudge(MAKE_THE_CHANGE, _MAKE_THE_CHANGE_SHOWN)
             return self.gave_up(
@@ -416,6 +445,15 @@ class TurnWatch:
                 "or found nothing",
             )
         return None
+
+    def _may_nudge_for_change(self) -> bool:
+        """One corrective message a turn asked for a change may get while no file changed."""
+        return (
+            self.change_requested
+            and not (self._changed or self._change_denied)
+            and not self._change_nudged
+            and EDIT_TOOL in self.offered
+        )
 
     def _unrunnable_call(self, text: str) -> str | None:
         """A call written as text that milk cannot run: an unknown tool, or arguments that
