@@ -264,6 +264,49 @@ def test_embedded_call_with_code_quotes_left_unescaped_is_the_call_it_spells() -
     assert embedded_call(text.replace('"old_text"', "old_text"), offered) is None  # no object
 
 
+async def test_an_edit_repeated_after_it_was_made_ends_the_turn_as_done(
+    server: FakeOpenAIServer,
+) -> None:
+    """Qwen2.5-Coder-1.5B on bench/real_tasks (humanize's now-docstring): the right edit,
+    then the same call twice more although milk said it was made. The change is in place:
+    the turn ends done, not as a loop (`repeated_call`) handed to Claude."""
+    edit = {"name": "edit_file", "arguments": {"path": "a.py", "old_text": "x", "new_text": "y"}}
+    made = "a.py already has new_text (line 1) and no longer has old_text: this edit was made"
+    tools = EditTools()
+    answers = iter(
+        [Outcome("Edited a.py: lines 1-1."), Outcome(f"{made} already; nothing to change.")]
+    )
+    tools.answers["edit_file"] = lambda args: next(answers)
+    server.enqueue({"tool_calls": [edit]}, {"tool_calls": [edit]}, {"tool_calls": [edit]})
+    local = LocalAgent(settings_for(server))
+    try:
+        events = await collect_change(local, tools)
+    finally:
+        await local.aclose()
+    assert events[-1] == TurnDone(), events
+    assert len(tools.calls) == 2  # the third was not run
+    notices = [e.message for e in events if isinstance(e, NoticeEvent)]
+    assert "The local model made its edit of a.py and then repeated it; milk ended the turn" in (
+        " ".join(notices)
+    )
+
+
+def test_a_change_request_with_its_edit_made_is_judged_by_the_edit_not_the_words() -> None:
+    """humanize's precision: the right edit, then an answer quoting the edited function;
+    what the words name is not checked against the workspace (the edit is the evidence)."""
+    watch = TurnWatch(frozenset({"edit_file"}), cut_short=True, change_requested=True)
+    edit = {"path": "n.py", "old_text": "p=2", "new_text": "p=3"}
+    watch.after_call("edit_file", edit, is_error=False, denied=False, output="Edited n.py.")
+    unfounded = Grounded(claims=2, missing=("NumberOrString",))
+    assert (
+        watch.final_reply("I edited scientific in n.py.", reasoned=False, grounded=unfounded)
+        is None
+    )
+    asked = TurnWatch(frozenset({"edit_file"}), cut_short=True)  # a question: still judged
+    verdict = asked.final_reply("It is in n.py.", reasoned=False, grounded=unfounded)
+    assert isinstance(verdict, LocalGaveUp) and verdict.signal is LocalSignal.UNGROUNDED_ANSWER
+
+
 async def test_a_plan_of_calls_runs_its_first_step_and_says_so(
     server: FakeOpenAIServer, agent: LocalAgent
 ) -> None:

@@ -69,6 +69,7 @@ from milk_lsp.agents.local.tool_calls import (
 )
 from milk_lsp.agents.local.watch import (
     AnswerJudge,
+    MadeAlready,
     Nudge,
     TurnWatch,
     WrittenEscalation,
@@ -523,6 +524,15 @@ class LocalAgent:
                     if escalation is not None and call.name == ESCALATE_TOOL_NAME:
                         continue  # the first escalation call wins; it is handled below
                     stop = watch.before_call(call.name, call.arguments)
+                    if isinstance(stop, MadeAlready):
+                        yield ToolCallEvent(
+                            call.id, call.name, call.display_input, ToolStatus.COMPLETED
+                        )
+                        yield ToolResultEvent(call.id, f"not run: {stop.detail}", False)
+                        yield NoticeEvent("info", stop.detail[0].upper() + stop.detail[1:])
+                        async for ending in self._checked_end(check, watch):
+                            yield ending
+                        return
                     if stop is not None:
                         yield ToolCallEvent(
                             call.id, call.name, call.display_input, ToolStatus.FAILED
@@ -567,6 +577,26 @@ class LocalAgent:
                 )
                 yield EscalationRequested(reason=reason, tool_call_id=escalation.id)
                 return
+
+    @staticmethod
+    async def _checked_end(
+        check: EditCheck | None, watch: TurnWatch
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """End a turn whose edits are in place: `local.checkCommand` first when edits are
+        unchecked (its failure, with no model turn left to fix it, is `check_failed`)."""
+        if check is not None and check.pending_check() is not None:
+            checking = run_check(check, f"milk-check-{secrets.token_hex(4)}")
+            async with aclosing(checking) as steps:
+                async for step in steps:
+                    if isinstance(step, str):
+                        yield LocalGaveUp(
+                            LocalSignal.CHECK_FAILED,
+                            f"the check after the local edits failed: {step}",
+                            watch.tried,
+                        )
+                        return
+                    yield step
+        yield TurnDone()
 
     async def _run_tool(
         self, call: _Call, tools: LocalTools | None, offer_escalation: bool

@@ -35,6 +35,7 @@ __all__ = [
     "AnswerJudge",
     "Grounded",
     "Look",
+    "MadeAlready",
     "Nudge",
     "TurnWatch",
     "WrittenCall",
@@ -234,6 +235,18 @@ class Grounded:
 
 
 @dataclass(frozen=True)
+class MadeAlready:
+    """The model repeats an edit milk already told it is made: the change is in place and
+    the loop is the model's, so the turn ends as done (the checks after edits still run)."""
+
+    detail: str
+
+
+_MADE_ALREADY = re.compile(r"this edit was made already; nothing to change|^Nothing changed: ")
+"""edit_file's answer to an edit the turn already made (see `tools`)."""
+
+
+@dataclass(frozen=True)
 class WrittenEscalation:
     """The model wrote `escalate_to_claude` as text instead of calling it: its judgement
     that the task is beyond it, taken as the call."""
@@ -283,6 +296,8 @@ class TurnWatch:
     _calls: Counter[str] = field(default_factory=Counter)
     _tried: list[str] = field(default_factory=list)
     _failed_edits: dict[str, str] = field(default_factory=dict)
+    _made_already: set[str] = field(default_factory=set)
+    """Edit calls whose answer was that the edit is made already."""
     escalation_tool: str = ""
     """The escalation tool's name when it is offered ("" when not)."""
     change_requested: bool = False
@@ -307,10 +322,18 @@ class TurnWatch:
     def gave_up(self, signal: LocalSignal, detail: str) -> LocalGaveUp:
         return LocalGaveUp(signal, detail, self.tried)
 
-    def before_call(self, name: str, arguments: dict[str, Any] | None) -> LocalGaveUp | None:
+    def before_call(
+        self, name: str, arguments: dict[str, Any] | None
+    ) -> LocalGaveUp | MadeAlready | None:
         """A call is about to run: the signal that stops the loop first, if any."""
         key = json.dumps([name, arguments], sort_keys=True, default=str)
         self._calls[key] += 1
+        if key in self._made_already and self._changed and not self._failed_edits:
+            path = str((arguments or {}).get("path", "")) or "the file"
+            return MadeAlready(
+                f"the local model made its edit of {path} and then repeated it; milk ended the"
+                " turn, with the change in place"
+            )
         if not self.cut_short:
             return None
         if name not in self.offered:
@@ -355,6 +378,8 @@ class TurnWatch:
             self._failed_edits[path] = _short(output.removeprefix("error: "), 200)
         else:
             self._failed_edits.pop(path, None)
+            if _MADE_ALREADY.search(output):
+                self._made_already.add(json.dumps([name, arguments], sort_keys=True, default=str))
 
     def round_limit(self, rounds: int) -> LocalGaveUp:
         return self.gave_up(
@@ -422,10 +447,13 @@ class TurnWatch:
                 LocalSignal.EDIT_NOT_MADE,
                 "the user asked for a change and the local model changed no file",
             )
+        edited = self.change_requested and self._changed
+        if edited:
+            grounded = None  # the edits are the evidence (checked after them), not the words
         if grounded is not None and grounded.misplaced:
             return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.misplaced)
         claims = grounded.claims if grounded is not None else 0
-        deflects = claims == 0 and _DEFLECTION.search(visible) is not None
+        deflects = claims == 0 and not edited and _DEFLECTION.search(visible) is not None
         if (_NO_ANSWER.search(visible) or deflects) and len(visible) < _NO_ANSWER_CHARS:
             return self.gave_up(
                 LocalSignal.NO_ANSWER,
