@@ -268,27 +268,30 @@ async def test_an_edit_repeated_after_it_was_made_ends_the_turn_as_done(
     server: FakeOpenAIServer,
 ) -> None:
     """Qwen2.5-Coder-1.5B on bench/real_tasks (humanize's now-docstring): the right edit,
-    then the same call twice more although milk said it was made. The change is in place:
-    the turn ends done, not as a loop (`repeated_call`) handed to Claude."""
+    then the same call twice more although milk said it was made inside `_now`. The change
+    is in place: the turn ends done, not as a loop (`repeated_call`) handed to Claude. Its
+    junk edit of a docstring elsewhere, repeated (number-parse), stays a loop."""
     edit = {"name": "edit_file", "arguments": {"path": "a.py", "old_text": "x", "new_text": "y"}}
     made = "a.py already has new_text (line 1) and no longer has old_text: this edit was made"
-    tools = EditTools()
-    answers = iter(
-        [Outcome("Edited a.py: lines 1-1."), Outcome(f"{made} already; nothing to change.")]
-    )
-    tools.answers["edit_file"] = lambda args: next(answers)
-    server.enqueue({"tool_calls": [edit]}, {"tool_calls": [edit]}, {"tool_calls": [edit]})
-    local = LocalAgent(settings_for(server))
-    try:
-        events = await collect_change(local, tools)
-    finally:
-        await local.aclose()
-    assert events[-1] == TurnDone(), events
-    assert len(tools.calls) == 2  # the third was not run
-    notices = [e.message for e in events if isinstance(e, NoticeEvent)]
-    assert "The local model made its edit of a.py and then repeated it; milk ended the turn" in (
-        " ".join(notices)
-    )
+    for inside, ends_done in ((", inside x as the request asks", True), ("", False)):
+        tools = EditTools()
+        answers = iter(
+            [Outcome("Edited a.py: lines 1-1."), Outcome(f"{made} already{inside}; nothing to do.")]
+        )
+        tools.answers["edit_file"] = lambda args, answers=answers: next(answers)
+        server.enqueue({"tool_calls": [edit]}, {"tool_calls": [edit]}, {"tool_calls": [edit]})
+        local = LocalAgent(settings_for(server))
+        try:
+            events = await collect_change(local, tools)
+        finally:
+            await local.aclose()
+        assert len(tools.calls) == 2  # the third was not run
+        if not ends_done:  # made elsewhere than what the request names: still a loop
+            gave_up(events, LocalSignal.REPEATED_CALL)
+            continue
+        assert events[-1] == TurnDone(), events
+        notices = " ".join(e.message for e in events if isinstance(e, NoticeEvent))
+        assert "The local model made its edit of a.py and then repeated it; milk ended" in notices
 
 
 def test_a_change_request_with_its_edit_made_is_judged_by_the_edit_not_the_words() -> None:

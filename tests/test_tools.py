@@ -835,3 +835,21 @@ def test_module_does_not_import_the_lsp_layer() -> None:
     source = Path(tools.__file__).read_text()
     assert "pygls" not in source
     assert "lsprotocol" not in source
+
+
+async def test_an_edit_made_already_says_when_it_is_inside_what_the_request_names(
+    root: Path, host: FakeHost
+) -> None:
+    """The local agent ends a repeated made edit as done only with that evidence."""
+    (root / "t.py").write_text('def _now():\n    """Now."""\n    return 1\n\n\nX = 1\n')
+    named = WorkspaceTools(root, host, focus=["_now"])
+    again = {
+        "path": "t.py",
+        "old_text": "def _now():\n    return 1",
+        "new_text": 'def _now():\n    """Now."""\n    return 1',
+    }
+    outcome = await named.call("t1", "edit_file", again)
+    assert "this edit was made already, inside _now as the request asks; nothing" in outcome.output
+    elsewhere = {"path": "t.py", "old_text": "X = 0", "new_text": "X = 1"}
+    outcome = await named.call("t2", "edit_file", elsewhere)
+    assert "this edit was made already; nothing to change." in outcome.output

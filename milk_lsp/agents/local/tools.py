@@ -46,6 +46,7 @@ from milk_lsp.agents.local.replace import (
     already_made,
     split_lines,
 )
+from milk_lsp.agents.local.symbols import symbol_line_range
 from milk_lsp.agents.local.tool_arguments import BadArgument, ToolArguments, ToolFailed
 from milk_lsp.agents.local.tool_specs import (
     EDIT_FILE,
@@ -283,9 +284,11 @@ class WorkspaceTools:
         current, _ = await self._text_for_edit(parts)
         made = None if current is None else already_made(current, old_text, new_text)
         if made is not None and not symbol:
+            named = self._named_around(where, current or "", made)
+            inside = f", inside {named} as the request asks" if named else ""
             return ToolOutcome(
                 f"{where} already has new_text (line {made}) and no longer has old_text: this"
-                f" edit was made already; nothing to change.{self._still_broken(parts)}"
+                f" edit was made already{inside}; nothing to change.{self._still_broken(parts)}"
             )
         try:
             replaced = await asyncio.to_thread(change.apply, current, where)
@@ -340,6 +343,16 @@ class WorkspaceTools:
             f"{said}. But {where} is broken now: {problem}. Fix it with edit_file (read_file"
             " shows the file as it is now); milk puts the file back as it was if it stays broken."
         )
+
+    def _named_around(self, where: str, text: str, line: int) -> str | None:
+        """The definition the request names that holds `line` of a Python file, if any."""
+        if not where.endswith((".py", ".pyi")):
+            return None
+        for name in self._focus:
+            lines = symbol_line_range(text, name)
+            if lines is not None and lines[0] <= line <= lines[1]:
+                return name
+        return None
 
     async def text_of(self, path: str) -> str | None:
         """A file's current text as read_file sees it (the editor's unsaved text first);

@@ -236,14 +236,17 @@ class Grounded:
 
 @dataclass(frozen=True)
 class MadeAlready:
-    """The model repeats an edit milk already told it is made: the change is in place and
-    the loop is the model's, so the turn ends as done (the checks after edits still run)."""
+    """The model repeats an edit milk already told it is made inside the definition the
+    request names: the change is in place and the loop is the model's, so the turn ends as
+    done (the checks after edits still run)."""
 
     detail: str
 
 
-_MADE_ALREADY = re.compile(r"this edit was made already; nothing to change|^Nothing changed: ")
-"""edit_file's answer to an edit the turn already made (see `tools`)."""
+_MADE_ALREADY = re.compile(r"this edit was made already, inside \S+ as the request asks;")
+"""edit_file's answer to an edit the turn already made inside the definition the request
+names (see `tools`): evidence that the change is the one asked for. An edit made elsewhere
+and repeated stays a loop (`repeated_call`): a junk edit must not end a turn as done."""
 
 
 @dataclass(frozen=True)
