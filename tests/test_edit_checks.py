@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from milk_lsp.agents.local.checks import broken_by_edit, check_kind
+from milk_lsp.agents.local.edit_intent import echoes_request
 
 
 @pytest.mark.parametrize(
@@ -41,3 +42,17 @@ def test_check_kinds_say_what_ran() -> None:
     assert check_kind("pkg/a.py") == "Python parses, no new undefined names"
     assert check_kind("conf.YAML") == "YAML loads"
     assert check_kind("README.md") is None
+
+
+def test_a_comment_that_only_repeats_the_request_is_no_change_unless_one_was_asked_for() -> None:
+    before = "def f():\n    return 1\n"
+    ask = "Add a one-line docstring to the function f in a.py."
+    echoed = before + f"    # {ask}\n"
+    said = echoes_request("a.py", before, echoed, ask)
+    assert said is not None and said.startswith("Not made: this edit only adds the request")
+    assert "A docstring is a string literal" in said
+    asked = "Add a comment to f: add a one-line docstring later."
+    assert echoes_request("a.py", before, before + f"    # {asked}\n", asked) is None
+    own = before + "    # the answer, cached by the caller\n"  # its own words
+    assert echoes_request("a.py", before, own, ask) is None
+    assert echoes_request("a.py", before, before.replace("1", "2") + f"# {ask}\n", ask) is None

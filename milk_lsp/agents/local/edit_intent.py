@@ -36,7 +36,9 @@ ECHO_SHARE = 0.6
 def echoes_request(path: str, before: str, after: str, request: str) -> str | None:
     """Why the edit from `before` to `after` is no change (it only adds comment lines whose
     words are mostly the user's `request`), in words for the model; None when it changes
-    something or comments on its own."""
+    something, comments on its own, or the request asks for a comment."""
+    if re.search(r"\bcomment", request, re.IGNORECASE):
+        return None
     old, new = before.split("\n"), after.split("\n")
     added: list[str] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes():
