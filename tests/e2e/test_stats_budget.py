@@ -168,10 +168,11 @@ async def test_budget_stops_claude_and_goes_on_once(
 
     # a hand-off stopped by the budget keeps the local answer
     client.permission_answers = ["deny"]
-    openai.enqueue({"tool_calls": [BAD_EDIT]}, {"text": LOCAL_KEPT})
+    # (the failed edit gets one request to redo it, which the model declines)
+    openai.enqueue({"tool_calls": [BAD_EDIT]}, {"text": LOCAL_KEPT}, {"text": "I still cannot."})
     handed = await chat(client, session_id, ASK)
     assert handed["stopReason"] == "error" and handed["error"]["reason"] == "budget_reached"
-    assert handed["text"] == LOCAL_KEPT, handed
+    assert handed["text"] == f"{LOCAL_KEPT}\n\nI still cannot.", handed
     assert len(api.main_requests()) == sent
 
     # "Go on once": Claude runs this turn
