@@ -199,14 +199,16 @@ async function routeSetting(t) {
   // The Settings editor's drop-down does not always take the pick in headless Chromium (about
   // one run in two here); what is checked is milk's answer to the setting, so when the pick
   // did not reach settings.json it is written there, as a user editing the file would.
-  const stored = JSON.parse(fs.readFileSync(file, 'utf8'));
-  if (stored['milk.route'] !== 'claude') {
-    fs.writeFileSync(file, JSON.stringify({ ...stored, 'milk.route': 'claude' }, null, 2));
-  }
+  // The Settings editor may also write its own pending value after ours: checked each poll.
   const line = await until(async () => {
+    let stored;
+    try { stored = JSON.parse(fs.readFileSync(file, 'utf8')); } catch { stored = undefined; }
+    if (stored && stored['milk.route'] !== 'claude') {
+      fs.writeFileSync(file, JSON.stringify({ ...stored, 'milk.route': 'claude' }, null, 2));
+    }
     const r = await chat.innerText('#route').catch(() => '');
     return /Claude/.test(r) ? r : undefined;
-  }, 'the route line', 8000).catch(async () => chat.innerText('#route').catch(() => ''));
+  }, 'the route line', 20000).catch(async () => chat.innerText('#route').catch(() => ''));
   const bar = await status.innerText();
   check('milk.route "claude" in Settings: the route line and the status bar say the next message goes to Claude',
     /Next message → Claude/.test(line) && /milk\.route/.test(line) && /next: Claude/.test(bar), `${line.replace(/\s+/g, ' ')} / ${bar}`);
