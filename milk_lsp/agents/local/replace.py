@@ -173,16 +173,28 @@ def replace_all(
 def _renamed_name(old_text: str, new_text: str) -> tuple[str, str] | None:
     """The one name old_text and new_text differ in (`NUMBERS_PATTERN = re.compile(…)` to
     `COMMA = re.compile(…)`: NUMBERS_PATTERN, COMMA), None when they differ otherwise."""
-    old_tokens, new_tokens = _TOKEN.findall(old_text), _TOKEN.findall(new_text)
-    matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
-    hunks = [op for op in matcher.get_opcodes() if op[0] != "equal"]
-    if len(hunks) != 1 or hunks[0][0] != "replace":
+    hunk = _one_hunk(old_text, new_text)
+    if hunk is None:
         return None
-    _, i1, i2, j1, j2 = hunks[0]
+    old_tokens, new_tokens, i1, i2, j1, j2 = hunk
     if i2 - i1 != 1 or j2 - j1 != 1:
         return None
     was, now = old_tokens[i1], new_tokens[j1]
     return (was, now) if _NAME.fullmatch(was) and _NAME.fullmatch(now) else None
+
+
+def _one_hunk(
+    old_text: str, new_text: str
+) -> tuple[list[str], list[str], int, int, int, int] | None:
+    """The tokens of both texts and the one place they differ (old i1:i2, new j1:j2), None
+    when they differ in no place or in several."""
+    old_tokens, new_tokens = _TOKEN.findall(old_text), _TOKEN.findall(new_text)
+    matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
+    hunks = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(hunks) != 1:
+        return None
+    _, i1, i2, j1, j2 = hunks[0]
+    return old_tokens, new_tokens, i1, i2, j1, j2
 
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -237,17 +249,10 @@ def _change_only(current: str, old_text: str, new_text: str) -> _ChangedPart | N
     new_text differ in one place, the changed part is in the file verbatim, the text next to
     it matches the file for most of old_text, and one place matches best; what the model got
     wrong around the change is not written (it meant to keep it)."""
-    old_tokens, new_tokens = _TOKEN.findall(old_text), _TOKEN.findall(new_text)
-    hunks = [
-        op
-        for op in difflib.SequenceMatcher(
-            None, old_tokens, new_tokens, autojunk=False
-        ).get_opcodes()
-        if op[0] != "equal"
-    ]
-    if len(hunks) != 1:
+    hunk = _one_hunk(old_text, new_text)
+    if hunk is None:
         return None
-    _, i1, i2, j1, j2 = hunks[0]
+    old_tokens, new_tokens, i1, i2, j1, j2 = hunk
     old_start = len("".join(old_tokens[:i1]))
     old_end = old_start + len("".join(old_tokens[i1:i2]))
     core, replacement = old_text[old_start:old_end], "".join(new_tokens[j1:j2])
