@@ -5,11 +5,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from milk_lsp.config import MilkConfig
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
@@ -19,6 +22,7 @@ from milk_lsp.sessions.model import (
     TurnRecord,
 )
 from milk_lsp.sessions.schema import SCHEMA_VERSION
+from milk_lsp.sessions.service import Sessions
 from milk_lsp.sessions.store import (
     SessionClaimed,
     SessionStore,
@@ -220,6 +224,37 @@ def test_unwritable_location_is_a_storage_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(StorageError):
         SessionStore(blocker / "sub" / "sessions.sqlite3")
+
+
+def test_stores_opening_a_new_database_at_once_all_open(tmp_path: Path) -> None:
+    """Two connections creating the database together: SQLite refuses one at once ("locked",
+    its deadlock rule) and the opening tries again, so `milk/stats` beside another request
+    on a fresh install does not fail (the VS Code install e2e saw it)."""
+    failures: list[BaseException] = []
+
+    def open_store(path: Path) -> None:
+        try:
+            SessionStore(path).close()
+        except BaseException as exc:  # collected for the assertion
+            failures.append(exc)
+
+    for attempt in range(60):
+        path = tmp_path / f"db{attempt}" / "sessions.sqlite3"
+        threads = [threading.Thread(target=open_store, args=(path,)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert failures == []
+
+
+def test_the_service_opens_one_store_for_concurrent_requests(tmp_path: Path) -> None:
+    config = MilkConfig.model_validate({"storageDir": str(tmp_path / "storage")})
+    sessions = Sessions(lambda: config)
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(lambda _: sessions.store, range(8)))
+    assert all(store is stores[0] for store in stores)
+    sessions.close()
 
 
 def _writer(path: str, session_id: str, worker: int, count: int) -> None:

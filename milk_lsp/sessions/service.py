@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,6 +43,7 @@ class Sessions:
         """`config` gives the current settings (the storage path and the brick budget)."""
         self._config = config
         self._store = store
+        self._opening = threading.Lock()  # requests run in worker threads: open one store
         self.workspaces: list[str] = []
 
     # ---- the store ------------------------------------------------------------------
@@ -49,18 +51,20 @@ class Sessions:
     @property
     def store(self) -> SessionStore:
         """The store, opened on first use; `EngineError(storage_failed)` when it cannot be."""
-        if self._store is None:
-            try:
-                self._store = SessionStore(self._config().storage_path())
-            except StorageError as exc:
-                raise storage_failed(exc) from exc
-        return self._store
+        with self._opening:
+            if self._store is None:
+                try:
+                    self._store = SessionStore(self._config().storage_path())
+                except StorageError as exc:
+                    raise storage_failed(exc) from exc
+            return self._store
 
     def settings_changed(self, old: MilkConfig, new: MilkConfig) -> None:
         """A new `storageDir` closes the store; the next call opens the new one."""
-        if old.storage_path() != new.storage_path() and self._store is not None:
-            store, self._store = self._store, None
-            store.close()
+        with self._opening:
+            if old.storage_path() != new.storage_path() and self._store is not None:
+                store, self._store = self._store, None
+                store.close()
 
     def close(self) -> None:
         if self._store is not None:

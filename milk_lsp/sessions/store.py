@@ -20,6 +20,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +56,7 @@ from milk_lsp.system.orphans import process_alive, process_start
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_SECONDS = 10.0
+OPEN_RETRY_SECONDS = 0.05
 PAGE_RECORDS = 64
 
 
@@ -121,18 +123,37 @@ class SessionStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self._conn = self._connect()
+                return
+            except sqlite3.OperationalError as exc:
+                # Two connections opening a new database at once: one holds its read lock
+                # while asking for the write lock the other holds, and SQLite answers
+                # "locked" at once instead of waiting (its deadlock rule). Open again.
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise StorageError(f"cannot open the session database {path}: {exc}") from exc
+                time.sleep(OPEN_RETRY_SECONDS)
+            except (sqlite3.Error, OSError) as exc:
+                raise StorageError(f"cannot open the session database {path}: {exc}") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        """A connection in WAL mode with the schema migrated, or closed on failure."""
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+        )
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._conn = sqlite3.connect(
-                path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-            )
-            self._conn.row_factory = sqlite3.Row
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            raise StorageError(f"cannot open the session database {path}: {exc}") from exc
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def close(self) -> None:
         with self._lock:
@@ -140,8 +161,11 @@ class SessionStore:
 
     # ---- schema -----------------------------------------------------------------------
 
-    def _migrate(self) -> None:
-        with self._transaction() as conn:
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Brings the schema to `SCHEMA_VERSION` in one transaction; SQLite's errors go up
+        as they are (the opening retries a lock)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
                 raise StorageError(
@@ -152,6 +176,11 @@ class SessionStore:
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {target}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
