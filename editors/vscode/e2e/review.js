@@ -206,8 +206,10 @@ async function routeSetting(t) {
     if (stored && stored['milk.route'] !== 'claude') {
       fs.writeFileSync(file, JSON.stringify({ ...stored, 'milk.route': 'claude' }, null, 2));
     }
+    // "Next message → Claude", not any "Claude": the local route's reason ends "…hard turns to
+    // Claude", which stopped the wait before the line had moved
     const r = await chat.innerText('#route').catch(() => '');
-    return /Claude/.test(r) ? r : undefined;
+    return /Next message → Claude/.test(r) && /next: Claude/.test(await status.innerText()) ? r : undefined;
   }, 'the route line', 20000).catch(async () => chat.innerText('#route').catch(() => ''));
   const bar = await status.innerText();
   check('milk.route "claude" in Settings: the route line and the status bar say the next message goes to Claude',
@@ -215,7 +217,7 @@ async function routeSetting(t) {
   await setSettings(t, { 'milk.route': 'auto' });
   const back = await until(async () => {
     const r = await chat.innerText('#route').catch(() => '');
-    return /local model/.test(r) ? r : undefined;
+    return /Next message → local model/.test(r) && !/next: Claude/.test(await status.innerText()) ? r : undefined;
   }, 'the route line back', 8000).catch(() => '');
   check('and back to "auto": the local model again', /Next message → local model/.test(back) && !/next: Claude/.test(await status.innerText()), back.replace(/\s+/g, ' '));
 }

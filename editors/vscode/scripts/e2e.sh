@@ -33,7 +33,7 @@ cleanup() {
   local n=0 f
   while IFS= read -r f; do
     n=$((n + 1)); cp "$f" "$ART/window$n-$(basename "$f")" 2>/dev/null || true
-  done < <(find "$W/ud/logs" \( -name 'milk.log' -o -name '*exthost*.log' \) 2>/dev/null | sort)
+  done < <(find "$W/ud/logs" \( -name '*milk*.log' -o -name '*exthost*.log' \) 2>/dev/null | sort)
   rm -rf "$W"
   exit $rc
 }

@@ -33,7 +33,7 @@ cleanup() {
   cp "$W/code-server.log" "$ART/" 2>/dev/null || true
   local f
   while IFS= read -r f; do cp "$f" "$ART/$(basename "$(dirname "$f")")-$(basename "$f")" 2>/dev/null || true; done \
-    < <(find "$W/ud/logs" \( -name 'milk.log' -o -name '*exthost*.log' \) 2>/dev/null | sort)
+    < <(find "$W/ud/logs" \( -name '*milk*.log' -o -name '*exthost*.log' \) 2>/dev/null | sort)
   rm -rf "$W"
   exit $rc
 }

@@ -276,7 +276,9 @@ export class MilkExtension implements vscode.Disposable {
   private async onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
     const what = classifyChange((k) => e.affectsConfiguration(k));
     if (what === 'none') return;
-    this.controller.setRouteSetting(vscode.workspace.getConfiguration('milk').get<string>('route'));
+    const route = vscode.workspace.getConfiguration('milk').get<string>('route');
+    this.output.info(`settings changed (${what}); milk.route is ${route ?? 'unset'}`);
+    this.controller.setRouteSetting(route);
     if (what === 'restart') {
       this.output.info('milk.server.* changed: restarting milk-lsp');
       await this.restart();
