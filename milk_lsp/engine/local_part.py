@@ -170,7 +170,7 @@ class LocalPart:
         if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
             outcome = broken
         if outcome is None and change:
-            outcome = await self._unmade_change(tools, user_ask)
+            outcome = await self._unmade_change(turn, tools, user_ask)
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
         return outcome
@@ -214,13 +214,27 @@ class LocalPart:
         return LocalGaveUp(LocalSignal.EDIT_BROKE_FILE, detail)
 
     @staticmethod
-    async def _unmade_change(tools: WorkspaceTools, user_ask: str) -> LocalGaveUp | None:
+    async def _unmade_change(
+        turn: Turn, tools: WorkspaceTools, user_ask: str
+    ) -> LocalGaveUp | None:
         """The request spells out what to change (quoted text, a name to rename) and the
         local model's edits left it as it was: the edit went elsewhere, so the turn did not
-        do what was asked (`edit_not_made`)."""
+        do what was asked (`edit_not_made`). Those edits are put back, as broken ones are:
+        whoever goes on (Claude, the user) starts from the files as the user left them."""
         edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
         why = unmade_change(user_ask, edited)
-        return None if why is None else LocalGaveUp(LocalSignal.EDIT_NOT_MADE, why)
+        if why is None:
+            return None
+        restored = await tools.restore_edited()
+        kept = [path for path in edited if path not in restored]
+        done = []
+        if restored:
+            done.append(f"milk put {', '.join(restored)} back as it was before the turn")
+        if kept:
+            done.append(f"milk could not put {', '.join(kept)} back: left as the edits made it")
+        detail = f"{why}; {'; '.join(done)}"
+        turn.notice("warning", detail[0].upper() + detail[1:])
+        return LocalGaveUp(LocalSignal.EDIT_NOT_MADE, detail)
 
     @staticmethod
     def _say_checks(turn: Turn, tools: WorkspaceTools) -> None:

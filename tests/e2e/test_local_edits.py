@@ -473,10 +473,13 @@ async def test_an_edit_elsewhere_than_the_quoted_change_is_edit_not_made(
     assert result["error"]["data"]["signal"] == "edit_not_made"
     assert (
         'the request asks to change "Slug string" to "Make a slug", but the local model\'s edits'
-        ' left "Slug string" as it was in cli.py.' in result["error"]["message"]
+        ' left "Slug string" as it was in cli.py; milk put cli.py back as it was before the'
+        " turn." in result["error"]["message"]
     )
-    done = cli.read_text()
-    assert 'help="Make a slug"' in done  # the edit stays (it broke nothing): the user judges it
+    # the edit elsewhere is put back: whoever goes on starts from the file the user had
+    assert cli.read_text() == 'parser = make(description="Slug string")\nparser.add(help="Text")\n'
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any("milk put cli.py back" in n for n in notices), notices
 
 
 async def test_the_quoted_change_made_ends_well(
@@ -515,5 +518,6 @@ async def test_a_rename_that_renamed_something_else_is_edit_not_made(
     assert result["error"]["data"]["signal"] == "edit_not_made"
     assert (
         'the request asks to rename "suffixes" to "SUFFIXES", but the local model\'s edits left'
-        ' "suffixes" as it was in sizes.py.' in result["error"]["message"]
+        ' "suffixes" as it was in sizes.py; milk put sizes.py back' in result["error"]["message"]
     )
+    assert '"decimal": " kB"' in sizes.read_text()

@@ -436,8 +436,16 @@ class WorkspaceTools:
     async def restore_broken(self) -> list[str]:
         """Put every file a local edit left broken back as it was before the turn's first
         edit of it (a created file is removed); the files put back."""
+        return await self._put_back(list(self._broken))
+
+    async def restore_edited(self) -> list[str]:
+        """Put every file this turn's edits wrote back as it was before the turn (a created
+        file is removed): for edits that did not make the change asked. The files put back."""
+        return await self._put_back(list(self._before))
+
+    async def _put_back(self, files: list[Parts]) -> list[str]:
         restored: list[str] = []
-        for parts in list(self._broken):
+        for parts in files:
             before = self._before.get(parts)
             try:
                 if before is None:
@@ -450,7 +458,7 @@ class WorkspaceTools:
             except (OSError, ValueError, ToolFailed):
                 logger.warning("could not put %s back", shown(parts), exc_info=True)
                 continue
-            del self._broken[parts]
+            self._broken.pop(parts, None)
             restored.append(shown(parts))
         return restored
 
