@@ -1,4 +1,4 @@
-"""The grounding check of a local answer (`agents/local/grounding.py`) over the workspace
+"""The grounding check of a local answer (`agents/local/grounding/`) over the workspace
 index (`workspace/index.py`), on real files in a temporary folder.
 
 Two directions, both counted: a right answer (a general one, one from what was read, one

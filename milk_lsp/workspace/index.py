@@ -1,5 +1,5 @@
 """What exists in one workspace folder, for cheap existence checks (the grounding check of a
-local answer, `agents/local/grounding.py`).
+local answer, `agents/local/grounding/`).
 
 `WorkspaceIndex.refresh()` walks the folder and keeps every file's path and the set of
 identifier-like tokens of its text (`[A-Za-z_][A-Za-z0-9_]*` of two characters or more, and

@@ -1,0 +1,203 @@
+"""The verdicts over claims: whether a question is about this workspace, which names it
+asks about, whether an answer is chat-template markup, and which claims nothing grounds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from milk_lsp.agents.local.grounding.claims import (
+    LINE_PLACE,
+    TEMPLATE,
+    Claims,
+    blank,
+    code_spans,
+    question_claims,
+    split_fences,
+)
+from milk_lsp.agents.local.grounding.vocabulary import word_set
+
+if TYPE_CHECKING:
+    from milk_lsp.workspace.index import WorkspaceIndex
+
+
+_THIS_PROJECT = re.compile(
+    r"\b(?:this|our|my|the\s+current)\s+(?:project|repo|repository|codebase|code\s+base|"
+    r"workspace|package|module|file|folder|directory|function|class|method|code)\b",
+    re.IGNORECASE,
+)
+_TEMPLATE_BLOCK = re.compile(
+    r"<(tools|tool_call|tool_calls|tool_response|tool_result|tool_use|function_calls?|"
+    r"functions)>.*?</\1>|<function=[^>\n]{0,80}>.*?</function>|"
+    r"\[(?:TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS)\].*|"
+    r"<\|(?:im_start|start_header_id)\|>\s*(?:system|user|assistant|tool|ipython)?",
+    re.DOTALL,
+)
+_JSON_BLOCK = re.compile(r"[\[{].*[\]}]", re.DOTALL)
+"""The arguments of a call whose closing tag never came."""
+
+
+def about_workspace(question: str, index: WorkspaceIndex) -> bool:
+    """Whether `question` is about this workspace: it says so ('this project', 'my code')
+    or names a path, a name or an option that exists here."""
+    if _THIS_PROJECT.search(question):
+        return True
+    claims = question_claims(question)
+    return (
+        any(index.has_path(path) for path in claims.paths)
+        or any(_indexed_name(index, name) for name in claims.names)
+        or any(index.has_option(option) for option in claims.options)
+        or any(index.has_definition(word) for word in _plain_words(question))
+    )
+
+
+def question_names(question: str, index: WorkspaceIndex) -> list[str]:
+    """The code names a question asks about: those it writes as code, and its plain words
+    that stand where a name does and that this workspace defines ("the default of
+    naturalday?")."""
+    names = list(question_claims(question).names)
+    names += [w for w in _plain_words(question) if w not in names and index.has_definition(w)]
+    return names
+
+
+_NAME_PLACE = re.compile(
+    r"\b(?:does|do|did|will|would|can|could|should)\s+([A-Za-z_]\w{2,})\s+"
+    r"(?:return|do|take|raise|print|yield|compute|output|accept|expect|mean|handle)\b|"
+    r"\b(?:rename|remove|delete|change|fix|update|refactor|document|rewrite|simplify|"
+    r"call|calls|calling|test|tests|testing)\s+([A-Za-z_]\w{2,})\b|"
+    r"\bwhere\s+(?:is|are|was|were)\s+([A-Za-z_]\w{2,})\s+(?:defined|declared|implemented|"
+    r"used|set|called|raised|located|created|handled)\b|"
+    r"\bwhat\s+(?:is|are)\s+([A-Za-z_]\w{2,})\s*\?|"
+    r"\b(?:of|in|by|from)\s+(?:the\s+)?(?:function\s+|method\s+|class\s+)?([A-Za-z_]\w{2,})"
+    r"(?=\s*(?:\?|$|\(\)|\s(?:CLI|command-line|command)\b))",
+    re.IGNORECASE,
+)
+"""Where a plain word of a question stands as a name ("what does greet return", "rename
+greet", "the default of naturalsize?", "an option of the slugify CLI"): only there is a word
+the workspace defines taken as that definition, so "How do I add an item to a set?" stays a
+general question where `add` is defined."""
+
+
+def _plain_words(question: str) -> list[str]:
+    """The question's plain words that stand where a name does (see `_NAME_PLACE`), other
+    than words of every question such as `what` or `does`."""
+    words = [next(word for word in found if word) for found in _NAME_PLACE.findall(question)]
+    return [word for word in words if word.lower() not in _QUESTION_WORDS]
+
+
+_QUESTION_WORDS = word_set(
+    """what which where when why how who whom whose does did do done doing the this that
+    these those there here with from into onto for and but not are was were is be been being
+    can could should would will shall may might must have has had get gets got make makes made
+    use uses used find show tell explain mean means return returns work works call calls
+    about file files code function functions method methods class classes module modules
+    please thanks you your our my its it they them"""
+)
+
+
+def markup_answer(answer: str) -> str | None:
+    """A short description when `answer` is chat-template markup rather than an answer
+    (`<tools></tools>`, `<tool_call>{...}</tool_call>`, `<|im_start|>assistant`); None
+    otherwise, also for an answer that shows markup in code or around a real answer."""
+    prose, _ = split_fences(answer)
+    prose = blank(prose, [(start, end) for start, end, _ in code_spans(prose)])
+    tags = list(dict.fromkeys(TEMPLATE.findall(prose)))
+    if not tags:
+        return None
+    rest = _JSON_BLOCK.sub(" ", TEMPLATE.sub(" ", _TEMPLATE_BLOCK.sub(" ", prose)))
+    solid, left = len("".join(prose.split())), len("".join(rest.split()))
+    if len(re.findall(r"[A-Za-z]{2,}", rest)) >= 3 and left * 2 > solid:
+        return None  # a real answer with a stray tag, or one that talks about tags
+    shown = " ".join(tags[:3]) + (" …" if len(tags) > 3 else "")
+    return f"chat-template markup instead of an answer ({shown})"
+
+
+# --- the check ----------------------------------------------------------------------------
+
+
+def ungrounded(
+    claims: Claims, evidence: Sequence[str], index: WorkspaceIndex | None
+) -> tuple[str, ...]:
+    """The claims found neither in `evidence` (the turn's successful tool results, the
+    attachments, the user's message) nor in `index`; () when all are grounded. Without an
+    index (no workspace folder) only the evidence grounds; an index not refreshed yet, or
+    cut short at its file limit, proves no absence, so it then grounds every claim."""
+    if not claims or (index is not None and (index.truncated or index.refreshed_at is None)):
+        return ()
+    text = "\n".join(evidence)
+    missing: list[str] = []
+    checks: tuple[tuple[tuple[str, ...], Callable[[str], bool]], ...] = (
+        (claims.paths, lambda path: _path_in(text, path) or _indexed_path(index, path)),
+        (claims.names, lambda name: _name_in(text, name) or _indexed_name(index, name)),
+        (claims.options, lambda option: _token_in(text, option) or _indexed_option(index, option)),
+    )
+    for items, grounded in checks:
+        missing.extend(item for item in items if not grounded(item))
+    return tuple(missing)
+
+
+def _indexed_path(index: WorkspaceIndex | None, path: str) -> bool:
+    return index is not None and index.has_path(path)
+
+
+def _indexed_name(index: WorkspaceIndex | None, name: str) -> bool:
+    """A name in the text of a file, or of a file or folder (`Makefile`, module `calc`).
+    A dotted name whose lowercase head is no module, folder or name of this workspace
+    belongs to another library (`pytest.approx`, `click.command`): it claims nothing here.
+    One whose head is a module here must have its last part here (`hello.greet_everyone`)."""
+    if index is None:
+        return False
+    parts = [part for part in name.removesuffix("()").split(".") if part]
+    if len(parts) > 1:
+        head = parts[0]
+        module = index.has_path(head + ".py") or index.has_path(head + "/")
+        if not module and not index.has_name(head) and head[:1].islower():
+            return True  # a module of another library; a class (`ReportBuilder`) is checked
+        if module:
+            return index.has_name(parts[-1]) or index.has_path("/".join(parts) + ".py")
+    return index.has_name(name) or index.has_path(name) or index.has_path(name + ".py")
+
+
+def _indexed_option(index: WorkspaceIndex | None, option: str) -> bool:
+    return index is not None and index.has_option(option)
+
+
+def _token_in(text: str, token: str) -> bool:
+    """Whether `token` occurs in `text` not as part of a longer name or option."""
+    if not token or token not in text:
+        return False
+    pattern = rf"(?<![\w-]){re.escape(token)}(?![\w-])"
+    return re.search(pattern, text) is not None
+
+
+def _path_in(text: str, path: str) -> bool:
+    """Whether the evidence shows `path`: whole, or each of its parts (a listing shows
+    `src/` and then `app.py`)."""
+    core = LINE_PLACE.sub("", path).removeprefix("./").rstrip("/")
+    if _token_in(text, core):
+        return True
+    parts = [part for part in core.split("/") if part not in ("", ".")]
+    return len(parts) > 1 and all(_token_in(text, part) for part in parts)
+
+
+def shows_name(text: str, name: str) -> bool:
+    """Whether `text` (what the model saw) shows the code name `name` (see `_name_in`)."""
+    return _name_in(text, name)
+
+
+def shows_line_of(text: str, path: str) -> bool:
+    """Whether `text` shows a line of the file `path`, as a search hit does
+    (`src/humanize/time.py:12: ...`)."""
+    return re.search(rf"(?<![\w/.-]){re.escape(path)}:\d+", text) is not None
+
+
+def _name_in(text: str, name: str) -> bool:
+    """Whether the evidence shows `name`: whole, its last part (`calc.add` after reading
+    calc.py), or as a module path (`pkg.mod` in `pkg/mod.py`)."""
+    if _token_in(text, name):
+        return True
+    parts = name.split(".")
+    if len(parts) == 1:
+        return False
+    return _token_in(text, parts[-1]) or "/".join(parts) in text
