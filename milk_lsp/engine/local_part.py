@@ -130,7 +130,9 @@ class LocalPart:
             {"role": "user", "content": prompts.with_session_notes(text, notes)},
         ]
         about = bool(DEICTIC.search(user_ask)) or about_workspace(user_ask, index)
-        judge = TurnGrounding(user_ask, text, index, about_workspace=about or attached, tools=tools)
+        judge = TurnGrounding(
+            user_ask, text, index, about_workspace=about or attached, tools=tools, texts=tools
+        )
         outcome: LocalOutcome = None
         progress = self._progress(turn)
         async with self._models.around(progress, turn.notice) as agent:

@@ -877,6 +877,62 @@ async def test_milks_own_look_on_a_question_about_this_project_says_what_it_did(
         assert sent["content"].startswith("milk looked in the workspace"), sent["content"]
 
 
+SIZES = '''"""File sizes."""
+
+
+def naturalsize(
+    value,
+    binary=False,
+    format="%.1f",
+):
+    """Format a number of bytes like a human-readable file size."""
+    return format % value
+'''
+
+
+async def test_milks_own_look_reads_the_definition_a_question_names_as_a_plain_word(
+    harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """bench/real_tasks (humanize): "the format parameter of naturalsize" names no code
+    span, so milk's look listed the top folder and the model guessed 'auto'. The look reads
+    naturalsize's definition now, where the default stands, and the right answer is kept."""
+    (env.workspace / "sizes.py").write_text(SIZES)
+    client = await start(harness, env)
+    guess, answer = "The default is 'auto'.", 'The default of format is "%.1f".'
+    openai.enqueue(say(guess), say(answer))
+    ask = "What is the default value of the format parameter of naturalsize?"
+    result = await chat(client, env, ask, route="local")
+    assert result["stopReason"] == "end_turn", result
+    sent = openai.requests[1]["messages"][-1]["content"]
+    assert sent.startswith("milk looked in the workspace"), sent
+    assert "The definitions the question names" in sent
+    assert 'format="%.1f",' in sent and "sizes.py, lines" in sent
+    updates = client.turn_updates(result["turnId"])
+    reads = [
+        u
+        for u in updates
+        if u["kind"] == "tool_call" and str(u["toolCallId"]).startswith("milk-look-definition")
+    ]
+    assert [u["name"] for u in reads] == ["read_file"], reads
+    assert reads[0]["input"]["path"] == "sizes.py"
+    shown = shown_text(updates)
+    assert guess not in shown
+    assert_shown_once(shown, answer)
+
+
+async def test_a_which_file_question_gets_the_search_not_the_definition(
+    harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    (env.workspace / "sizes.py").write_text(SIZES)
+    client = await start(harness, env)
+    openai.enqueue(say("It is in utils.py."), say("naturalsize is defined in `sizes.py`."))
+    result = await chat(client, env, "Which file defines the function naturalsize?", route="local")
+    assert result["stopReason"] == "end_turn", result
+    sent = openai.requests[1]["messages"][-1]["content"]
+    assert "The definitions the question names" not in sent
+    assert "sizes.py:4" in sent, sent  # the search's hit on the def line
+
+
 BAD_COMMANDS: dict[str, tuple[str, Any, Bad]] = {
     "ask-markup": (
         "milk.ask",

@@ -30,6 +30,7 @@ from milk_lsp.agents.local.grounding import (
     ungrounded,
     workspace_claims,
 )
+from milk_lsp.agents.local.read_first import FileTexts, ReadFirst, read_first
 from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT
 from milk_lsp.agents.local.watch import Grounded, Look
 from milk_lsp.workspace.index import WorkspaceIndex
@@ -41,7 +42,11 @@ LOOK_PATHS = 2
 LOOK_NAMES = 3
 """Names of the question milk searches for itself."""
 LOOK_CHARS = 6000
-"""What milk's own look hands the model, at most."""
+"""What milk's own look hands the model from its searches and reads, at most (the
+definitions it reads are bounded by read-first's own limits)."""
+DEFINITIONS_CHARS = 8000
+"""The definitions milk's look reads for a question, at most (about 2,000 tokens)."""
+DEFINITIONS_LEAD = "The definitions the question names, as the files have them now:"
 
 ASK_TO_LOOK = "milk: look at the workspace with a tool call before you answer."
 """To a model that answered without looking, when milk's own look found nothing."""
@@ -88,15 +93,18 @@ class TurnGrounding:
         *,
         about_workspace: bool,
         tools: LocalTools | None = None,
+        texts: FileTexts | None = None,
     ) -> None:
         """`question`: what the user typed; `message`: what the model got (the question with
         the attachments' text); `about_workspace`: the question names something of this
-        workspace or asks about it, so what the answer asserts about it is checked."""
+        workspace or asks about it, so what the answer asserts about it is checked;
+        `tools`, `texts`: what milk's own look calls and reads definitions with."""
         self._question = question
         self._evidence = [message]
         self._index = index
         self.about_workspace = about_workspace
         self._tools = tools
+        self._texts = texts
         self._definers_of: dict[str, tuple[str, ...]] = {}
 
     def judge(self, answer: str, tool_outputs: Sequence[str], *, looked: bool) -> Grounded:
@@ -179,12 +187,20 @@ class TurnGrounding:
         if tools is None:
             return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False)
         asked = question_claims(self._question)
+        index = self._index
+        # with an index, also the plain words that stand where a name does and that this
+        # workspace defines ("the format parameter of naturalsize")
+        names = asked.names if index is None else question_names(self._question, index)
         found: list[str] = []
-        looks = [(READ_FILE, {"path": path}) for path in asked.paths[:LOOK_PATHS]]
-        looks += [(SEARCH_TEXT, {"pattern": name}) for name in asked.names[:LOOK_NAMES]]
-        if not looks:  # "what does this project do?": what is at its top
-            looks = [(LIST_DIRECTORY, {"path": "."})]
         events: list[ToolCallEvent | ToolResultEvent] = []
+        definitions = await self._read_definitions(names)
+        if definitions is not None:
+            events += definitions.events
+            self._evidence.append(definitions.text)
+        looks = [(READ_FILE, {"path": path}) for path in asked.paths[:LOOK_PATHS]]
+        looks += [(SEARCH_TEXT, {"pattern": name}) for name in names[:LOOK_NAMES]]
+        if not looks and definitions is None:  # "what does this project do?": its top
+            looks = [(LIST_DIRECTORY, {"path": "."})]
         prefix = f"milk-look-{uuid.uuid4().hex[:8]}"
         for number, (tool, arguments) in enumerate(looks):
             call_id = f"{prefix}-{number}"
@@ -200,11 +216,13 @@ class TurnGrounding:
                 continue
             self._evidence.append(outcome.output)
             found.append(f"{tool} {arguments}:\n{outcome.output}")
-        if not found:
+        if not found and definitions is None:
             return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False, events=tuple(events))
         text = "\n\n".join(found)
         if len(text) > LOOK_CHARS:
             text = text[:LOOK_CHARS] + "\n[… cut]"
+        if definitions is not None:
+            text = "\n\n".join(part for part in (definitions.text, text) if part)
         return Look(
             "milk looked in the workspace for what the question names (you answered without "
             "looking). Answer from this, or call a tool to look further:\n\n" + text,
@@ -212,3 +230,23 @@ class TurnGrounding:
             found=True,
             events=tuple(events),
         )
+
+    async def _read_definitions(self, names: Sequence[str]) -> ReadFirst | None:
+        """The lines of the definitions a question asks about ("the default of the format
+        parameter of naturalsize": its signature; a search shows only the line naming it).
+        Not for "which file defines X?", which a search answers with fewer tokens."""
+        index, texts = self._index, self._texts
+        if index is None or texts is None or not names or _WHERE_DEFINED.search(self._question):
+            return None
+        try:
+            return await read_first(
+                self._question,
+                index,
+                texts,
+                lead=DEFINITIONS_LEAD,
+                max_chars=DEFINITIONS_CHARS,
+                id_prefix="milk-look-definition",
+            )
+        except Exception:  # milk's own look is a help; it must never fail the turn
+            logger.warning("milk's look at the definitions failed", exc_info=True)
+            return None

@@ -16,13 +16,13 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
+from typing import Protocol
 
 from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
 from milk_lsp.agents.local.grounding import question_claims, question_names
 from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
 from milk_lsp.agents.local.symbols import find_symbol
 from milk_lsp.agents.local.tool_specs import READ_FILE
-from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.text import fence_for
 from milk_lsp.workspace.index import WorkspaceIndex
 
@@ -36,6 +36,13 @@ REGION_MAX_LINES = 120
 READ_FIRST_FILES = 2
 READ_FIRST_CHARS = 14000
 """All that read-first adds to a turn, at most (the local model's context is small)."""
+
+
+class FileTexts(Protocol):
+    """Where milk reads a file's current text (`tools.WorkspaceTools`: the editor's unsaved
+    text first)."""
+
+    async def text_of(self, path: str) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -94,12 +101,23 @@ def focus_names(request: str, index: WorkspaceIndex) -> list[str]:
     return list(dict.fromkeys(name for name in names if index.has_definition(name)))
 
 
+READ_FIRST_LEAD = "milk read the code the request names (its current text; copy old_text from it):"
+
+
 async def read_first(
-    request: str, index: WorkspaceIndex, tools: WorkspaceTools
+    request: str,
+    index: WorkspaceIndex,
+    tools: FileTexts,
+    *,
+    lead: str = READ_FIRST_LEAD,
+    max_chars: int = READ_FIRST_CHARS,
+    id_prefix: str = "milk-read",
 ) -> ReadFirst | None:
     """Read the files and definitions the change request `request` names (None when it
     names none that exist): the lines of the names it gives in the file it names (or, with
-    no path, in the one file defining a name); a named file without them whole when small."""
+    no path, in the one file defining a name); a named file without them whole when small.
+    `lead` opens the text for the model, `max_chars` bounds what is read, `id_prefix` starts
+    the calls' ids. milk's own look reads a question's definitions so (`milk-look`)."""
     asked = question_claims(request)
     names = focus_names(request, index)
     quoted = quoted_texts(request)
@@ -120,12 +138,12 @@ async def read_first(
     used, kept = 0, []
     for piece in pieces:
         used += len(piece.body)
-        if used > READ_FIRST_CHARS:
+        if used > max_chars:
             break
         kept.append(piece)
     if not kept:
         return None
-    prefix = f"milk-read-{uuid.uuid4().hex[:8]}"
+    prefix = f"{id_prefix}-{uuid.uuid4().hex[:8]}"
     events: list[ToolCallEvent | ToolResultEvent] = []
     blocks = []
     for number, piece in enumerate(kept):
@@ -134,7 +152,6 @@ async def read_first(
         events.append(ToolResultEvent(call_id, piece.body, False))
         fence = fence_for(piece.body)
         blocks.append(f"{piece.label}:\n{fence}\n{piece.body}\n{fence}")
-    lead = "milk read the code the request names (its current text; copy old_text from it):"
     return ReadFirst(
         "\n\n".join([lead, *blocks]),
         tuple(events),
