@@ -933,6 +933,27 @@ async def test_a_which_file_question_gets_the_search_not_the_definition(
     assert "sizes.py:4" in sent, sent  # the search's hit on the def line
 
 
+async def test_milks_own_look_on_a_cli_option_question_finds_the_declared_options(
+    harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """bench/real_tasks (slugify): "Which command-line option of the slugify CLI …?" names
+    no file or name of the CLI, so milk's look listed the top folder and the model guessed.
+    The look searches for the lines that declare options (argparse here)."""
+    client = await start(harness, env)
+    answer = "The `--precision` option sets the digits of the result."
+    openai.enqueue(say("Use --digits."), say(answer))
+    ask = "Which command-line option of this project's CLI sets the digits of the result?"
+    result = await chat(client, env, ask, route="local")
+    assert result["stopReason"] == "end_turn", result["error"]
+    sent = openai.requests[1]["messages"][-1]["content"]
+    assert 'cli.py:10: parser.add_argument("--precision", type=int, default=2)' in sent, sent
+    assert "The definitions the question names" not in sent
+    updates = client.turn_updates(result["turnId"])
+    searches = [u for u in updates if u["kind"] == "tool_call" and u["name"] == "search_text"]
+    assert [u["input"].get("regex") for u in searches] == [True], searches
+    assert_shown_once(shown_text(updates), answer)
+
+
 BAD_COMMANDS: dict[str, tuple[str, Any, Bad]] = {
     "ask-markup": (
         "milk.ask",

@@ -44,6 +44,8 @@ LOOK_NAMES = 3
 LOOK_CHARS = 6000
 """What milk's own look hands the model from its searches and reads, at most (the
 definitions it reads are bounded by read-first's own limits)."""
+CLI_OPTION_PATTERN = r"add_argument\(|add_option\(|@click\.option\(|typer\.Option\("
+"""Where Python command-line options are declared (argparse, optparse, click, typer)."""
 DEFINITIONS_CHARS = 8000
 """The definitions milk's look reads for a question, at most (about 2,000 tokens)."""
 DEFINITIONS_LEAD = "The definitions the question names, as the files have them now:"
@@ -74,6 +76,13 @@ _WHERE_DEFINED = re.compile(
     re.IGNORECASE,
 )
 """A question that asks which file holds a definition."""
+
+
+_CLI_OPTION_QUESTION = re.compile(
+    r"\b(?:(?i:command[- ]line)|CLI)\b[^?]*\b(?i:options?|flags?|switch(?:es)?|arguments?)\b|"
+    r"\b(?i:options?|flags?|switch(?:es)?)\b[^?]*\b(?:(?i:command[- ]line)|CLI)\b"
+)
+"""A question about the options of a command-line interface."""
 
 
 def _same_file(claimed: str, definer: str) -> bool:
@@ -193,12 +202,19 @@ class TurnGrounding:
         names = asked.names if index is None else question_names(self._question, index)
         found: list[str] = []
         events: list[ToolCallEvent | ToolResultEvent] = []
-        definitions = await self._read_definitions(names)
-        if definitions is not None:
-            events += definitions.events
-            self._evidence.append(definitions.text)
+        looks: list[tuple[str, dict[str, object]]]
         looks = [(READ_FILE, {"path": path}) for path in asked.paths[:LOOK_PATHS]]
-        looks += [(SEARCH_TEXT, {"pattern": name}) for name in names[:LOOK_NAMES]]
+        definitions = None
+        if _CLI_OPTION_QUESTION.search(self._question):
+            # "which option of the slugify CLI …": the lines declaring options, each with its
+            # help text; the CLI's name ("slugify") is no definition to read or search for
+            looks.append((SEARCH_TEXT, {"pattern": CLI_OPTION_PATTERN, "regex": True}))
+        else:
+            definitions = await self._read_definitions(names)
+            if definitions is not None:
+                events += definitions.events
+                self._evidence.append(definitions.text)
+            looks += [(SEARCH_TEXT, {"pattern": name}) for name in names[:LOOK_NAMES]]
         if not looks and definitions is None:  # "what does this project do?": its top
             looks = [(LIST_DIRECTORY, {"path": "."})]
         prefix = f"milk-look-{uuid.uuid4().hex[:8]}"
