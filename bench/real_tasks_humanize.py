@@ -95,7 +95,7 @@ HUMANIZE = Project(
             "precision-default",
             "question",
             "What is the default value of the precision parameter of the function scientific?",
-            mentions(r"(?<![\w.])2(?![\w.])"),
+            mentions(r"(?<![\w.])2(?!\w|\.\d)"),
         ),
         Task(
             "binary-suffix",

@@ -109,7 +109,7 @@ SLUGIFY = Project(
             "default-max-length",
             "question",
             "What is the default value of the max_length parameter of smart_truncate?",
-            mentions(r"(?<![\w.])0(?![\w.])"),
+            mentions(r"(?<![\w.])0(?!\w|\.\d)"),
         ),
         Task(
             "default-separator",

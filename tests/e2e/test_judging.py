@@ -920,6 +920,24 @@ async def test_milks_own_look_reads_the_definition_a_question_names_as_a_plain_w
     assert_shown_once(shown, answer)
 
 
+async def test_a_named_file_whose_definition_milk_read_is_not_read_whole_again(
+    harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    (env.workspace / "sizes.py").write_text(SIZES)
+    client = await start(harness, env)
+    answer = 'The default of format in naturalsize is "%.1f".'
+    openai.enqueue(say("It is 'auto'."), say(answer))
+    ask = "What is the default of the format parameter of the function naturalsize in sizes.py?"
+    result = await chat(client, env, ask, route="local")
+    assert result["stopReason"] == "end_turn", result["error"]
+    updates = client.turn_updates(result["turnId"])
+    reads = [u for u in updates if u["kind"] == "tool_call" and u["name"] == "read_file"]
+    assert [(u["toolCallId"].startswith("milk-look-definition"), u["input"]) for u in reads] == [
+        (True, {"path": "sizes.py", "start_line": 2, "end_line": 10})
+    ], [(u["toolCallId"], u["input"]) for u in reads]
+    assert_shown_once(shown_text(updates), answer)
+
+
 async def test_a_which_file_question_gets_the_search_not_the_definition(
     harness: Harness, env: Env, openai: FakeOpenAIServer
 ) -> None:

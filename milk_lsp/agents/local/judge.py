@@ -214,6 +214,8 @@ class TurnGrounding:
             if definitions is not None:
                 events += definitions.events
                 self._evidence.append(definitions.text)
+                # a named file whose definitions were read is not read whole again
+                looks = [look for look in looks if not self._read_in(look, definitions)]
             looks += [(SEARCH_TEXT, {"pattern": name}) for name in names[:LOOK_NAMES]]
         if not looks and definitions is None:  # "what does this project do?": its top
             looks = [(LIST_DIRECTORY, {"path": "."})]
@@ -246,6 +248,14 @@ class TurnGrounding:
             found=True,
             events=tuple(events),
         )
+
+    def _read_in(self, look: tuple[str, dict[str, object]], read: ReadFirst) -> bool:
+        """Whether `look` reads a file whose lines `read` holds already."""
+        path = look[1].get("path")
+        index = self._index
+        if look[0] != READ_FILE or not isinstance(path, str) or index is None:
+            return False
+        return index.file_for(path) in read.paths
 
     async def _read_definitions(self, names: Sequence[str]) -> ReadFirst | None:
         """The lines of the definitions a question asks about ("the default of the format
