@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from milk_lsp.agents.local.checks import broken_by_edit, check_kind
-from milk_lsp.agents.local.edit_intent import echoes_request
+from milk_lsp.agents.local.edit_intent import echoes_request, made_change
 
 
 @pytest.mark.parametrize(
@@ -56,3 +56,20 @@ def test_a_comment_that_only_repeats_the_request_is_no_change_unless_one_was_ask
     own = before + "    # the answer, cached by the caller\n"  # its own words
     assert echoes_request("a.py", before, own, ask) is None
     assert echoes_request("a.py", before, before.replace("1", "2") + f"# {ask}\n", ask) is None
+
+
+def test_the_one_spelled_out_change_made_is_said_where() -> None:
+    before, after = 'p = A(description="Slug string")\n', 'p = A(description="Make a slug")\n'
+    ask = 'In cli.py change the description from "Slug string" to "Make a slug".'
+    assert made_change(ask, {"cli.py": (before, after)}) == (
+        '"Slug string" is now "Make a slug" in cli.py'
+    )
+    assert made_change(ask, {"cli.py": (before, before)}) is None  # not made
+    assert made_change(ask, {"cli.py": (before, after + "# Slug string\n")}) is None  # moved
+    for more in (" Also update the README.", " and add a test."):
+        assert made_change(ask.rstrip(".") + more, {"cli.py": (before, after)}) is None
+    assert (
+        made_change("In cli.py rename slug to make_slug.", {"cli.py": ("slug", "make_slug")})
+        is None
+    )
+    assert made_change("Make the description clearer.", {"cli.py": (before, after)}) is None

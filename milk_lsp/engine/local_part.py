@@ -28,7 +28,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.checks import check_kind
-from milk_lsp.agents.local.edit_intent import unmade_change
+from milk_lsp.agents.local.edit_intent import made_change, unmade_change
 from milk_lsp.agents.local.grounding import about_workspace
 from milk_lsp.agents.local.judge import DEICTIC, TurnGrounding
 from milk_lsp.agents.local.read_first import focus_names, read_first
@@ -173,6 +173,8 @@ class LocalPart:
             outcome = broken
         if outcome is None and change:
             outcome = await self._unmade_change(turn, tools, user_ask)
+        elif isinstance(outcome, EscalationRequested) and change:
+            outcome = await self._escalated_after_the_change(turn, tools, user_ask, outcome)
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
         return outcome
@@ -237,6 +239,26 @@ class LocalPart:
         detail = f"{why}; {'; '.join(done)}"
         turn.notice("warning", detail[0].upper() + detail[1:])
         return LocalGaveUp(LocalSignal.EDIT_NOT_MADE, detail)
+
+    async def _escalated_after_the_change(
+        self, turn: Turn, tools: WorkspaceTools, user_ask: str, escalation: EscalationRequested
+    ) -> EscalationRequested | None:
+        """The model asked for Claude after its edits made the one change the request
+        spells out, and they broke nothing: the request is done, by the files' evidence, so
+        the turn ends here (cli-description: after a right edit the model ran the package's
+        module as a script, read the ImportError as its fault and escalated)."""
+        if tools.broken_files() or tools.pending_check() is not None:
+            return escalation
+        edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
+        made = made_change(user_ask, edited)
+        if made is None:
+            return escalation
+        turn.notice(
+            "info",
+            f"The local model asked for Claude, but the change the request asks for is made"
+            f" ({made}), so milk ends the turn here; for more, {self._door().escalate}.",
+        )
+        return None
 
     @staticmethod
     def _say_checks(turn: Turn, tools: WorkspaceTools) -> None:

@@ -217,6 +217,67 @@ async def test_agent_escalation_carries_the_brief(
     assert "[Escalation brief" not in preview["contextFile"] + preview["userMessagePrefix"]
 
 
+CLI_MAIN = 'import argparse\n\nparser = argparse.ArgumentParser(description="Slug string")\n'
+EDIT_DESCRIPTION = {
+    "tool_calls": [
+        {
+            "name": "edit_file",
+            "arguments": {
+                "path": "cli.py",
+                "old_text": 'description="Slug string"',
+                "new_text": 'description="Make a slug from text"',
+            },
+        }
+    ]
+}
+ESCALATE_AFTER_THE_EDIT = {
+    "text": "Running it fails with an ImportError; Claude should fix the import.",
+    "tool_calls": [{"name": "escalate_to_claude", "arguments": {"reason": ""}}],
+}
+
+
+async def test_an_escalation_after_the_spelled_out_change_was_made_ends_the_turn_locally(
+    claude_client: MilkClient, claude_env: Env, api: FakeAnthropicAPI, openai
+) -> None:
+    """bench/real_tasks (slugify cli-description): the right edit made, the model ran the
+    package's module as a script, read the ImportError as its own fault and escalated. The
+    files show the one change the request asks for, made: the turn ends locally."""
+    client, env = claude_client, claude_env
+    (env.workspace / "cli.py").write_text(CLI_MAIN)
+    client.permission_answers.append("allow_once")
+    openai.enqueue(EDIT_DESCRIPTION, ESCALATE_AFTER_THE_EDIT)
+    ask = 'In cli.py change the ArgumentParser description from "Slug string" to "Make a slug from text".'
+    result = await request(client, "milk/chat", {"text": ask})
+    assert result["stopReason"] == "end_turn", result
+    assert result["agent"] == "local" and result.get("escalated") is None, result
+    assert api.main_requests() == []
+    assert 'description="Make a slug from text"' in (env.workspace / "cli.py").read_text()
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any(
+        "asked for Claude, but the change the request asks for is made" in n
+        and '"Slug string" is now "Make a slug from text" in cli.py' in n
+        for n in notices
+    ), notices
+
+
+async def test_an_escalation_after_one_of_several_asked_changes_goes_to_claude(
+    claude_client: MilkClient, claude_env: Env, api: FakeAnthropicAPI, openai
+) -> None:
+    client, env = claude_client, claude_env
+    (env.workspace / "cli.py").write_text(CLI_MAIN)
+    client.permission_answers.append("allow_once")
+    openai.enqueue(EDIT_DESCRIPTION, ESCALATE_AFTER_THE_EDIT)
+    api.enqueue({"text": "Claude added the test."})
+    ask = (
+        'In cli.py change the ArgumentParser description from "Slug string" to "Make a slug'
+        ' from text" and add a test for it.'
+    )
+    result = await request(client, "milk/chat", {"text": ask})
+    assert result["stopReason"] == "end_turn", result
+    assert result["agent"] == "claude", result
+    assert result["escalated"]["by"] == "agent"
+
+
 async def test_fresh_start_carries_the_prior_summary(
     claude_client: MilkClient, claude_env: Env, api: FakeAnthropicAPI, openai
 ) -> None:

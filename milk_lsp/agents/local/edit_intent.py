@@ -114,3 +114,30 @@ def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]
         f'the request asks to {verb} "{wanted.old}" to "{wanted.new}", but the local model\'s'
         f' edits left "{wanted.old}" as it was in {files}'
     )
+
+
+_MORE_ASKED = re.compile(r"[.!?;]\s+\S|\b(?:and|also|then|too|as\s+well)\b", re.IGNORECASE)
+"""A request asking for more than one change: a second sentence, "and", "also", "then"."""
+
+
+def made_change(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
+    """Where the turn's edits made the one change the request asks for, spelled out as
+    quoted old and new text ("Slug string" to "Make a slug from text"): an edited file had
+    the old text and has it fewer times now, with the new text more times, and no edited
+    file gained the old text. None otherwise, also for a request asking for more than that
+    change and for a rename (other files may still use the old name). In words."""
+    wanted = requested_change(request)
+    if wanted is None or wanted.word or not edited:
+        return None
+    rest = _QUOTED_CHANGE.sub(" ", request).strip()
+    if _MORE_ASKED.search(rest.rstrip(".!")):
+        return None
+    new = RequestedChange(wanted.new, "", word=False)
+    made = [
+        path
+        for path, (before, now) in edited.items()
+        if wanted.count(now) < wanted.count(before) and new.count(now) > new.count(before)
+    ]
+    if not made or any(wanted.count(now) > wanted.count(b) for b, now in edited.values()):
+        return None
+    return f'"{wanted.old}" is now "{wanted.new}" in {", ".join(made)}'
