@@ -225,7 +225,7 @@ class LocalPart:
         local model's edits left it as it was: the edit went elsewhere, so the turn did not
         do what was asked (`edit_not_made`). Those edits are put back, as broken ones are:
         whoever goes on (Claude, the user) starts from the files as the user left them."""
-        edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
+        edited = await _edited_texts(tools)
         why = unmade_change(user_ask, edited)
         if why is None:
             return None
@@ -249,7 +249,7 @@ class LocalPart:
         module as a script, read the ImportError as its fault and escalated)."""
         if tools.broken_files() or tools.pending_check() is not None:
             return escalation
-        edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
+        edited = await _edited_texts(tools)
         made = made_change(user_ask, edited)
         if made is None:
             return escalation
@@ -318,3 +318,8 @@ class LocalPart:
                 f"The local model is unreachable; you can still {self._door().escalate}.",
             )
         return False
+
+
+async def _edited_texts(tools: WorkspaceTools) -> dict[str, tuple[str | None, str | None]]:
+    """Each file the turn's edits wrote: its text before the turn and now (None: absent)."""
+    return {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
