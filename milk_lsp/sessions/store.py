@@ -127,20 +127,21 @@ class SessionStore:
         while True:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                self._conn = self._connect()
+                self._connect()
                 return
-            except sqlite3.OperationalError as exc:
+            except (sqlite3.Error, OSError, StorageError) as exc:
                 # Two connections opening a new database at once: one holds its read lock
                 # while asking for the write lock the other holds, and SQLite answers
                 # "locked" at once instead of waiting (its deadlock rule). Open again.
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise StorageError(f"cannot open the session database {path}: {exc}") from exc
-                time.sleep(OPEN_RETRY_SECONDS)
-            except (sqlite3.Error, OSError) as exc:
+                if _locked(exc) and time.monotonic() < deadline:
+                    time.sleep(OPEN_RETRY_SECONDS)
+                    continue
+                if isinstance(exc, StorageError):
+                    raise
                 raise StorageError(f"cannot open the session database {path}: {exc}") from exc
 
-    def _connect(self) -> sqlite3.Connection:
-        """A connection in WAL mode with the schema migrated, or closed on failure."""
+    def _connect(self) -> None:
+        """`_conn` in WAL mode with the schema migrated; the connection closed on failure."""
         conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
         )
@@ -149,11 +150,11 @@ class SessionStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate(conn)
+            self._conn = conn
+            self._migrate()
         except BaseException:
             conn.close()
             raise
-        return conn
 
     def close(self) -> None:
         with self._lock:
@@ -161,11 +162,8 @@ class SessionStore:
 
     # ---- schema -----------------------------------------------------------------------
 
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Brings the schema to `SCHEMA_VERSION` in one transaction; SQLite's errors go up
-        as they are (the opening retries a lock)."""
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+    def _migrate(self) -> None:
+        with self._transaction() as conn:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
                 raise StorageError(
@@ -176,11 +174,6 @@ class SessionStore:
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {target}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -619,6 +612,12 @@ class SessionStore:
                 )
                 added += cursor.rowcount
         return added
+
+
+def _locked(exc: BaseException) -> bool:
+    """SQLite's "database is locked", raised as is or as the cause of a `StorageError`."""
+    cause = exc if isinstance(exc, sqlite3.OperationalError) else exc.__cause__
+    return isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)
 
 
 def _write_turn_info(

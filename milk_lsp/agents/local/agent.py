@@ -42,7 +42,6 @@ from milk_lsp.agents.base import (
     EscalationRequested,
     FailureReason,
     LocalGaveUp,
-    LocalSignal,
     NoticeEvent,
     TextDelta,
     ToolCallEvent,
@@ -491,11 +490,7 @@ class LocalAgent:
                     conversation.append({"role": "user", "content": check_message(check_failure)})
                     continue
                 if check_failure is not None:
-                    yield LocalGaveUp(
-                        LocalSignal.CHECK_FAILED,
-                        f"the check after the local edits failed: {check_failure}",
-                        watch.tried,
-                    )
+                    yield watch.check_failed(check_failure)
                     return
                 for notice in final_reply_notices(reply):
                     yield notice
@@ -589,11 +584,7 @@ class LocalAgent:
             async with aclosing(checking) as steps:
                 async for step in steps:
                     if isinstance(step, str):
-                        yield LocalGaveUp(
-                            LocalSignal.CHECK_FAILED,
-                            f"the check after the local edits failed: {step}",
-                            watch.tried,
-                        )
+                        yield watch.check_failed(step)
                         return
                     yield step
         yield TurnDone()

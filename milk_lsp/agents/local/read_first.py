@@ -36,6 +36,7 @@ REGION_MAX_LINES = 120
 READ_FIRST_FILES = 2
 READ_FIRST_CHARS = 14000
 """All that read-first adds to a turn, at most (the local model's context is small)."""
+READ_FIRST_LEAD = "milk read the code the request names (its current text; copy old_text from it):"
 
 
 class FileTexts(Protocol):
@@ -99,9 +100,6 @@ def focus_names(request: str, index: WorkspaceIndex) -> list[str]:
         if (len(word) >= 5 or not word.islower()) and index.has_definition(word)
     ]  # a short plain word ("to", "of") that some file defines is no name the request gives
     return list(dict.fromkeys(name for name in names if index.has_definition(name)))
-
-
-READ_FIRST_LEAD = "milk read the code the request names (its current text; copy old_text from it):"
 
 
 async def read_first(

@@ -329,7 +329,7 @@ class TurnWatch:
         self, name: str, arguments: dict[str, Any] | None
     ) -> LocalGaveUp | MadeAlready | None:
         """A call is about to run: the signal that stops the loop first, if any."""
-        key = json.dumps([name, arguments], sort_keys=True, default=str)
+        key = _call_key(name, arguments)
         self._calls[key] += 1
         if key in self._made_already and self._changed and not self._failed_edits:
             path = str((arguments or {}).get("path", "")) or "the file"
@@ -382,7 +382,13 @@ class TurnWatch:
         else:
             self._failed_edits.pop(path, None)
             if _MADE_ALREADY.search(output):
-                self._made_already.add(json.dumps([name, arguments], sort_keys=True, default=str))
+                self._made_already.add(_call_key(name, arguments))
+
+    def check_failed(self, output: str) -> LocalGaveUp:
+        """`local.checkCommand` failed after the edits, with no model turn left to fix it."""
+        return self.gave_up(
+            LocalSignal.CHECK_FAILED, f"the check after the local edits failed: {output}"
+        )
 
     def round_limit(self, rounds: int) -> LocalGaveUp:
         return self.gave_up(
@@ -515,3 +521,8 @@ class TurnWatch:
         if match is None:
             return None
         return match.group(1) or match.group(2)
+
+
+def _call_key(name: str, arguments: dict[str, Any] | None) -> str:
+    """One call's identity (its name and arguments), for counting repeats."""
+    return json.dumps([name, arguments], sort_keys=True, default=str)
