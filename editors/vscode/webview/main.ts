@@ -171,8 +171,9 @@ function renderErrorCard(card: HTMLElement, turn: TurnView): void {
   card.textContent = '';
   if (!e) return;
   card.append(el('div', 'error-message', e.message));
-  // actions once the turn has ended (the result names the reason)
-  if (turn.status === 'running') return;
+  // actions once the result names the reason: turn_ended comes first, and a reason not yet
+  // known would offer a card of Retry alone for the moment until the result arrives
+  if (turn.status === 'running' || !e.reason) return;
   const row = el('div', 'error-actions');
   for (const action of errorActions(e.reason)) {
     if (action === 'retry' && turn.userText === undefined) continue;
