@@ -26,10 +26,11 @@ _TERMINAL_FLAGS = {
 @dataclass(frozen=True)
 class Door:
     """One front door's words: `setting(key)` names where a setting is set, `escalate` how
-    to ask Claude instead."""
+    to ask Claude instead, `undo` how to put a turn's files back."""
 
     name: DoorName
     escalate: str
+    undo: str
     _flags: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def setting(self, key: str) -> str:
@@ -56,18 +57,24 @@ def _lua_path(key: str) -> str:
     return f"settings = {{ {inner} }}"
 
 
-VSCODE = Door("vscode", escalate="ask Claude (the Escalate button)")
-NVIM = Door("nvim", escalate="ask Claude (:MilkEscalate, or :Milk! {text})")
+VSCODE = Door(
+    "vscode",
+    escalate="ask Claude (the Escalate button)",
+    undo="Undo under the turn (or milk: Undo Last Turn)",
+)
+NVIM = Door("nvim", escalate="ask Claude (:MilkEscalate, or :Milk! {text})", undo=":MilkUndo")
 LSP = Door(
     "lsp",
     escalate="ask Claude (the milk.escalate command)",
+    undo="the milk.undo command",
 )
 TERMINAL = Door(
     "terminal",
     escalate="ask Claude (milk-lsp chat --route claude)",
+    undo="milk-lsp undo",
     _flags=_TERMINAL_FLAGS,
 )
-ACP = Door("acp", escalate="ask Claude (/escalate)")
+ACP = Door("acp", escalate="ask Claude (/escalate)", undo="/undo")
 
 TERMINAL_CLIENT_NAME = "milk-lsp chat"
 """The `clientInfo.name` the terminal client (`milk_lsp.terminal.chat`) sends."""

@@ -200,8 +200,7 @@ class LocalPart:
         session.last_local_summary = self._sessions.local_brick(session, pending)
         return hand_off
 
-    @staticmethod
-    async def _put_back_broken(turn: Turn, tools: WorkspaceTools) -> LocalGaveUp | None:
+    async def _put_back_broken(self, turn: Turn, tools: WorkspaceTools) -> LocalGaveUp | None:
         """Files the local model's edits left broken (it was told, and did not fix them) are
         put back as they were: never left broken silently. The `edit_broke_file` signal."""
         broken = tools.broken_files()
@@ -212,14 +211,16 @@ class LocalPart:
         if path in restored:
             done = f"milk put {path} back as it was before the turn"
         else:
-            done = f"milk could not put {path} back: it is left as the edit made it"
+            done = (
+                f"milk could not put {path} back: it is left as the edit made it"
+                f" ({self._door().undo} puts the turn's files back)"
+            )
         detail = f"the local model's edit of {path} broke it ({problem}); {done}"
         turn.notice("warning", detail[0].upper() + detail[1:])
         return LocalGaveUp(LocalSignal.EDIT_BROKE_FILE, detail)
 
-    @staticmethod
     async def _unmade_change(
-        turn: Turn, tools: WorkspaceTools, user_ask: str
+        self, turn: Turn, tools: WorkspaceTools, user_ask: str
     ) -> LocalGaveUp | None:
         """The request spells out what to change (quoted text, a name to rename) and the
         local model's edits left it as it was: the edit went elsewhere, so the turn did not
@@ -235,7 +236,10 @@ class LocalPart:
         if restored:
             done.append(f"milk put {', '.join(restored)} back as it was before the turn")
         if kept:
-            done.append(f"milk could not put {', '.join(kept)} back: left as the edits made it")
+            done.append(
+                f"milk could not put {', '.join(kept)} back: left as the edits made it"
+                f" ({self._door().undo} puts the turn's files back)"
+            )
         detail = f"{why}; {'; '.join(done)}"
         turn.notice("warning", detail[0].upper() + detail[1:])
         return LocalGaveUp(LocalSignal.EDIT_NOT_MADE, detail)

@@ -47,9 +47,11 @@ class MilkClient(LanguageClient):
         self.message_answers: list[str | None] = []
         self.applied_edits: list[Any] = []
         self.apply_edits = True
+        """How `workspace/applyEdit` is answered, once `apply_edit_answers` is used up."""
+        self.apply_edit_answers: list[bool] = []
+        """Answers given in order first (e.g. the edit applied, then its undo refused)."""
         self.progress_create_delay = 0.0
         """Seconds before `window/workDoneProgress/create` is answered."""
-        """How `workspace/applyEdit` is answered."""
         self.update_event = asyncio.Event()
         self.init_result: types.InitializeResult | None = None
 
@@ -124,7 +126,8 @@ def make_client() -> MilkClient:
         ls: MilkClient, params: types.ApplyWorkspaceEditParams
     ) -> types.ApplyWorkspaceEditResult:
         ls.applied_edits.append(params)
-        if not ls.apply_edits:
+        applied = ls.apply_edit_answers.pop(0) if ls.apply_edit_answers else ls.apply_edits
+        if not applied:
             return types.ApplyWorkspaceEditResult(applied=False, failure_reason="file is read-only")
         return types.ApplyWorkspaceEditResult(applied=True)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
 from tests.e2e.conftest import Env, MilkClient, request
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -150,12 +151,8 @@ async def test_replace_all_renames_a_constant_everywhere(
     assert "NUMBERS_PATTERN" not in text and text.count("COMMA") == 2
 
 
-async def test_a_half_done_rename_is_reported_and_the_file_put_back(
-    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
-) -> None:
-    """The definition renamed, its use not: the file parses but uses a name defined nowhere.
-    The model is told once (in the tool result); it ends anyway: milk puts the file back and
-    the turn is not a success (`edit_broke_file`)."""
+async def half_done_rename(client: MilkClient, openai: FakeOpenAIServer) -> dict[str, Any]:
+    """A turn whose one edit renames NUMBERS_PATTERN's definition and not its use."""
     client.permission_answers.append("allow_once")
     openai.enqueue(
         edit(
@@ -165,7 +162,16 @@ async def test_a_half_done_rename_is_reported_and_the_file_put_back(
         ),
         {"text": "Renamed NUMBERS_PATTERN to COMMA."},
     )
-    result = await chat(client, "In slug.py rename NUMBERS_PATTERN to COMMA", route="local")
+    return await chat(client, "In slug.py rename NUMBERS_PATTERN to COMMA", route="local")
+
+
+async def test_a_half_done_rename_is_reported_and_the_file_put_back(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    """The definition renamed, its use not: the file parses but uses a name defined nowhere.
+    The model is told once (in the tool result); it ends anyway: milk puts the file back and
+    the turn is not a success (`edit_broke_file`)."""
+    result = await half_done_rename(client, openai)
     assert result["stopReason"] == "error", result
     assert result["error"]["data"]["signal"] == "edit_broke_file"
     message = result["error"]["message"]
@@ -179,6 +185,30 @@ async def test_a_half_done_rename_is_reported_and_the_file_put_back(
     assert slug_file.read_text() == SLUG
     notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
     assert any("put slug.py back as it was before the turn" in n for n in notices)
+
+
+async def test_a_broken_file_milk_cannot_put_back_says_how_to_undo(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    """The editor has slug.py open: it applies the broken edit, then refuses the edit that
+    would put the file back. The turn fails, and the message says the file is left broken
+    and how this door undoes the turn (a plain LSP editor: the milk.undo command)."""
+    uri = slug_file.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=SLUG
+            )
+        )
+    )
+    client.apply_edit_answers.extend([True, False])
+    result = await half_done_rename(client, openai)
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_broke_file"
+    message = result["error"]["message"]
+    assert "milk could not put slug.py back: it is left as the edit made it" in message, message
+    assert "(the milk.undo command puts the turn's files back)" in message, message
+    assert len(client.applied_edits) == 2
 
 
 async def test_a_syntax_error_fixed_by_the_next_edit_is_kept(
