@@ -7,6 +7,7 @@ import contextlib
 import json
 import re
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from milk_lsp.agents.base import PermissionOption, PermissionRequest
 from milk_lsp.agents.local import commands, tools
+from milk_lsp.agents.local.run_hints import module_run_hint
 from milk_lsp.agents.local.tools import (
     OutsideWorkspace,
     ToolOutcome,
@@ -735,6 +737,53 @@ async def test_run_command_reports_output_and_exit_code(
     assert arguments["command"] in request.description
     ok = await ws.call("t1", "run_command", {"command": "true"})
     assert ok == ToolOutcome("(no output)\n[exit code 0]")
+
+
+async def test_run_command_a_package_file_run_as_a_script_gets_the_module_hint(
+    ws: WorkspaceTools, root: Path
+) -> None:
+    """A real Python fails on the relative import of `pkg/__main__.py` run as a script; the
+    result says to run it as a module, and that command works."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "core.py").write_text("WORD = 'ok'\n")
+    (root / "pkg" / "__main__.py").write_text("from .core import WORD\nprint(WORD)\n")
+    python = sys.executable
+    outcome = await ws.call("t1", "run_command", {"command": f"{python} pkg/__main__.py --help"})
+    assert outcome.is_error
+    assert outcome.output.endswith(
+        "[milk: pkg/__main__.py is part of the package pkg; its relative imports work only"
+        f" when it runs as a module. Run it from the workspace's top as: {python} -m pkg"
+        " --help]"
+    ), outcome.output
+    ran = await ws.call("t2", "run_command", {"command": f"{python} -m pkg --help"})
+    assert ran == ToolOutcome("ok\n[exit code 0]")
+    other = await ws.call("t3", "run_command", {"command": f"{python} -c 'import nothing_here'"})
+    assert other.is_error and "[milk:" not in other.output
+
+
+@pytest.mark.parametrize(
+    ("command", "packages", "hint_run"),
+    [
+        ("python3 pkg/sub/mod.py", {"pkg", "pkg/sub"}, "python3 -m pkg.sub.mod"),
+        ("cd . && python ./pkg/__main__.py 'a b'", {"pkg"}, "python -m pkg 'a b'"),
+        ("python pkg/sub/mod.py", {"pkg"}, None),  # pkg/sub is no package
+        ("python src/pkg/mod.py", {"src/pkg"}, None),  # the package does not start at the top
+        ("python mod.py", set(), None),
+        ("python /abs/pkg/mod.py", {"pkg"}, None),
+        ("python 'unclosed", {"pkg"}, None),
+    ],
+)
+def test_module_run_hint_reads_the_command_and_the_packages(
+    command: str, packages: set[str], hint_run: str | None
+) -> None:
+    output = "ImportError: attempted relative import with no known parent package"
+    hint = module_run_hint(command, output, packages.__contains__)
+    if hint_run is None:
+        assert hint is None
+    else:
+        assert hint is not None and hint.endswith(f"as: {hint_run}]"), hint
+    assert module_run_hint(command, "SyntaxError: invalid syntax", packages.__contains__) is None
 
 
 async def test_run_command_gets_no_stdin(ws: WorkspaceTools) -> None:

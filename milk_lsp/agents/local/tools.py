@@ -46,6 +46,7 @@ from milk_lsp.agents.local.replace import (
     already_made,
     split_lines,
 )
+from milk_lsp.agents.local.run_hints import module_run_hint
 from milk_lsp.agents.local.symbols import symbol_line_range
 from milk_lsp.agents.local.tool_arguments import BadArgument, ToolArguments, ToolFailed
 from milk_lsp.agents.local.tool_specs import (
@@ -491,8 +492,13 @@ class WorkspaceTools:
             result = await run_shell(command, self._root, timeout, self._output_cap_chars)
         except CommandNotStarted as exc:
             raise ToolFailed(str(exc)) from exc
-        text = result.output or "(no output)"
-        return ToolOutcome(f"{text.rstrip()}\n[{result.status}]", is_error=result.failed)
+        text = f"{(result.output or '(no output)').rstrip()}\n[{result.status}]"
+        hint = result.failed and module_run_hint(command, result.output, self._is_package)
+        return ToolOutcome(f"{text}\n{hint}" if hint else text, is_error=result.failed)
+
+    def _is_package(self, folder: str) -> bool:
+        """Whether the workspace folder `folder` (identifiers only) holds an `__init__.py`."""
+        return (self._root / folder / "__init__.py").is_file()
 
     # --- helpers ----------------------------------------------------------------------
 
