@@ -86,6 +86,7 @@ class Outcome:
     output: str
     is_error: bool = False
     denied: bool = False
+    made_already: bool = False
 
 
 class StandInTools:

@@ -276,7 +276,10 @@ async def test_an_edit_repeated_after_it_was_made_ends_the_turn_as_done(
     for inside, ends_done in ((", inside x as the request asks", True), ("", False)):
         tools = EditTools()
         answers = iter(
-            [Outcome("Edited a.py: lines 1-1."), Outcome(f"{made} already{inside}; nothing to do.")]
+            [
+                Outcome("Edited a.py: lines 1-1."),
+                Outcome(f"{made} already{inside}; nothing to do.", made_already=bool(inside)),
+            ]
         )
         tools.answers["edit_file"] = lambda args, answers=answers: next(answers)
         server.enqueue({"tool_calls": [edit]}, {"tool_calls": [edit]}, {"tool_calls": [edit]})

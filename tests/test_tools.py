@@ -899,6 +899,8 @@ async def test_an_edit_made_already_says_when_it_is_inside_what_the_request_name
     }
     outcome = await named.call("t1", "edit_file", again)
     assert "this edit was made already, inside _now as the request asks; nothing" in outcome.output
+    assert outcome.made_already
     elsewhere = {"path": "t.py", "old_text": "X = 0", "new_text": "X = 1"}
     outcome = await named.call("t2", "edit_file", elsewhere)
     assert "this edit was made already; nothing to change." in outcome.output
+    assert not outcome.made_already

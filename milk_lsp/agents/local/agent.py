@@ -134,6 +134,9 @@ class ToolOutcomeLike(Protocol):
     @property
     def denied(self) -> bool: ...
 
+    @property
+    def made_already(self) -> bool: ...
+
 
 class LocalTools(Protocol):
     """The workspace tools the local model may call (`tools.WorkspaceTools`)."""
@@ -212,6 +215,7 @@ class _Outcome:
     output: str
     is_error: bool = False
     denied: bool = False
+    made_already: bool = False
 
 
 class _Paragraphs:
@@ -548,6 +552,7 @@ class LocalAgent:
                         is_error=outcome.is_error,
                         denied=outcome.denied,
                         output=outcome.output,
+                        made_already=outcome.made_already,
                     )
                     if not (outcome.is_error or outcome.denied):  # evidence: what it saw and did
                         tool_outputs.append(outcome.output)
@@ -622,7 +627,12 @@ class LocalAgent:
         yield ToolCallEvent(call.id, call.name, call.arguments, ToolStatus.RUNNING)
         try:
             result = await tools.call(call.id, call.name, call.arguments)
-            outcome = _Outcome(str(result.output), bool(result.is_error), bool(result.denied))
+            outcome = _Outcome(
+                str(result.output),
+                bool(result.is_error),
+                bool(result.denied),
+                bool(result.made_already),
+            )
         except Exception as exc:
             logger.exception("tool %s raised", call.name)
             outcome = _Outcome(

@@ -96,6 +96,9 @@ class ToolOutcome:
     is_error: bool = False
     denied: bool = False
     """The user refused permission; the call did nothing."""
+    made_already: bool = False
+    """edit_file: the edit was made already, inside the definition the request names:
+    evidence that the change is the one asked for (a repeat then ends the turn as done)."""
 
 
 def resolve_in_workspace(root: Path, path: str) -> Path:
@@ -289,7 +292,8 @@ class WorkspaceTools:
             inside = f", inside {named} as the request asks" if named else ""
             return ToolOutcome(
                 f"{where} already has new_text (line {made}) and no longer has old_text: this"
-                f" edit was made already{inside}; nothing to change.{self._still_broken(parts)}"
+                f" edit was made already{inside}; nothing to change.{self._still_broken(parts)}",
+                made_already=bool(named),
             )
         try:
             replaced = await asyncio.to_thread(change.apply, current, where)

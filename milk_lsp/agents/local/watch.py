@@ -243,12 +243,6 @@ class MadeAlready:
     detail: str
 
 
-_MADE_ALREADY = re.compile(r"this edit was made already, inside \S+ as the request asks;")
-"""edit_file's answer to an edit the turn already made inside the definition the request
-names (see `tools`): evidence that the change is the one asked for. An edit made elsewhere
-and repeated stays a loop (`repeated_call`): a junk edit must not end a turn as done."""
-
-
 @dataclass(frozen=True)
 class WrittenEscalation:
     """The model wrote `escalate_to_claude` as text instead of calling it: its judgement
@@ -360,8 +354,13 @@ class TurnWatch:
         is_error: bool,
         denied: bool,
         output: str,
+        made_already: bool = False,
     ) -> None:
-        """What a call did: failed edits are remembered until the same file is edited."""
+        """What a call did: failed edits are remembered until the same file is edited.
+        `made_already`: edit_file answered that this edit was made already inside the
+        definition the request names; repeating it then ends the turn as done. An edit made
+        elsewhere and repeated stays a loop (`repeated_call`): a junk edit must not end a
+        turn as done."""
         if denied:
             outcome = "denied by the user"
         elif is_error:
@@ -381,7 +380,7 @@ class TurnWatch:
             self._failed_edits[path] = _short(output.removeprefix("error: "), 200)
         else:
             self._failed_edits.pop(path, None)
-            if _MADE_ALREADY.search(output):
+            if made_already:
                 self._made_already.add(_call_key(name, arguments))
 
     def check_failed(self, output: str) -> LocalGaveUp:
