@@ -15,7 +15,8 @@ import pytest
 
 from milk_lsp.changes.blobs import LOOSE_MAX
 from milk_lsp.changes.checkpoints import Checkpoints, CheckpointUnavailable, FileChange, Snapshot
-from milk_lsp.changes.manifest import COARSE_WINDOW_NS, FINE_WINDOW_NS, MANIFEST_NAME, settled
+from milk_lsp.changes.manifest import MANIFEST_NAME
+from milk_lsp.system.files import COARSE_WINDOW_NS, FINE_WINDOW_NS, settled
 
 
 @pytest.fixture

@@ -34,12 +34,6 @@ MANIFEST_NAME = "manifest.json"
 _MANIFEST_FORMAT = "milk-checkpoint-manifest"
 _MANIFEST_VERSION = 1
 
-FINE_WINDOW_NS = 100_000_000
-"""How long after its last write a file's stat is trusted to change on the next write, on a
-file system with fine timestamps (they come from a clock that ticks every few ms)."""
-COARSE_WINDOW_NS = 2_000_000_000
-"""The same for whole-second timestamps (ext3, FAT's 2 s, some network file systems)."""
-
 
 def version_of(digest: str, mode: int) -> str:
     return f"{digest}:{mode:o}"
@@ -59,18 +53,6 @@ def marker(reason: str, info: os.stat_result) -> str:
         f"{reason}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}:"
         f"{stat.S_IMODE(info.st_mode):o}"
     )
-
-
-def settled(info: os.stat_result, read_at_ns: int) -> bool:
-    """Whether the file was last written long enough before `read_at_ns` (when its content
-    was read) that any later write must give it another mtime or ctime.
-
-    A write within the same timestamp tick as the read leaves size and times unchanged;
-    trusting that stat would keep a stale digest (git's "racily clean" entries). Files not
-    settled are read again by the next snapshot, until they are."""
-    fine = info.st_mtime_ns % 1_000_000_000 and info.st_ctime_ns % 1_000_000_000
-    window = FINE_WINDOW_NS if fine else COARSE_WINDOW_NS
-    return max(info.st_mtime_ns, info.st_ctime_ns) + window < read_at_ns
 
 
 @dataclass(frozen=True, slots=True)

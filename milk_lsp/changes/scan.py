@@ -28,9 +28,9 @@ from milk_lsp.changes.manifest import (
     UNREADABLE,
     FileState,
     marker,
-    settled,
     version_of,
 )
+from milk_lsp.system.files import read_at_most, settled
 from milk_lsp.workspace.confined import ConfinedRoot, Parts
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -312,18 +312,6 @@ class Scanner:
         finally:
             os.close(directory)
         return marker(UNREADABLE, info) if stat.S_ISREG(info.st_mode) else None
-
-
-def read_at_most(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _git_exclude(root_fd: int) -> str:

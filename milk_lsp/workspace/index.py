@@ -38,8 +38,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from milk_lsp.changes.manifest import settled
-from milk_lsp.changes.scan import read_at_most
+from milk_lsp.system.files import read_at_most, settled
 
 __all__ = ["SKIPPED_DIRS", "WorkspaceIndex"]
 
