@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
+from milk_lsp.agents.local import context_window as context
 from milk_lsp.agents.local.agent import ESCALATE_TOOL_SPEC
 from milk_lsp.agents.local.tool_specs import tool_specs
 from milk_lsp.doors import NVIM
-from milk_lsp.local_model import context
 from milk_lsp.prompts.local import local_system_prompt
 
 

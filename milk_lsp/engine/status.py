@@ -10,10 +10,10 @@ from typing import Any
 
 from milk_lsp import __version__, wire
 from milk_lsp.agents.claude.cli import cli_version, not_found_message, resolve_cli
+from milk_lsp.agents.local.context_window import context_warning
 from milk_lsp.config import MilkConfig
 from milk_lsp.doors import LSP, Door
 from milk_lsp.engine.claude_part import claude_settings
-from milk_lsp.local_model.context import context_warning
 from milk_lsp.local_model.embedded import EmbeddedSettings, model_size, planned_model
 from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.system.orphans import resident_bytes
@@ -61,7 +61,7 @@ async def collect_status(
 
 async def _server_context(models: LocalModels, model: str | None, door: Door) -> dict[str, Any]:
     """The `server`, `context_tokens` and `context_warning` of an Ollama server (Ollama cuts
-    long prompts silently; `local_model.context`); nothing for other servers."""
+    long prompts silently; `context_window`); nothing for other servers."""
     info = await models.agent.client.ollama(model, now=True)
     if info is None:
         return {}

@@ -22,15 +22,7 @@ import httpx
 import httpx_sse
 
 from milk_lsp.agents.base import AgentEvent, FailureReason
-from milk_lsp.agents.local.stream import (
-    LocalModelError,
-    Reply,
-    apply_chunk,
-    body_detail,
-    short,
-)
-from milk_lsp.doors import LSP, Door
-from milk_lsp.local_model.context import (
+from milk_lsp.agents.local.context_window import (
     OllamaInfo,
     cut_message,
     estimate_prompt_tokens,
@@ -39,6 +31,14 @@ from milk_lsp.local_model.context import (
     reported_prompt_tokens,
     template_drops_tools,
 )
+from milk_lsp.agents.local.stream import (
+    LocalModelError,
+    Reply,
+    apply_chunk,
+    body_detail,
+    short,
+)
+from milk_lsp.doors import LSP, Door
 
 __all__ = ["LocalClient", "LocalSettings"]
 
@@ -315,7 +315,7 @@ class LocalClient:
 
     async def _check_not_cut(self, body: dict[str, Any], reply: Reply) -> None:
         """Raise a context overflow when the server saw far fewer prompt tokens than milk
-        sent (`local_model.context`: Ollama drops a long prompt's start without an error)."""
+        sent (`context_window`: Ollama drops a long prompt's start without an error)."""
         reported = reported_prompt_tokens(reply.usage)
         if reported is None:
             return
@@ -333,7 +333,7 @@ class LocalClient:
         )
 
     async def _template_drops_tools(self) -> bool:
-        """Asked once per client (`local_model.context.template_drops_tools`)."""
+        """Asked once per client (`context_window.template_drops_tools`)."""
         if self._drops_tools is None:
             self._drops_tools = await template_drops_tools(self._client, self._base_url)
         return self._drops_tools
