@@ -551,3 +551,26 @@ async def test_a_rename_that_renamed_something_else_is_edit_not_made(
         ' "suffixes" as it was in sizes.py; milk put sizes.py back' in result["error"]["message"]
     )
     assert '"decimal": " kB"' in sizes.read_text()
+
+
+async def test_a_file_read_in_regions_is_shown_as_one_read_call(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
+) -> None:
+    """A rename of a module-level name reads its definition and the lines that use it:
+    the model gets each region under its label, the user one read_file row for the file."""
+    result = await half_done_rename(client, openai)
+    first = openai.requests[0]["messages"][-1]["content"]
+    lines = SLUG.splitlines()
+    head, use = "\n".join(lines[0:5]).rstrip("\n"), "\n".join(lines[15:18])
+    assert "slug.py, lines 1-5 of 18:\n```\n" + head + "\n```" in first
+    assert "slug.py, lines 16-18 of 18:\n```\n" + use + "\n```" in first
+    [read] = milk_reads(client, result["turnId"])
+    assert read["input"] == {"path": "slug.py", "lines": "1-5, 16-18"}
+    [shown] = [
+        u["output"]
+        for u in client.turn_updates(result["turnId"])
+        if u["kind"] == "tool_result" and u["toolCallId"] == read["toolCallId"]
+    ]
+    assert shown == (
+        "lines 1-5:\n" + head + "\n\nlines 16-18:\n" + use
+    )

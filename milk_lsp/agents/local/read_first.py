@@ -141,20 +141,38 @@ async def read_first(
         kept.append(piece)
     if not kept:
         return None
-    prefix = f"{id_prefix}-{uuid.uuid4().hex[:8]}"
-    events: list[ToolCallEvent | ToolResultEvent] = []
     blocks = []
-    for number, piece in enumerate(kept):
-        call_id = f"{prefix}-{number}"
-        events.append(ToolCallEvent(call_id, READ_FILE, piece.arguments, ToolStatus.COMPLETED))
-        events.append(ToolResultEvent(call_id, piece.body, False))
+    for piece in kept:
         fence = fence_for(piece.body)
         blocks.append(f"{piece.label}:\n{fence}\n{piece.body}\n{fence}")
-    return ReadFirst(
-        "\n\n".join([lead, *blocks]),
-        tuple(events),
-        tuple(dict.fromkeys(piece.path for piece in kept)),
-    )
+    paths = tuple(dict.fromkeys(piece.path for piece in kept))
+    return ReadFirst("\n\n".join([lead, *blocks]), _shown_calls(kept, paths, id_prefix), paths)
+
+
+def _shown_calls(
+    kept: list[_Piece], paths: tuple[str, ...], id_prefix: str
+) -> tuple[ToolCallEvent | ToolResultEvent, ...]:
+    """One `read_file` call per file milk read, as the user sees it: a file read in several
+    regions is one call naming its `lines` ("4-12, 40-44"), its result each region under
+    its lines, rather than a row per region."""
+    prefix = f"{id_prefix}-{uuid.uuid4().hex[:8]}"
+    events: list[ToolCallEvent | ToolResultEvent] = []
+    for number, path in enumerate(paths):
+        of_file = [piece for piece in kept if piece.path == path]
+        arguments, body = of_file[0].arguments, of_file[0].body
+        if len(of_file) > 1:
+            spans = [
+                f"{piece.arguments['start_line']}-{piece.arguments['end_line']}"
+                for piece in of_file
+            ]
+            arguments = {"path": path, "lines": ", ".join(spans)}
+            body = "\n\n".join(
+                f"lines {span}:\n{piece.body}" for span, piece in zip(spans, of_file, strict=True)
+            )
+        call_id = f"{prefix}-{number}"
+        events.append(ToolCallEvent(call_id, READ_FILE, arguments, ToolStatus.COMPLETED))
+        events.append(ToolResultEvent(call_id, body, False))
+    return tuple(events)
 
 
 def _pieces(
