@@ -201,9 +201,10 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
         "promptEvaluated": prompt_n,
         "promptCached": cache_n,
     }
-    # a task that went wrong keeps its whole reply (the JSON is where its failure is read)
+    # a task the local model did not get right keeps its whole reply (the JSON is where
+    # its failure is read)
     reply = str(result.get("text", ""))
-    row["reply"] = reply if row["verdict"] not in RIGHT else reply[:400]
+    row["reply"] = reply if row["verdict"] != "right locally" else reply[:400]
     print(
         f"{task.name:<20} {task.kind:<8} {row['verdict']:<17} "
         f"{'SILENT' if row['silent'] else 'NEEDLESS' if row['needless'] else '':<8} "

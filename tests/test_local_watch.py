@@ -616,3 +616,37 @@ async def test_a_long_answer_with_a_polite_cannot_is_an_answer(
     server.enqueue({"tool_calls": [READ_A]}, {"text": answer})
     events = await run_judged(agent, ScriptedJudge(), look_first=True)
     assert events[-1] == TurnDone()
+
+
+async def test_a_call_written_as_text_cut_at_the_token_limit_is_asked_again_shorter(
+    server: FakeOpenAIServer,
+) -> None:
+    """humanize's size-format: the model wrote its edit_file call as text with the whole
+    docstring in old_text and new_text, and the server stopped it at 768 tokens. The call
+    could not run; milk asks once for a shorter call, and that one runs. A second cut call
+    ends the turn as the unrunnable call it is."""
+    start = '```json\n{"name": "edit_file", "arguments": {"path": "a.py", "old_text": "def x(\\n'
+    cut = {"text": start + '    """Doc.\\n    ' * 40, "finish_reason": "length"}
+    short = {"name": "edit_file", "arguments": {"path": "a.py", "old_text": "x", "new_text": "y"}}
+    server.enqueue(cut, {"tool_calls": [short]}, {"text": "Changed x to y in a.py."})
+    tools = EditTools()
+    local = LocalAgent(settings_for(server))
+    try:
+        events = await collect_change(local, tools)
+    finally:
+        await local.aclose()
+    assert events[-1] == TurnDone(), events
+    assert [name for _, name, _ in tools.calls] == ["edit_file"]
+    asked = server.requests[1]["messages"][-1]["content"]
+    assert asked.startswith("milk: your reply was cut off at the token limit in the middle of")
+    notices = [e.message for e in events if isinstance(e, NoticeEvent)]
+    assert "the local model's edit_file call was cut off at its token limit; milk asked it" in (
+        " ".join(notices)
+    )
+    server.enqueue(cut, cut)
+    local = LocalAgent(settings_for(server))
+    try:
+        events = await collect_change(local, EditTools())
+    finally:
+        await local.aclose()
+    gave_up(events, LocalSignal.UNRUNNABLE_CALL)

@@ -457,7 +457,12 @@ class LocalAgent:
                     if judge is not None
                     else None
                 )
-                verdict = watch.final_reply(answer, reasoned=reply.reasoned, grounded=grounded)
+                verdict = watch.final_reply(
+                    answer,
+                    reasoned=reply.reasoned,
+                    grounded=grounded,
+                    cut=reply.finish_reason == "length",
+                )
                 if isinstance(verdict, Nudge) and rounds < max_rounds:
                     rounds += 1
                     conversation.append({"role": "assistant", "content": answer})

@@ -30,6 +30,7 @@ from milk_lsp.agents.local.tool_calls import (
 from milk_lsp.text import cut, one_line
 
 __all__ = [
+    "CUT_CALL",
     "MAKE_THE_CHANGE",
     "NUDGE",
     "AnswerJudge",
@@ -59,6 +60,15 @@ NUDGE = (
 )
 """The one corrective message a turn gets when the model describes a call."""
 _NUDGE_SHOWN = "milk asked the model to make the tool call it described"
+
+CUT_CALL = (
+    "milk: your reply was cut off at the token limit in the middle of your {name} call, so "
+    "nothing ran. Call {name} again with less text: for edit_file, old_text and new_text "
+    "need only the one or few lines that change, not the whole function or its docstring."
+)
+_CUT_CALL_SHOWN = (
+    "the local model's {name} call was cut off at its token limit; milk asked it for a shorter one"
+)
 
 MAKE_THE_CHANGE = (
     "milk: the user asked for a change and no file has been changed. Make the change now: "
@@ -304,6 +314,7 @@ class TurnWatch:
     _change_denied: bool = False
     _change_nudged: bool = False
     _nudged: bool = False
+    _cut_call_nudged: bool = False
     _found_something = False
     """A call that read or found something (not an error, not an empty result) ran."""
     _tool_names: re.Pattern[str] | None = None
@@ -397,10 +408,11 @@ class TurnWatch:
         )
 
     def final_reply(
-        self, text: str, *, reasoned: bool, grounded: Grounded | None = None
+        self, text: str, *, reasoned: bool, grounded: Grounded | None = None, cut: bool = False
     ) -> LocalGaveUp | Nudge | WrittenEscalation | None:
         """A reply without tool calls ends the loop: is it a failure, worth one nudge, an
-        escalation written as text, or the answer?"""
+        escalation written as text, or the answer? `cut`: the server stopped the reply at its
+        token limit (`finish_reason` "length")."""
         visible = _MILK_TAGS.sub("", text).strip()
         if self.escalation_tool and self.escalation_tool in visible:
             return WrittenEscalation(_short(visible.replace(self.escalation_tool, " "), 600))
@@ -413,6 +425,10 @@ class TurnWatch:
             )
         unrunnable = self._unrunnable_call(visible)
         if unrunnable is not None:
+            cut_call = self._cut_call(visible) if cut else None
+            if cut_call is not None and not self._cut_call_nudged:
+                self._cut_call_nudged = True  # once: a second cut call is the model's limit
+                return Nudge(CUT_CALL.format(name=cut_call), _CUT_CALL_SHOWN.format(name=cut_call))
             return self.gave_up(LocalSignal.UNRUNNABLE_CALL, unrunnable)
         markup = grounded.markup if grounded is not None else None
         if markup is not None or _ECHOED_MARKUP.search(visible):
@@ -506,6 +522,11 @@ class TurnWatch:
                 "runs one call written as text, not a plan of several"
             )
         return f"the local model wrote a {names[0]} call as text that could not be run"
+
+    def _cut_call(self, text: str) -> str | None:
+        """The offered tool whose call, written as text, is the reply's last: cut off there."""
+        names = [match.group(1) for match in _CALL_SHAPE.finditer(text)]
+        return names[-1] if names and names[-1] in self.offered else None
 
     def _described_tool(self, text: str) -> str | None:
         if self._tool_names is None:
