@@ -12,6 +12,7 @@ user sees what the model was given.
 
 from __future__ import annotations
 
+import ast
 import logging
 import re
 import uuid
@@ -215,11 +216,27 @@ def _ranges(text: str, lines: list[str], names: list[str]) -> list[tuple[int, in
         last = min(len(lines), span.last_line + REGION_CONTEXT_LINES, first + REGION_MAX_LINES - 1)
         ranges.append((first, last))
         if span.kind == "assignment":
-            word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
-            for number, line in enumerate(lines, 1):
-                if word.search(line):
-                    ranges.append((max(1, number - 1), min(len(lines), number + 1)))
+            for number in _lines_using(text, lines, name):
+                ranges.append((max(1, number - 1), min(len(lines), number + 1)))
     return ranges
+
+
+def _lines_using(text: str, lines: list[str], name: str) -> list[int]:
+    """The lines whose code names `name` (Python's `ast`: not the prose of a docstring or a
+    comment that has the word, "decimal suffixes (kB, MB)" for `suffixes`); by the word
+    when the file does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+        return [number for number, line in enumerate(lines, 1) if word.search(line)]
+    found = {
+        node.lineno
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and node.id == name)
+        or (isinstance(node, ast.Global) and name in node.names)
+    }
+    return sorted(found)
 
 
 def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
