@@ -17,7 +17,7 @@ from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from milk_lsp.agents.base import (
     ClaudeSessionStarted,
@@ -173,8 +173,8 @@ class LocalPart:
             outcome = broken
         if outcome is None and change:
             outcome = await self._unmade_change(turn, tools, user_ask)
-        elif isinstance(outcome, EscalationRequested) and change:
-            outcome = await self._escalated_after_the_change(turn, tools, user_ask, outcome)
+        elif change and _given_up_early(outcome):
+            outcome = await self._ended_after_the_change(turn, tools, user_ask, outcome)
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
         return outcome
@@ -244,22 +244,32 @@ class LocalPart:
         turn.notice("warning", detail[0].upper() + detail[1:])
         return LocalGaveUp(LocalSignal.EDIT_NOT_MADE, detail)
 
-    async def _escalated_after_the_change(
-        self, turn: Turn, tools: WorkspaceTools, user_ask: str, escalation: EscalationRequested
-    ) -> EscalationRequested | None:
-        """The model asked for Claude after its edits made the one change the request
-        spells out, and they broke nothing: the request is done, by the files' evidence, so
-        the turn ends here (cli-description: after a right edit the model ran the package's
-        module as a script, read the ImportError as its fault and escalated)."""
+    async def _ended_after_the_change(
+        self,
+        turn: Turn,
+        tools: WorkspaceTools,
+        user_ask: str,
+        outcome: EscalationRequested | LocalGaveUp,
+    ) -> EscalationRequested | LocalGaveUp | None:
+        """The model asked for Claude, or gave an empty reply, after its edits made the one
+        change the request spells out, and they broke nothing: the request is done, by the
+        files' evidence, so the turn ends here (cli-description: after a right edit the model
+        ran the package's module as a script, read the ImportError as its fault and
+        escalated; size-format: the right edit, then an empty reply)."""
         if tools.broken_files() or tools.pending_check() is not None:
-            return escalation
+            return outcome
         edited = await _edited_texts(tools)
         made = made_change(user_ask, edited)
         if made is None:
-            return escalation
+            return outcome
+        said = (
+            "asked for Claude"
+            if isinstance(outcome, EscalationRequested)
+            else "ended with an empty reply"
+        )
         turn.notice(
             "info",
-            f"The local model asked for Claude, but the change the request asks for is made"
+            f"The local model {said}, but the change the request asks for is made"
             f" ({made}), so milk ends the turn here; for more, {self._door().escalate}.",
         )
         return None
@@ -327,3 +337,11 @@ class LocalPart:
 async def _edited_texts(tools: WorkspaceTools) -> dict[str, tuple[str | None, str | None]]:
     """Each file the turn's edits wrote: its text before the turn and now (None: absent)."""
     return {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
+
+
+def _given_up_early(outcome: LocalOutcome) -> TypeGuard[EscalationRequested | LocalGaveUp]:
+    """An ending the files may prove wrong: the model asked for Claude, or said nothing
+    more (`empty_reply`), which a change already made leaves nothing to do about."""
+    if isinstance(outcome, EscalationRequested):
+        return True
+    return isinstance(outcome, LocalGaveUp) and outcome.signal is LocalSignal.EMPTY_REPLY
