@@ -30,7 +30,8 @@ from milk_lsp.agents.base import (
 from milk_lsp.agents.local.checks import check_kind
 from milk_lsp.agents.local.edit_intent import made_change, unmade_change
 from milk_lsp.agents.local.grounding import about_workspace
-from milk_lsp.agents.local.judge import DEICTIC, TurnGrounding
+from milk_lsp.agents.local.grounding.hints import change_hinted
+from milk_lsp.agents.local.judge import TurnGrounding
 from milk_lsp.agents.local.read_first import focus_names, read_first
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.agents.local.watch import asks_for_change
@@ -129,7 +130,8 @@ class LocalPart:
             *prompts.history_messages(history),
             {"role": "user", "content": prompts.with_session_notes(text, notes)},
         ]
-        about = bool(DEICTIC.search(user_ask)) or about_workspace(user_ask, index)
+        about = about_workspace(user_ask, index)
+        hinted = not change and about and change_hinted(user_ask)
         judge = TurnGrounding(
             user_ask, text, index, about_workspace=about or attached, tools=tools, texts=tools
         )
@@ -145,6 +147,7 @@ class LocalPart:
                 offer_escalation=plan.offer_escalation,
                 cut_short=plan.watches_local,
                 change_requested=change,
+                change_hinted=hinted,
                 look_first=about and not attached,
                 judge=judge,
                 check=tools if config.local.check_command else None,

@@ -3,9 +3,11 @@ local answer, `agents/local/grounding/`).
 
 `WorkspaceIndex.refresh()` walks the folder and keeps every file's path and the set of
 identifier-like tokens of its text (`[A-Za-z_][A-Za-z0-9_]*` of two characters or more, and
-`--long-option`s). A later refresh reads again only the files whose (mtime_ns, size)
-changed, and those written so shortly before they were read that a later write could keep
-both (git's "racily clean" files, `changes.manifest.settled`); removed files drop out.
+`--long-option`s), and the names it defines: from its parse (`milk_lsp.code`, tree-sitter
+through ast-grep) in the languages that knows, else from a regex. A later refresh reads
+again only the files whose (mtime_ns, size) changed, and those written so shortly before
+they were read that a later write could keep both (git's "racily clean" files,
+`changes.manifest.settled`); removed files drop out.
 
 The walk never follows a symlink and never reads outside the folder: every directory is
 opened from its parent's descriptor with O_NOFOLLOW, and files likewise, so a directory
@@ -38,6 +40,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+from milk_lsp.code import definitions, language_for
 from milk_lsp.system.files import read_at_most, settled
 
 __all__ = ["SKIPPED_DIRS", "WorkspaceIndex"]
@@ -76,22 +79,35 @@ the counts of all files, and a tuple takes far less memory than a set (bench/gro
 _NO_TOKENS: _Tokens = ()
 
 
+MAX_PARSED_BYTES = 256 * 1024
+"""A larger source file is not parsed: its definitions come from `_DEFINITION` (bounds the
+cost of a refresh; bench/grounding.py)."""
 _DEFINITION = re.compile(
     r"\b(?:def|class|function|func|fn|interface|struct|enum|trait|type|const|let|var)\s+"
     r"([A-Za-z_][A-Za-z0-9_]+)|^([A-Za-z_][A-Za-z0-9_]+)\s*=(?!=)",
     re.MULTILINE,
 )
-"""A name this file defines: after a definition keyword, or assigned at the start of a line
-(module level in Python)."""
+"""For a file of no language `milk_lsp.code` parses (or too large to parse): a name it
+defines, after a definition keyword, or assigned at the start of a line."""
 _DEFINED = "\x00def:"
 """The prefix of a definition among a file's tokens (no token of text can start with it)."""
 
 
-def _tokens_of(text: str) -> _Tokens:
-    """The identifier-like tokens and `--options` of `text`, once each, and the names it
-    defines (marked `_DEFINED`); interned, so a token in many files is one string."""
+def _tokens_of(path: str, data: bytes) -> _Tokens:
+    """The identifier-like tokens and `--options` of the file at `path` whose content is
+    `data`, once each, and the names it defines (marked `_DEFINED`): those its parse finds
+    in a language `milk_lsp.code` knows, else those `_DEFINITION` finds. Interned, so a
+    token in many files is one string."""
+    language = language_for(path)
+    if language is not None and len(data) <= MAX_PARSED_BYTES:
+        text = data.decode("utf-8", "replace")
+        defined = {definition.name for definition in definitions(text, language)}
+    else:
+        # latin-1 never fails, and the ASCII tokens come out as they would from UTF-8
+        text = data.decode("latin-1")
+        defined = {a or b for a, b in _DEFINITION.findall(text)}
     tokens = set(_TOKEN.findall(text))
-    tokens.update(_DEFINED + (a or b) for a, b in _DEFINITION.findall(text))
+    tokens.update(_DEFINED + name for name in defined)
     return tuple(map(sys.intern, tokens))
 
 
@@ -158,6 +174,10 @@ class WorkspaceIndex:
         self._state = _State()
         self._refreshing = threading.Lock()
         """One refresh at a time; questions take no lock (see the module)."""
+        self._definitions: tuple[object, frozenset[str]] | None = None
+        self._stems: tuple[object, dict[str, tuple[str, ...]]] | None = None
+        """What is made on demand, with what it was made from (a refresh that changed no
+        token keeps the same counts, one that changed no path the same tails)."""
         self._ignore_text: str | None = None
         self._ignore: GitIgnoreSpec | None = None
 
@@ -226,6 +246,38 @@ class WorkspaceIndex:
             return ()
         found = [path for path, entry in state.files.items() if marked in entry.tokens]
         return tuple(found[:limit])
+
+    def definition_names(self) -> frozenset[str]:
+        """Every name a file here defines: what a message's words are matched against
+        (`agents.local.grounding.asked`). Made once per refresh that changed a token."""
+        state = self._state
+        known = self._definitions
+        if known is None or known[0] is not state.counts:
+            start = len(_DEFINED)
+            names = frozenset(token[start:] for token in state.counts if token[:start] == _DEFINED)
+            self._definitions = known = (state.counts, names)
+        return known[1]
+
+    def in_file(self, path: str, token: str) -> bool:
+        """Whether the text of the file `path` (relative) has the identifier `token`."""
+        entry = self._state.files.get(path)
+        return entry is not None and token in entry.tokens
+
+    def file_stems(self) -> dict[str, tuple[str, ...]]:
+        """The files here by the lower-case stem of their name (`utils` for `src/utils.js`,
+        `readme` for `README.md`): a message naming a file without its extension. Made once
+        per refresh that changed the paths."""
+        state = self._state
+        known = self._stems
+        if known is None or known[0] is not state.file_tails:
+            stems: dict[str, list[str]] = {}
+            for path in state.files:
+                stem = path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+                if stem:
+                    stems.setdefault(stem, []).append(path)
+            built = {stem: tuple(paths) for stem, paths in stems.items()}
+            self._stems = known = (state.file_tails, built)
+        return known[1]
 
     def file_for(self, claim: str) -> str | None:
         """The one file `claim` names (a relative path, or the trailing part of exactly one
@@ -391,8 +443,7 @@ class WorkspaceIndex:
             return _unread(None, info)  # it grew while being read
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             return _File(info.st_mtime_ns, info.st_size, _NO_TOKENS, trusted)
-        # latin-1 never fails, and the ASCII tokens come out as they would from UTF-8
-        return _File(info.st_mtime_ns, info.st_size, _tokens_of(data.decode("latin-1")), trusted)
+        return _File(info.st_mtime_ns, info.st_size, _tokens_of(name, data), trusted)
 
     def _root_ignore(self, root_fd: int) -> GitIgnoreSpec | None:
         """The rules of the root `.gitignore` (compiled again only when its text changed)."""

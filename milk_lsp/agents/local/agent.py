@@ -277,6 +277,7 @@ class LocalAgent:
         offer_escalation: bool,
         cut_short: bool = False,
         change_requested: bool = False,
+        change_hinted: bool = False,
         look_first: bool = False,
         judge: AnswerJudge | None = None,
         check: EditCheck | None = None,
@@ -287,7 +288,9 @@ class LocalAgent:
         `TurnDone`, `EscalationRequested`, `LocalGaveUp` (a hand-off signal, see
         `local_watch`) or `TurnFailed`; raises only on cancellation. `cut_short` stops the
         loop at the first mid-turn signal (route `auto`, where Claude can take over).
-        `look_first`: the question is about the workspace and nothing attached covers it, so
+        `change_hinted`: the request may ask for a change (an answer saying it is made must
+        have changed a file). `look_first`: the question is about the workspace and nothing
+        attached covers it, so
         the first request requires a tool call (a server that ignores or refuses that gets
         milk's own look instead, remembered per model). `judge` grounds the final answer;
         `check` runs `local.checkCommand` after edits before the turn counts as done.
@@ -300,6 +303,7 @@ class LocalAgent:
                     offer_escalation,
                     cut_short,
                     change_requested,
+                    change_hinted,
                     look_first,
                     judge,
                     check,
@@ -325,6 +329,7 @@ class LocalAgent:
         offer_escalation: bool,
         cut_short: bool,
         change_requested: bool,
+        change_hinted: bool,
         look_first: bool,
         judge: AnswerJudge | None,
         check: EditCheck | None,
@@ -342,6 +347,7 @@ class LocalAgent:
             cut_short,
             escalation_tool=ESCALATE_TOOL_NAME if offer_escalation else "",
             change_requested=change_requested,
+            change_hinted=change_hinted,
         )
         conversation = list(messages)
         used_ids: set[str] = set()

@@ -4,8 +4,11 @@ A small model's edit can leave a file that no longer parses, or a rename half do
 definition renamed, a use not). Before the turn counts as done, each file the local model
 changed is checked: Python must still parse (`ast`) and must not gain undefined names
 (pyflakes, compared with the file before the edit, so names that were already undefined,
-from a star import say, are no news); JSON, TOML and YAML must still load. Other files are
-not checked.
+from a star import say, are no news); JSON, TOML and YAML must still load; a file of any
+other language the code package reads (`milk_lsp.code`: JavaScript, TypeScript, Go, Rust,
+Java, C, C++, C#, Ruby, PHP, Kotlin, Swift, …) must not gain syntax errors (tree-sitter's
+error nodes, counted before and after the edit, so a grammar's gap on valid code is no
+news). Other files are not checked.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import PurePath
 import yaml
 from pyflakes import checker, messages
 
+from milk_lsp.code import Language, language_for, syntax_problems
+
 CHECKED_SUFFIXES = frozenset({".py", ".pyi", ".json", ".toml", ".yaml", ".yml"})
 
 
@@ -30,7 +35,8 @@ def check_kind(path: str) -> str | None:
         return "Python parses, no new undefined names"
     if suffix in CHECKED_SUFFIXES:
         return f"{suffix.removeprefix('.').upper()} loads"
-    return None
+    language = language_for(path)
+    return f"{language.label} parses" if language is not None else None
 
 
 def broken_by_edit(path: str, before: str | None, after: str) -> str | None:
@@ -54,7 +60,27 @@ def broken_by_edit(path: str, before: str | None, after: str) -> str | None:
             list(yaml.safe_load_all(after))
         except yaml.YAMLError as exc:
             return f"it is no longer valid YAML: {' '.join(str(exc).split())}"
+    elif (language := language_for(path)) is not None:
+        return _syntax(language, before, after)
     return None
+
+
+def _syntax(language: Language, before: str | None, after: str) -> str | None:
+    """Whether `after` has more syntax errors than `before` had, said with the first new one
+    (its line, its column and the text there)."""
+    now = syntax_problems(after, language)
+    if not now:
+        return None
+    was = syntax_problems(before, language) if before is not None else []
+    if len(now) <= len(was):
+        return None
+    known = {problem.text for problem in was}
+    first = next((problem for problem in now if problem.text not in known), now[0])
+    near = f" near `{first.text}`" if first.text.strip() else ""
+    return (
+        f"it no longer parses as {language.label} (line {first.line}, column {first.column}:"
+        f" a syntax error{near})"
+    )
 
 
 def _python(path: str, before: str | None, after: str) -> str | None:

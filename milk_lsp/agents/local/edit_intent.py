@@ -16,10 +16,14 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from milk_lsp.agents.local.grounding.hints import CHANGE_INTO, straight_quotes
+
 _QUOTED_CHANGE = re.compile(
-    r"""(["'])(?P<old>[^"'\n]{1,200})\1\s+(?:to|into|with|by)\s+(["'])(?P<new>[^"'\n]{1,200})\3"""
+    rf"""(["'])(?P<old>[^"'\n]{{1,200}})\1\s*(?:{CHANGE_INTO})\s*(["'])(?P<new>[^"'\n]{{1,200}})\3""",
+    re.IGNORECASE,
 )
-"""`from "A" to "B"`, `"A" with "B"`: a change the request spells out, old and new text."""
+"""`from "A" to "B"`, `"A" with "B"`, `«A» в «B»`, `「A」を「B」に`: a change the request spells
+out, old and new text (quotes of every style made straight first)."""
 _RENAME = re.compile(
     r"\brename\s+(?:[\w-]+\s+){0,4}?`?(?P<old>-{0,2}[A-Za-z_][\w.-]*)`?\s+(?:to|as|into)\s+"
     r"`?(?P<new>-{0,2}[A-Za-z_][\w-]*)",
@@ -87,7 +91,7 @@ def requested_change(request: str) -> RequestedChange | None:
     """The change the request spells out: quoted ("Slug string" to "Make a slug from
     text") or a rename (rename the constant NUMBERS_PATTERN to NUMBER_COMMA_PATTERN); None
     when it spells out none."""
-    match = _QUOTED_CHANGE.search(request)
+    match = _QUOTED_CHANGE.search(straight_quotes(request))
     if match is not None and match.group("new").strip():
         return RequestedChange(match.group("old"), match.group("new"), word=False)
     match = _RENAME.search(request)
@@ -129,7 +133,7 @@ def made_change(request: str, edited: dict[str, tuple[str | None, str | None]]) 
     wanted = requested_change(request)
     if wanted is None or wanted.word or not edited:
         return None
-    rest = _QUOTED_CHANGE.sub(" ", request).strip()
+    rest = _QUOTED_CHANGE.sub(" ", straight_quotes(request)).strip()
     if _MORE_ASKED.search(rest.rstrip(".!")):
         return None
     new = RequestedChange(wanted.new, "", word=False)

@@ -14,7 +14,6 @@ its names searched with the same confined tools the model has.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Sequence
 
@@ -30,9 +29,11 @@ from milk_lsp.agents.local.grounding import (
     ungrounded,
     workspace_claims,
 )
+from milk_lsp.agents.local.grounding.hints import asks_about_cli_options, asks_where_defined
 from milk_lsp.agents.local.read_first import FileTexts, ReadFirst, read_first
 from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT
 from milk_lsp.agents.local.watch import Grounded, Look
+from milk_lsp.code import LANGUAGES
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
@@ -44,8 +45,11 @@ LOOK_NAMES = 3
 LOOK_CHARS = 6000
 """What milk's own look hands the model from its searches and reads, at most (the
 definitions it reads are bounded by read-first's own limits)."""
-CLI_OPTION_PATTERN = r"add_argument\(|add_option\(|@click\.option\(|typer\.Option\("
-"""Where Python command-line options are declared (argparse, optparse, click, typer)."""
+CLI_OPTION_PATTERN = "|".join(
+    dict.fromkeys(language.cli_options for language in LANGUAGES if language.cli_options)
+)
+"""Where command-line options are declared, in every language the code package knows
+(argparse, click, commander, yargs, Go's flag and cobra, clap, picocli, …)."""
 DEFINITIONS_CHARS = 8000
 """The definitions milk's look reads for a question, at most (about 2,000 tokens)."""
 DEFINITIONS_LEAD = "The definitions the question names, as the files have them now:"
@@ -60,29 +64,6 @@ ASKED_TO_LOOK_NOTICE = (
     "milk asked the model to look in the workspace before answering (it answered without "
     "looking, and milk found nothing the question names)"
 )
-
-DEICTIC = re.compile(
-    r"\b(?:this|our|my)\s+(?:project|repo|repository|code|codebase|package|workspace|"
-    r"folder|directory|app|library|module|script|tests?)\b|"
-    r"\bthe\s+(?:project|repo|repository|codebase|workspace)\b",
-    re.IGNORECASE,
-)
-"""A question about "this project" is about the workspace even when it names nothing."""
-
-
-_WHERE_DEFINED = re.compile(
-    r"\b(?:where|which\s+(?:file|module)|what\s+(?:file|module)|in\s+which\s+(?:file|module))"
-    r"\b[^?]*\b(?:defined|defines?|declared|declares?|implemented|implements?|lives?|located)\b",
-    re.IGNORECASE,
-)
-"""A question that asks which file holds a definition."""
-
-
-_CLI_OPTION_QUESTION = re.compile(
-    r"\b(?:(?i:command[- ]line)|CLI)\b[^?]*\b(?i:options?|flags?|switch(?:es)?|arguments?)\b|"
-    r"\b(?i:options?|flags?|switch(?:es)?)\b[^?]*\b(?:(?i:command[- ]line)|CLI)\b"
-)
-"""A question about the options of a command-line interface."""
 
 
 def _same_file(claimed: str, definer: str) -> bool:
@@ -129,10 +110,29 @@ class TurnGrounding:
             claims = Claims(options=claims.options)
         count = len(claims.paths) + len(claims.names) + len(claims.options)
         unseen = self._unseen(tool_outputs)
+        unaddressed = self._unaddressed(answer)
         if not count:
-            return Grounded(0, misplaced=unseen)
+            return Grounded(0, misplaced=unseen, unaddressed=unaddressed)
         missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
-        return Grounded(count, missing, misplaced=self._misplaced(claims) or unseen)
+        misplaced = self._misplaced(claims) or unseen
+        return Grounded(count, missing, misplaced=misplaced, unaddressed=unaddressed)
+
+    def _unaddressed(self, answer: str) -> bool:
+        """The question names definitions of this workspace, and `answer` names none of
+        them (in any case) nor the name of a file that defines one."""
+        index = self._index
+        if index is None or not self.about_workspace:
+            return False
+        folded = answer.casefold()
+        asked = [name for name in question_names(self._question, index) if self._definers(name)]
+        if not asked:
+            return False
+        for name in asked:
+            bare = name.split(".")[-1].removesuffix("()")
+            files = (path.rsplit("/", 1)[-1] for path in self._definers(name))
+            if bare.casefold() in folded or any(file.casefold() in folded for file in files):
+                return False
+        return True
 
     def _unseen(self, tool_outputs: Sequence[str]) -> str | None:
         """For a question about names this workspace defines: the answer came without the
@@ -173,9 +173,9 @@ class TurnGrounding:
         the workspace's index knows the ones that do (an existing file named for the wrong
         thing passes the existence check)."""
         index = self._index
-        if index is None or not claims.paths or not _WHERE_DEFINED.search(self._question):
+        if index is None or not claims.paths or not asks_where_defined(self._question):
             return None
-        for name in question_claims(self._question).names:
+        for name in question_names(self._question, index):
             definers = self._definers(name)
             if not definers:
                 continue
@@ -205,7 +205,7 @@ class TurnGrounding:
         looks: list[tuple[str, dict[str, object]]]
         looks = [(READ_FILE, {"path": path}) for path in asked.paths[:LOOK_PATHS]]
         definitions = None
-        if _CLI_OPTION_QUESTION.search(self._question):
+        if asks_about_cli_options(self._question):
             # "which option of the slugify CLI …": the lines declaring options, each with its
             # help text; the CLI's name ("slugify") is no definition to read or search for
             looks.append((SEARCH_TEXT, {"pattern": CLI_OPTION_PATTERN, "regex": True}))
@@ -262,7 +262,7 @@ class TurnGrounding:
         parameter of naturalsize": its signature; a search shows only the line naming it).
         Not for "which file defines X?", which a search answers with fewer tokens."""
         index, texts = self._index, self._texts
-        if index is None or texts is None or not names or _WHERE_DEFINED.search(self._question):
+        if index is None or texts is None or not names or asks_where_defined(self._question):
             return None
         try:
             return await read_first(

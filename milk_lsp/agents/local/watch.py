@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
+from milk_lsp.agents.local.grounding.hints import says_cannot, says_done
 from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,
     decode_loose_object,
@@ -242,6 +243,9 @@ class Grounded:
     misplaced: str | None = None
     """Evidence against the answer, described: it puts a definition in a file that does not
     define it, or it is about names of this workspace the model never saw."""
+    unaddressed: bool = False
+    """The question names definitions of this workspace, and the answer names none of
+    them nor a file defining one: with a refusal in it, it answered nothing."""
 
 
 @dataclass(frozen=True)
@@ -310,8 +314,14 @@ class TurnWatch:
     change_requested: bool = False
     """The user asked for a change (see `asks_for_change`): a turn that changes nothing
     did not do what was asked."""
+    change_hinted: bool = False
+    """The request may ask for a change (a change verb of some language beside a name of
+    this workspace, `hints.change_hinted`): an answer saying the change is made, with no
+    file changed, is a claim the workspace contradicts."""
     _changed: bool = False
     _change_denied: bool = False
+    _denied_paths: list[str] = field(default_factory=list)
+    """The files of the edits the user denied, in order."""
     _change_nudged: bool = False
     _nudged: bool = False
     _cut_call_nudged: bool = False
@@ -384,6 +394,9 @@ class TurnWatch:
         if name in CHANGE_TOOLS:
             self._change_denied |= denied
             self._changed |= not (denied or is_error)
+            if denied:
+                target = (arguments or {}).get("path") or (arguments or {}).get("command")
+                self._denied_paths.append(str(target or name))
         if name != EDIT_TOOL or arguments is None or denied:
             return
         path = str(arguments.get("path", ""))
@@ -463,6 +476,9 @@ class TurnWatch:
                 LocalSignal.FAILED_EDIT,
                 f"the edit of {path or 'a file'} failed and was not redone: {why}",
             )
+        unmade = self._claimed_but_unmade(visible)
+        if unmade is not None:
+            return unmade
         if self.change_requested and not (self._changed or self._change_denied):
             if self._may_nudge_for_change():
                 self._change_nudged = True
@@ -471,14 +487,16 @@ class TurnWatch:
                 LocalSignal.EDIT_NOT_MADE,
                 "the user asked for a change and the local model changed no file",
             )
-        edited = self.change_requested and self._changed
+        edited = (self.change_requested or self.change_hinted) and self._changed
         if edited:
             grounded = None  # the edits are the evidence (checked after them), not the words
         if grounded is not None and grounded.misplaced:
             return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.misplaced)
         claims = grounded.claims if grounded is not None else 0
         deflects = claims == 0 and not edited and _DEFLECTION.search(visible) is not None
-        if (_NO_ANSWER.search(visible) or deflects) and len(visible) < _NO_ANSWER_CHARS:
+        cannot = _NO_ANSWER.search(visible) is not None or says_cannot(visible)
+        unaddressed = grounded is not None and grounded.unaddressed
+        if ((cannot or deflects) and len(visible) < _NO_ANSWER_CHARS) or (cannot and unaddressed):
             return self.gave_up(
                 LocalSignal.NO_ANSWER,
                 f"the local model said it could not answer: {_short(visible)}",
@@ -491,6 +509,12 @@ class TurnWatch:
                 "looked at nor in the workspace",
             )
         if grounded is not None and grounded.claims and self._tried and not self._found_something:
+            if self._change_denied:
+                return self.gave_up(
+                    LocalSignal.EDIT_NOT_MADE,
+                    f"the user denied the local model's {self._denied()}, and the answer "
+                    "speaks of the workspace as if it had run",
+                )
             return self.gave_up(
                 LocalSignal.UNGROUNDED_ANSWER,
                 "the answer is about the workspace, but every look the local model took failed "
@@ -498,10 +522,36 @@ class TurnWatch:
             )
         return None
 
+    def _denied(self) -> str:
+        """The denied calls in words ("edit of src/a.js", "edits of a.js, b.js")."""
+        paths = list(dict.fromkeys(self._denied_paths))
+        return ("edit of " if len(paths) == 1 else "edits of ") + ", ".join(paths[:3])
+
+    def _claimed_but_unmade(self, answer: str) -> LocalGaveUp | Nudge | None:
+        """A request that asks (or may ask) for a change, no file changed, and an answer
+        saying the change is made: the workspace contradicts it. After a denied edit that
+        is said in those words; otherwise the model gets one request to make the change."""
+        asked = self.change_requested or self.change_hinted
+        if not asked or self._changed or not says_done(answer):
+            return None
+        if self._change_denied:
+            return self.gave_up(
+                LocalSignal.EDIT_NOT_MADE,
+                f"the user denied the local model's {self._denied()}, so no file changed, but "
+                "its answer says the change is made",
+            )
+        if self._may_nudge_for_change():
+            self._change_nudged = True
+            return Nudge(MAKE_THE_CHANGE, _MAKE_THE_CHANGE_SHOWN)
+        return self.gave_up(
+            LocalSignal.EDIT_NOT_MADE,
+            "the local model's answer says the change is made, but no file changed",
+        )
+
     def _may_nudge_for_change(self) -> bool:
         """One corrective message a turn asked for a change may get while no file changed."""
         return (
-            self.change_requested
+            (self.change_requested or self.change_hinted)
             and not (self._changed or self._change_denied)
             and not self._change_nudged
             and EDIT_TOOL in self.offered

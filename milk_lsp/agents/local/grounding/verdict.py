@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from milk_lsp.agents.local.grounding.asked import asked
 from milk_lsp.agents.local.grounding.claims import (
     LINE_PLACE,
     TEMPLATE,
@@ -16,17 +17,12 @@ from milk_lsp.agents.local.grounding.claims import (
     question_claims,
     split_fences,
 )
-from milk_lsp.agents.local.grounding.vocabulary import word_set
+from milk_lsp.agents.local.grounding.hints import about_this_project
 
 if TYPE_CHECKING:
     from milk_lsp.workspace.index import WorkspaceIndex
 
 
-_THIS_PROJECT = re.compile(
-    r"\b(?:this|our|my|the\s+current)\s+(?:project|repo|repository|codebase|code\s+base|"
-    r"workspace|package|module|file|folder|directory|function|class|method|code)\b",
-    re.IGNORECASE,
-)
 _TEMPLATE_BLOCK = re.compile(
     r"<(tools|tool_call|tool_calls|tool_response|tool_result|tool_use|function_calls?|"
     r"functions)>.*?</\1>|<function=[^>\n]{0,80}>.*?</function>|"
@@ -39,61 +35,28 @@ _JSON_BLOCK = re.compile(r"[\[{].*[\]}]", re.DOTALL)
 
 
 def about_workspace(question: str, index: WorkspaceIndex) -> bool:
-    """Whether `question` is about this workspace: it says so ('this project', 'my code')
-    or names a path, a name or an option that exists here."""
-    if _THIS_PROJECT.search(question):
-        return True
+    """Whether `question` is about this workspace: it names a path, a name or an option that
+    exists here, a word of it stands for a definition or a file here (`asked`, in any human
+    language), or it speaks of "this project" (a hint that only adds checks)."""
     claims = question_claims(question)
     return (
-        any(index.has_path(path) for path in claims.paths)
+        about_this_project(question)
+        or any(index.has_path(path) for path in claims.paths)
         or any(_indexed_name(index, name) for name in claims.names)
         or any(index.has_option(option) for option in claims.options)
-        or any(index.has_definition(word) for word in _plain_words(question))
+        or bool(asked(question, index))
     )
 
 
 def question_names(question: str, index: WorkspaceIndex) -> list[str]:
-    """The code names a question asks about: those it writes as code, and its plain words
-    that stand where a name does and that this workspace defines ("the default of
-    naturalday?")."""
-    names = list(question_claims(question).names)
-    names += [w for w in _plain_words(question) if w not in names and index.has_definition(w)]
-    return names
-
-
-_NAME_PLACE = re.compile(
-    r"\b(?:does|do|did|will|would|can|could|should)\s+([A-Za-z_]\w{2,})\s+"
-    r"(?:return|do|take|raise|print|yield|compute|output|accept|expect|mean|handle)\b|"
-    r"\b(?:rename|remove|delete|change|fix|update|refactor|document|rewrite|simplify|"
-    r"call|calls|calling|test|tests|testing)\s+([A-Za-z_]\w{2,})\b|"
-    r"\bwhere\s+(?:is|are|was|were)\s+([A-Za-z_]\w{2,})\s+(?:defined|declared|implemented|"
-    r"used|set|called|raised|located|created|handled)\b|"
-    r"\bwhat\s+(?:is|are)\s+([A-Za-z_]\w{2,})\s*\?|"
-    r"\b(?:of|in|by|from)\s+(?:the\s+)?(?:function\s+|method\s+|class\s+)?([A-Za-z_]\w{2,})"
-    r"(?=\s*(?:\?|$|\(\)|\s(?:CLI|command-line|command)\b))",
-    re.IGNORECASE,
-)
-"""Where a plain word of a question stands as a name ("what does greet return", "rename
-greet", "the default of naturalsize?", "an option of the slugify CLI"): only there is a word
-the workspace defines taken as that definition, so "How do I add an item to a set?" stays a
-general question where `add` is defined."""
-
-
-def _plain_words(question: str) -> list[str]:
-    """The question's plain words that stand where a name does (see `_NAME_PLACE`), other
-    than words of every question such as `what` or `does`."""
-    words = [next(word for word in found if word) for found in _NAME_PLACE.findall(question)]
-    return [word for word in words if word.lower() not in _QUESTION_WORDS]
-
-
-_QUESTION_WORDS = word_set(
-    """what which where when why how who whom whose does did do done doing the this that
-    these those there here with from into onto for and but not are was were is be been being
-    can could should would will shall may might must have has had get gets got make makes made
-    use uses used find show tell explain mean means return returns work works call calls
-    about file files code function functions method methods class classes module modules
-    please thanks you your our my its it they them"""
-)
+    """The code names a question asks about: those it writes as code, and its words that
+    stand for a definition of this workspace, in any language and with a typo
+    ("the default of naturalsize?", "Wo ist slugify definiert?")."""
+    written = question_claims(question).names
+    names = dict.fromkeys(asked(question, index).names)
+    names.update(dict.fromkeys(name for name in written if _indexed_name(index, name)))
+    names.update(dict.fromkeys(written))  # last: a typo of a name, or a name from elsewhere
+    return list(names)
 
 
 def markup_answer(answer: str) -> str | None:

@@ -1,0 +1,177 @@
+"""Which names of this workspace a message asks about, by structure, in any human language.
+
+The message's words are its runs of Latin letters, digits, `_` and `$` (so `greet関数` gives
+`greet`, and `Переименуй greet` gives `greet`); each that looks like an identifier is
+matched against the names the workspace's files define (exactly, then ignoring case, then
+allowing one typo in a longer name: `naturalsise`) and, when written as code, against its
+file names without their extension (`utils`). No frame of
+any language decides it ("where is … defined", "wo ist …"): a question in German, Japanese
+or everyday English finds the same names as the English one.
+
+A short plain word (`add`, `main`, `set`) is too often a word of the sentence to stand for a
+definition alone: it counts when the message writes it as code (a span, quotes, a call), as
+does any word with code's shape (`_`, an inner capital, a digit, a dot), or when another,
+longer word of the message is in a file that defines it ("the precision parameter of main":
+the file defining `main` has `precision`; "the main difference between Python 2 and 3" has
+no such word).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import regex
+
+from milk_lsp.agents.local.grounding.hints import quoted_pattern
+
+if TYPE_CHECKING:
+    from milk_lsp.workspace.index import WorkspaceIndex
+
+PLAIN_MIN = 5
+"""A plain lowercase word this long or longer may stand for a definition on its own."""
+TYPO_MIN = 6
+"""A word this long or longer may name a definition with one typo."""
+
+_WORD = regex.compile(r"[\p{Latin}\p{Nd}_$]+(?:\.[\p{Latin}\p{Nd}_$]+)*")
+_IDENTIFIER = regex.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+_AS_CODE = regex.compile(quoted_pattern())
+_INNER_CAPITAL = regex.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a message names of the workspace: definitions (as the files spell them) and
+    files (paths relative to the root), each once, in the message's order."""
+
+    names: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.files)
+
+
+def code_shaped(word: str) -> bool:
+    """A word only code writes: `_`, `$`, a digit, a dot between parts, an inner capital."""
+    return (
+        any(char in word for char in "_$.")
+        or any(char.isdigit() for char in word)
+        or _INNER_CAPITAL.search(word) is not None
+    )
+
+
+def asked(message: str, index: WorkspaceIndex) -> Asked:
+    """The definitions and files of the workspace that `message` names (see the module)."""
+    defined = index.definition_names()
+    stems = index.file_stems()
+    if not defined and not stems:
+        return Asked()
+    lookup = _lookup(defined)
+    as_code = {word for span in _AS_CODE.findall(message) for word in _IDENTIFIER.findall(span)}
+    names: dict[str, None] = {}
+    files: dict[str, None] = {}
+    short: list[str] = []
+    tokens: list[str] = []
+    for match in _WORD.finditer(message):
+        for token in _IDENTIFIER.findall(match.group()):
+            tokens.append(token)
+            written_as_code = (
+                token in as_code
+                or code_shaped(token)
+                or message.startswith("(", match.start() + match.group().find(token) + len(token))
+            )
+            for name in _names_for(token.rstrip("."), lookup, written_as_code):
+                names.setdefault(name, None)
+            if not written_as_code and token in lookup.exact and len(token) < PLAIN_MIN:
+                short.append(token)
+            stem = token.lower()
+            if written_as_code and stem in stems:
+                for path in stems[stem]:
+                    files.setdefault(path, None)
+    for word in short:  # "the precision parameter of main": `precision` is in cli.py too
+        others = [token for token in tokens if len(token) >= PLAIN_MIN and token != word]
+        if any(index.in_file(path, other) for path in index.definers(word) for other in others):
+            names.setdefault(word, None)
+    return Asked(tuple(names), tuple(files))
+
+
+def _names_for(token: str, lookup: _Lookup, as_code: bool) -> Iterable[str]:
+    """The definitions `token` stands for: itself, its last dotted part, or (long enough)
+    the same ignoring case or with one typo."""
+    parts = [part for part in token.split(".") if part]
+    if not parts:
+        return ()
+    word = parts[-1]
+    strong = as_code or len(word) >= PLAIN_MIN or not word.islower()
+    if word in lookup.exact and (strong or len(parts) > 1):
+        return (word,)
+    if len(word) < PLAIN_MIN and not as_code:
+        return ()
+    folded = lookup.folded.get(word.lower())
+    if folded:
+        return sorted(folded)
+    if len(word) >= TYPO_MIN:
+        return lookup.near(word)
+    return ()
+
+
+class _Lookup:
+    """The workspace's definitions, for exact, case-blind and one-typo matches."""
+
+    def __init__(self, defined: frozenset[str]) -> None:
+        self.exact = defined
+        self.folded: dict[str, set[str]] = defaultdict(set)
+        self._by_length: dict[int, list[tuple[str, str]]] = defaultdict(list)
+        for name in defined:
+            lower = name.lower()
+            self.folded[lower].add(name)
+            if len(name) >= TYPO_MIN - 1:
+                self._by_length[len(lower)].append((lower, name))
+
+    def near(self, word: str) -> tuple[str, ...]:
+        """Definitions one edit (an insertion, deletion, substitution or swap of neighbours)
+        away from `word`, not counting a changed ending (`parser` is no typo of `parse`)."""
+        lower = word.lower()
+        found = [
+            name
+            for length in (len(lower) - 1, len(lower), len(lower) + 1)
+            for other, name in self._by_length.get(length, ())
+            if _one_edit(lower, other) and not _only_the_ending(lower, other)
+        ]
+        return tuple(sorted(found))
+
+
+@lru_cache(maxsize=4)
+def _lookup(defined: frozenset[str]) -> _Lookup:
+    """One lookup per state of the index (a refresh that changed no definition keeps it)."""
+    return _Lookup(defined)
+
+
+def _only_the_ending(a: str, b: str) -> bool:
+    """`b` is `a` with a letter or two more or less at its end (a plural, a tense)."""
+    short, long = sorted((a, b), key=len)
+    return short != long and long.startswith(short)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether `a` and `b` differ by exactly one edit, a swap of neighbours counting as one."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and (a[diff[1]] == b[diff[0]])
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long[i]:
+        i += 1
+    return short[i:] == long[i + 1 :]

@@ -1,0 +1,480 @@
+"""Words that hint at what kind of question or request a message is, per human language.
+
+Hints only, kept as data: each one *adds* a check or a look ("where is X defined?" gets the
+definers compared with the answer; a change request gets the workspace diff demanded), and
+none of them ever lets a turn pass. What a message is about is decided by structure
+(`grounding.asked`: its tokens against the workspace's definitions and files); a language
+missing here costs a check, never a false pass.
+
+Each table maps a language to stems matched case-insensitively at the start of a word
+(Latin and Cyrillic scripts) or anywhere (Chinese, Japanese, Korean, which have no spaces).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+_NO_SPACES = frozenset({"zh", "ja", "ko"})
+
+WHERE_DEFINED: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        "defined",
+        "defines",
+        "defind",
+        "declared",
+        "declares",
+        "implemented",
+        "implements",
+        "lives",
+        "live",
+        "located",
+        "which file",
+        "what file",
+        "file with",
+        "file has",
+        "where's",
+        "where is",
+        "wher ",
+    ),
+    "de": ("definiert", "deklariert", "implementiert", "welche datei", "in welcher datei", "wo "),
+    "fr": ("défini", "defini", "déclaré", "implémenté", "quel fichier", "où ", "ou se trouve"),
+    "es": ("definid", "declarad", "implementad", "qué archivo", "que archivo", "dónde", "donde"),
+    "pt": ("definid", "declarad", "implementad", "qual arquivo", "onde fica", "onde está", "onde"),
+    "it": ("definit", "dichiarat", "quale file", "dove "),
+    "nl": ("gedefinieerd", "welk bestand", "waar "),
+    "pl": ("zdefiniowan", "który plik", "gdzie "),
+    "tr": ("tan\u0131mlan", "hangi dosya", "nerede"),
+    "ru": ("определ", "объявлен", "реализован", "какой файл", "каком файле", "где "),
+    "uk": ("визначен", "який файл", "де "),
+    "zh": ("定义", "声明", "实现", "哪个文件", "在哪"),
+    "ja": ("定義", "宣言", "実装", "どのファイル", "どこ"),
+    "ko": ("정의", "선언", "어느 파일", "어디"),
+}
+"""The question asks which file holds a definition ("Wo ist slugify definiert?")."""
+
+CLI_OPTIONS: Mapping[str, tuple[str, ...]] = {
+    "en": ("command line", "command-line", "cli", "flag", "option", "switch"),
+    "de": ("kommandozeile", "befehlszeile", "option", "schalter", "flag"),
+    "fr": ("ligne de commande", "option", "drapeau"),
+    "es": ("línea de comandos", "linea de comandos", "opción", "opcion", "bandera"),
+    "pt": ("linha de comando", "opção", "opcao", "flag"),
+    "it": ("riga di comando", "opzion"),
+    "ru": ("командной строк", "командная строк", "опци", "флаг", "ключ"),
+    "zh": ("命令行", "选项", "参数", "标志"),
+    "ja": ("コマンドライン", "オプション", "フラグ", "引数"),
+    "ko": ("명령줄", "옵션", "플래그"),
+}
+"""The question is about a command-line interface's options (milk's look then searches for
+the lines that declare them, `code.languages`)."""
+
+CLI_NAMES: Mapping[str, tuple[str, ...]] = {
+    "en": ("command line", "command-line", "cli"),
+    "de": ("kommandozeile", "befehlszeile", "cli"),
+    "fr": ("ligne de commande", "cli"),
+    "es": ("línea de comandos", "linea de comandos", "cli"),
+    "pt": ("linha de comando", "cli"),
+    "it": ("riga di comando", "cli"),
+    "ru": ("командной строк", "командная строк", "cli"),
+    "zh": ("命令行", "cli"),
+    "ja": ("コマンドライン", "cli"),
+    "ko": ("명령줄", "cli"),
+}
+"""Words naming a command line itself: an options question needs one of them too."""
+
+CHANGE: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        "add",
+        "annotate",
+        "append",
+        "change",
+        "convert",
+        "create",
+        "delete",
+        "design",
+        "document",
+        "extend",
+        "fix",
+        "implement",
+        "improve",
+        "insert",
+        "introduce",
+        "make",
+        "merge",
+        "migrate",
+        "modify",
+        "move",
+        "optimize",
+        "redesign",
+        "refactor",
+        "remove",
+        "rename",
+        "reorganize",
+        "replace",
+        "restructure",
+        "rewrite",
+        "set",
+        "simplify",
+        "split",
+        "update",
+    ),
+    "de": (
+        "ändere",
+        "änder",
+        "füge",
+        "ergänze",
+        "entferne",
+        "lösche",
+        "benenne",
+        "ersetze",
+        "korrigiere",
+        "behebe",
+        "schreibe",
+        "mach",
+        "verschiebe",
+    ),
+    "fr": (
+        "change",
+        "modifie",
+        "ajoute",
+        "supprime",
+        "renomme",
+        "remplace",
+        "corrige",
+        "réécris",
+        "fais",
+        "déplace",
+    ),
+    "es": (
+        "cambia",
+        "modifica",
+        "añade",
+        "agrega",
+        "elimina",
+        "borra",
+        "renombra",
+        "reemplaza",
+        "corrige",
+        "arregla",
+        "haz",
+        "mueve",
+    ),
+    "pt": (
+        "mude",
+        "muda",
+        "altere",
+        "altera",
+        "modifique",
+        "adicione",
+        "acrescente",
+        "remova",
+        "apague",
+        "renomeie",
+        "substitua",
+        "corrija",
+        "conserte",
+        "faça",
+    ),
+    "it": ("cambia", "modifica", "aggiungi", "rimuovi", "rinomina", "sostituisci", "correggi"),
+    "ru": (
+        "измени",
+        "поменяй",
+        "добавь",
+        "удали",
+        "переименуй",
+        "замени",
+        "исправь",
+        "перепиши",
+        "сделай",
+        "перенеси",
+    ),
+    "uk": ("зміни", "додай", "видали", "перейменуй", "заміни", "виправ"),
+    "zh": (
+        "修改",
+        "更改",
+        "改成",
+        "改为",
+        "添加",
+        "增加",
+        "删除",
+        "重命名",
+        "替换",
+        "修复",
+        "改一下",
+    ),
+    "ja": ("変更", "修正", "追加", "削除", "名前を", "置き換え", "書き換え", "直して", "にして"),
+    "ko": ("변경", "수정", "추가", "삭제", "이름을", "바꿔"),
+}
+"""Verbs of a request to change the code, anywhere in it ("Could you change …", "Make inc
+return …", "Переименуй …"). A hint: a turn so asked is judged by the workspace diff."""
+
+DONE: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        "done:",
+        "done.",
+        "done!",
+        "done,",
+        "i changed",
+        "i've changed",
+        "i have changed",
+        "i added",
+        "i've added",
+        "i have added",
+        "i updated",
+        "i've updated",
+        "i have updated",
+        "i renamed",
+        "i've renamed",
+        "i removed",
+        "i've removed",
+        "i replaced",
+        "i've replaced",
+        "i fixed",
+        "i've fixed",
+        "i modified",
+        "i've modified",
+        "i made the change",
+        "has been changed",
+        "has been updated",
+        "has been added",
+        "has been renamed",
+        "has been removed",
+        "has been fixed",
+        "have been made",
+        "now returns",
+    ),
+    "de": (
+        "erledigt",
+        "fertig:",
+        "fertig.",
+        "fertig!",
+        "ich habe",
+        "habe ich",
+        "wurde geändert",
+        "wurde hinzugefügt",
+        "wurde umbenannt",
+        "wurde entfernt",
+        "wurde ersetzt",
+    ),
+    "fr": (
+        "terminé",
+        "c'est fait",
+        "j'ai modifié",
+        "j'ai changé",
+        "j'ai ajouté",
+        "j'ai renommé",
+        "j'ai supprimé",
+        "j'ai remplacé",
+        "j'ai corrigé",
+    ),
+    "es": (
+        "listo:",
+        "listo.",
+        "listo!",
+        "hecho:",
+        "hecho.",
+        "he cambiado",
+        "he modificado",
+        "he añadido",
+        "he agregado",
+        "he renombrado",
+        "he eliminado",
+        "he reemplazado",
+        "he corregido",
+        "cambié",
+        "modifiqué",
+        "añadí",
+        "agregué",
+        "renombré",
+        "eliminé",
+    ),
+    "pt": (
+        "pronto:",
+        "pronto.",
+        "pronto!",
+        "feito:",
+        "feito.",
+        "alterei",
+        "mudei",
+        "modifiquei",
+        "adicionei",
+        "renomeei",
+        "removi",
+        "substituí",
+        "corrigi",
+    ),
+    "it": ("fatto:", "fatto.", "ho modificato", "ho aggiunto", "ho rinominato", "ho rimosso"),
+    "ru": (
+        "готово",
+        "сделано:",
+        "сделано.",
+        "изменил",
+        "поменял",
+        "добавил",
+        "переименовал",
+        "удалил",
+        "заменил",
+        "исправил",
+    ),
+    "uk": ("готово", "змінив", "додав", "перейменував", "видалив"),
+    "zh": ("已修改", "已更改", "已添加", "已删除", "已重命名", "已替换", "已修复", "改好了"),
+    "ja": ("変更しました", "追加しました", "削除しました", "修正しました", "置き換えました"),
+    "ko": ("변경했습니다", "추가했습니다", "삭제했습니다", "수정했습니다", "완료"),
+}
+"""An answer saying the change is made ("Done: I added …", "Готово", "変更しました"). A hint:
+with no file changed it is a claim the workspace contradicts."""
+
+CANNOT: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        "beyond you",
+        "beyond me",
+        "beyond my",
+        "i can't",
+        "i cannot",
+        "i can not",
+        "i'm unable",
+        "i am unable",
+        "i'm not able",
+        "i am not able",
+        "i don't have access",
+        "i do not have access",
+        "i don't have enough",
+        "i do not have enough",
+    ),
+    "de": ("ich kann nicht", "kann ich nicht", "nicht möglich", "bin nicht in der lage"),
+    "fr": ("je ne peux pas", "je suis incapable", "impossible de"),
+    "es": ("no puedo", "no soy capaz", "no es posible"),
+    "pt": ("não posso", "não consigo", "não é possível"),
+    "it": ("non posso", "non riesco"),
+    "ru": ("не могу", "не удалось", "невозможно"),
+    "uk": ("не можу", "неможливо"),
+    "zh": ("无法", "不能", "做不到"),
+    "ja": ("できません", "わかりません", "不可能"),
+    "ko": ("할 수 없", "모르겠"),
+}
+"""A reply saying the model cannot answer ("The task is beyond you", "Ich kann nicht")."""
+
+THIS_PROJECT: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        "this project",
+        "this repo",
+        "this code",
+        "this codebase",
+        "this package",
+        "this library",
+        "this lib",
+        "this workspace",
+        "this module",
+        "this app",
+        "this folder",
+        "our project",
+        "our code",
+        "our repo",
+        "my project",
+        "my code",
+        "my repo",
+        "the codebase",
+        "the repo",
+        "the project",
+        "the workspace",
+    ),
+    "de": ("dieses projekt", "diesem projekt", "dieser code", "diesem code", "dieses repo"),
+    "fr": ("ce projet", "ce code", "ce dépôt", "cette bibliothèque"),
+    "es": ("este proyecto", "este código", "este repositorio", "esta biblioteca"),
+    "pt": ("este projeto", "esse projeto", "este código", "este repositório"),
+    "it": ("questo progetto", "questo codice"),
+    "ru": ("этом проекте", "этот проект", "этого проекта", "этот код", "этом коде"),
+    "zh": ("这个项目", "本项目", "这个仓库", "这段代码", "这个库"),
+    "ja": ("このプロジェクト", "このリポジトリ", "このコード", "このライブラリ"),
+    "ko": ("이 프로젝트", "이 코드", "이 저장소"),
+}
+"""The message is about "this project" even when it names nothing of it."""
+
+
+QUOTE_PAIRS: tuple[tuple[str, str], ...] = (
+    ("`", "`"),
+    ('"', '"'),
+    ("'", "'"),
+    ("\u201c", "\u201d"),  # English “…”
+    ("\u2018", "\u2019"),  # English single
+    ("\u201e", "\u201c"),  # German „…“
+    ("\u00ab", "\u00bb"),  # French, Russian «…»
+    ("\u00bb", "\u00ab"),  # Danish »…«
+    ("\u300c", "\u300d"),  # Japanese 「…」
+    ("\u300e", "\u300f"),  # Japanese 『…』
+)
+"""How languages quote a text: a message's quoted text is code or a text to change."""
+
+
+CHANGE_INTO = (
+    r"\bto\b|\binto\b|\bwith\b|\bby\b|->|=>|\u2192|\bin\b|\bzu\b|\bdurch\b|\bmit\b|"
+    r"\bpar\b|\ben\b|\bpor\b|\bpara\b|\bpelo\b|\bpela\b|\bem\b|\bcon\b|"
+    r"\b\u0432\b|\b\u043d\u0430\b|改成|改为|换成|替换为|を|に|で|로|으로"
+)
+"""What stands between the old and the new text of a change a request spells out ("A" to
+"B", «A» в «B», 「A」を「B」に), as a regex alternation."""
+_STRAIGHT = str.maketrans({char: '"' for pair in QUOTE_PAIRS[3:] for char in pair} | {"`": '"'})
+
+
+def straight_quotes(text: str) -> str:
+    """`text` with every quote of another style (“…”, «…», 「…」, `…`) made a straight `"`."""
+    return text.translate(_STRAIGHT)
+
+
+def quoted_pattern(body: str = r"[^\n]{1,200}?") -> str:
+    """A regex alternation of `body` in every quote style, each as its own group pair."""
+    return "|".join(f"{re.escape(open_)}{body}{re.escape(close)}" for open_, close in QUOTE_PAIRS)
+
+
+def _pattern(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
+    """One pattern for all of a table's languages."""
+    spaced = {
+        stem for language, stems in table.items() if language not in _NO_SPACES for stem in stems
+    }
+    unspaced = {
+        stem for language, stems in table.items() if language in _NO_SPACES for stem in stems
+    }
+    words = "|".join(re.escape(stem) for stem in sorted(spaced, key=len, reverse=True))
+    parts = [rf"(?<!\w)(?:{words})"]
+    if unspaced:
+        parts.append("|".join(re.escape(stem) for stem in sorted(unspaced, key=len, reverse=True)))
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+_WHERE_DEFINED = _pattern(WHERE_DEFINED)
+_CLI_OPTIONS = _pattern(CLI_OPTIONS)
+_CLI_NAMES = _pattern(CLI_NAMES)
+_CHANGE = _pattern(CHANGE)
+_THIS_PROJECT = _pattern(THIS_PROJECT)
+_DONE = _pattern(DONE)
+_CANNOT = _pattern(CANNOT)
+
+
+def asks_where_defined(question: str) -> bool:
+    """The question asks which file holds a definition, in one of the table's languages."""
+    return _WHERE_DEFINED.search(question) is not None
+
+
+def asks_about_cli_options(question: str) -> bool:
+    """The question is about the options of a command line."""
+    return _CLI_OPTIONS.search(question) is not None and _CLI_NAMES.search(question) is not None
+
+
+def change_hinted(request: str) -> bool:
+    """A verb of a change request stands somewhere in `request` (a hint, see the module)."""
+    return _CHANGE.search(request) is not None
+
+
+def about_this_project(text: str) -> bool:
+    """The text speaks of "this project" (or "my code", "dieses Projekt", "この…")."""
+    return _THIS_PROJECT.search(text) is not None
+
+
+def says_done(answer: str) -> bool:
+    """The answer says a change is made (see `DONE`)."""
+    return _DONE.search(answer) is not None
+
+
+def says_cannot(answer: str) -> bool:
+    """The reply says the model cannot answer (see `CANNOT`)."""
+    return _CANNOT.search(answer) is not None
