@@ -1,8 +1,10 @@
 """The cost of the grounding check of a local answer on a 10,000-file workspace.
 
-Makes a synthetic workspace in a temp folder: 10,000 Python-ish files of a few hundred
-bytes to a few KB (functions, classes, argparse options, imports) in 20 packages of 10
-subpackages each, plus a `.gitignore`d build folder and a `node_modules`. Then times:
+Makes a synthetic workspace in a temp folder: 10,000 small source files of a few hundred
+bytes to a few KB (functions, classes or structs and their methods, constants, command-line
+options, imports) in Python (30 %), TypeScript (20 %), JavaScript (15 %), Go (15 %), Rust
+(10 %) and Java (10 %), in 20 packages of 10 subpackages each, plus a `.gitignore`d build
+folder and a `node_modules`. Then times:
 
 * `WorkspaceIndex.refresh()` cold (a new index; the files are in the page cache), warm
   (nothing changed) and after 10 files changed;
@@ -28,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -76,33 +78,157 @@ class Module:
     classes: list[str]
     options: list[str]
     text: str
+    fence: str
+    """The language's name in a Markdown code fence."""
+    signature: str
+    """How a function of it is declared ({} is its name)."""
 
 
-def module_text(rng: random.Random, n: int) -> tuple[str, list[str], list[str], list[str]]:
-    """One file: (text, its functions, classes, options)."""
-    functions = [
-        f"{rng.choice(VERBS)}_{rng.choice(NOUNS)}_{n}_{k}" for k in range(rng.randint(1, 12))
-    ]
-    classes = [f"{rng.choice(NOUNS).title()}Store{n}_{k}" for k in range(rng.randint(0, 2))]
-    options = [f"--{rng.choice(VERBS)}-{rng.choice(NOUNS)}-{n}" for _ in range(rng.randint(0, 1))]
-    lines = [f'"""Module {n}: {rng.choice(VERBS)}s {rng.choice(NOUNS)}s."""', ""]
-    lines += ["import os", "from pathlib import Path", ""]
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _pascal(snake: str) -> str:
+    return "".join(part.title() for part in snake.split("_"))
+
+
+def python_text(functions: list[str], classes: list[str], options: list[str], n: int) -> str:
+    lines = ["import os", "from pathlib import Path", "", f"LIMIT_{n} = 10", ""]
     for cls in classes:
         lines += [f"class {cls}:", "    def __init__(self, root):", "        self.root = root"]
         lines += ["", "    def flush(self):", "        return len(self.root)", ""]
     for fn in functions:
-        arg = rng.choice(NOUNS)
-        lines += [f"def {fn}({arg}, limit=10):", f'    """{fn.replace("_", " ")}."""']
-        lines += [f"    values = [v for v in {arg} if v][:limit]", "    return values", ""]
+        lines += [f"def {fn}(items, limit=10):", f'    """{fn.replace("_", " ")}."""']
+        lines += ["    values = [v for v in items if v][:limit]", "    return values", ""]
     if options:
         lines += ["def cli(parser):"]
         lines += [f'    parser.add_argument("{option}", type=int)' for option in options]
-    return "\n".join(lines) + "\n", functions, classes, options
+    return "\n".join(lines)
+
+
+def javascript_text(
+    functions: list[str], classes: list[str], options: list[str], n: int, typed: bool
+) -> str:
+    items = "items: string[], limit = 10): string[]" if typed else "items, limit = 10)"
+    lines = ['import fs from "node:fs";', 'import { program } from "commander";', ""]
+    lines += [f"export const LIMIT_{n} = 10;", ""]
+    for cls in classes:
+        field = "  private root: string;\n\n" if typed else ""
+        root = "root: string" if typed else "root"
+        lines += [f"export class {cls} {{", f"{field}  constructor({root}) {{"]
+        lines += ["    this.root = root;", "  }", "", "  flush() {"]
+        lines += ["    return this.root.length;", "  }", "}", ""]
+    for k, fn in enumerate(functions):
+        if k % 3 == 2:
+            lines += [
+                f"export const {fn} = ({items} =>",
+                "  items.filter(Boolean).slice(0, limit);",
+            ]
+        else:
+            lines += [f"export function {fn}({items} {{"]
+            lines += ["  return items.filter((v) => v).slice(0, limit);", "}"]
+        lines.append("")
+    for option in options:
+        lines.append(f'program.option("{option} <n>", "how many", parseInt);')
+    return "\n".join(lines)
+
+
+def go_text(functions: list[str], classes: list[str], n: int) -> str:
+    lines = [f"package pkg{n % 7}", "", 'import "strings"', "", f"const Limit{n} = 10", ""]
+    for cls in classes:
+        lines += [f"type {cls} struct {{", "\troot string", "}", ""]
+        lines += [f"func (s *{cls}) Flush() int {{", "\treturn len(s.root)", "}", ""]
+    for fn in functions:
+        lines += [f"func {fn}(items []string, limit int) []string {{", "\tvar values []string"]
+        lines += ["\tfor _, v := range items {", '\t\tif strings.TrimSpace(v) != "" {']
+        lines += ["\t\t\tvalues = append(values, v)", "\t\t}", "\t}"]
+        lines += ["\treturn values[:min(limit, len(values))]", "}", ""]
+    return "\n".join(lines)
+
+
+def rust_text(functions: list[str], classes: list[str], n: int) -> str:
+    lines = ["use std::path::PathBuf;", "", f"pub const LIMIT_{n}: usize = 10;", ""]
+    for cls in classes:
+        lines += [f"pub struct {cls} {{", "    root: PathBuf,", "}", ""]
+        lines += [f"impl {cls} {{", "    pub fn flush(&self) -> usize {"]
+        lines += ["        self.root.as_os_str().len()", "    }", "}", ""]
+    for fn in functions:
+        lines += [f"pub fn {fn}(items: &[String], limit: usize) -> Vec<String> {{"]
+        lines += ["    items.iter().filter(|v| !v.is_empty()).take(limit).cloned().collect()"]
+        lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def java_text(functions: list[str], classes: list[str], options: list[str], n: int) -> str:
+    main = classes[0] if classes else f"Helpers{n}"
+    lines = [f"package pkg{n % 7};", "", "import java.util.List;", ""]
+    lines += [f"public class {main} {{", f"    public static final int LIMIT_{n} = 10;"]
+    lines += ["    private final String root;", ""]
+    lines += [f"    public {main}(String root) {{", "        this.root = root;", "    }", ""]
+    for option in options:
+        lines += [f'    @Option(names = "{option}")', "    int count;", ""]
+    lines += ["    public int flush() {", "        return root.length();", "    }", ""]
+    for fn in functions:
+        lines += [f"    public static List<String> {fn}(List<String> items, int limit) {{"]
+        lines += ["        return items.stream().filter(v -> !v.isEmpty()).limit(limit).toList();"]
+        lines += ["    }", ""]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+LANGUAGE_SHARES = [
+    ("py", 30),
+    ("ts", 20),
+    ("js", 15),
+    ("go", 15),
+    ("rs", 10),
+    ("java", 10),
+]
+"""File extension, percent of the files."""
+FENCES = {"py": "python", "ts": "typescript", "js": "javascript", "go": "go", "rs": "rust"}
+SIGNATURES = {
+    "py": "def {}(...):\n    ...",
+    "ts": "export function {}(...) {{ ... }}",
+    "js": "export function {}(...) {{ ... }}",
+    "go": "func {}(...) {{ ... }}",
+    "rs": "pub fn {}(...) {{ ... }}",
+    "java": "public static List<String> {}(...) {{ ... }}",
+}
+
+
+def module_text(rng: random.Random, n: int, extension: str) -> Module:
+    """One file of the language of `extension` (path left empty)."""
+    names = [f"{rng.choice(VERBS)}_{rng.choice(NOUNS)}_{n}_{k}" for k in range(rng.randint(1, 12))]
+    classes = [f"{rng.choice(NOUNS).title()}Store{n}_{k}" for k in range(rng.randint(0, 2))]
+    options = [f"--{rng.choice(VERBS)}-{rng.choice(NOUNS)}-{n}" for _ in range(rng.randint(0, 1))]
+    header = f"{rng.choice(VERBS)}s {rng.choice(NOUNS)}s."
+    if extension == "py":
+        functions = names
+        text = f'"""Module {n}: {header}"""\n\n' + python_text(functions, classes, options, n)
+    elif extension in ("js", "ts"):
+        functions = [_camel(name) for name in names]
+        body = javascript_text(functions, classes, options, n, typed=extension == "ts")
+        text = f"/** Module {n}: {header} */\n" + body
+    elif extension == "go":
+        functions, options = [_pascal(name) for name in names], []
+        text = f"// Module {n}: {header}\n" + go_text(functions, classes, n)
+    elif extension == "rs":
+        functions, options = names, []
+        text = f"//! Module {n}: {header}\n\n" + rust_text(functions, classes, n)
+    else:
+        functions, classes = [_camel(name) for name in names], classes[:1]
+        text = f"/** Module {n}: {header} */\n" + java_text(functions, classes, options, n)
+    return Module(
+        "", functions, classes, options, text + "\n", FENCES.get(extension, extension),
+        SIGNATURES[extension],
+    )  # fmt: skip
 
 
 def make_workspace(root: Path, files: int, rng: random.Random) -> list[Module]:
     modules: list[Module] = []
     per_folder = -(-files // (PACKAGES * SUBPACKAGES))
+    extensions = [extension for extension, share in LANGUAGE_SHARES for _ in range(share)]
     n = 0
     for p in range(PACKAGES):
         for s in range(SUBPACKAGES):
@@ -111,10 +237,14 @@ def make_workspace(root: Path, files: int, rng: random.Random) -> list[Module]:
             for m in range(per_folder):
                 if n >= files:
                     break
-                text, functions, classes, options = module_text(rng, n)
-                path = f"pkg{p}/sub{s}/mod{m}.py"
-                (root / path).write_text(text)
-                modules.append(Module(path, functions, classes, options, text))
+                extension = extensions[n % len(extensions)]
+                module = module_text(rng, n, extension)
+                stem = f"mod{m}"
+                if extension == "java":  # a public class is in the file of its name
+                    stem = module.classes[0] if module.classes else f"Helpers{n}"
+                path = f"pkg{p}/sub{s}/{stem}.{extension}"
+                (root / path).write_text(module.text)
+                modules.append(replace(module, path=path))
                 n += 1
     (root / ".gitignore").write_text("build/\n*.log\n")
     for skipped in ("build", "node_modules/lib"):
@@ -208,15 +338,16 @@ GENERAL = [
 def build_cases(modules: list[Module], rng: random.Random) -> list[Case]:
     cases = [Case("general", q, a, (q,)) for q, a in GENERAL]
     with_options = [m for m in modules if m.options]
-    with_classes = [m for m in modules if m.classes]
+    with_classes = [m for m in modules if m.classes and not m.path.endswith(".go")]
     for i in range(20):  # right answers: what was read, and what exists
         module = rng.choice(modules)
         fn = rng.choice(module.functions)
         folder = module.path.rsplit("/", 1)[0]
         answers = [
             f"`{fn}()` in {module.path} keeps at most `limit` values and returns them.",
-            f"It is defined in `{module.path}`:\n\n```python\ndef {fn}(...):\n    ...\n```\n\n"
-            f"`{fn}` drops empty values first.",
+            f"It is defined in `{module.path}`:\n\n```{module.fence}\n"
+            + module.signature.format(fn)
+            + f"\n```\n\n`{fn}` drops empty values first.",
             f"The files are under `{folder}/`; `{fn}` is the one you want.",
         ]
         if i % 4 == 1:

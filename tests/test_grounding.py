@@ -298,10 +298,12 @@ WRONG = {
     "missing method": ("Call `Calculator.multiply_all()` first.", ("Calculator.multiply_all",)),
     "missing file in a package": ("It lives in pkg/helpers.py.", ("pkg/helpers.py",)),
     "missing class": ("The `ReportBuilder` class builds it.", ("ReportBuilder",)),
-    "missing prose names": (
-        "It calls load_settings and then ReportBuilder.render.",
+    "missing prose names put in a file": (
+        "calc.py calls load_settings and then ReportBuilder.render.",
         ("load_settings", "ReportBuilder.render"),
     ),
+    "a typo of a definition": ("`Calculater` keeps the total.", ("Calculater",)),
+    "a name made of a definition": ("`render_report_rows()` renders it.", ("render_report_rows",)),
     "missing module run": ("Run `python -m calc_server --port 80`.", ("calc_server", "--port")),
     # bench/real_tasks 'cli-word-boundary' (Qwen2.5-Coder-1.5B): "or less" names no program
     "missing option on a line with 'less'": (
@@ -322,6 +324,24 @@ def test_an_answer_naming_what_does_not_exist_is_caught(
     index: WorkspaceIndex, answer: str, missing: tuple[str, ...]
 ) -> None:
     assert check(answer, index, "what does it do?") == missing
+
+
+OUTSIDE_KNOWLEDGE = {
+    "names near nothing here, in no file": "It calls load_settings and then ReportBuilder.render.",
+    "TypeScript": "Cancel it with an `AbortController` and log `unhandledRejection` events.",
+    "Go": "It returns `context.DeadlineExceeded`; check it with `errors.Is(err, ctx.Err())`.",
+    "Rust": "Use `entry(key).or_insert_with(Vec::new)` and `Option::map_or`.",
+    "a term": "Bounded quantifiers guard the pattern against ReDoS.",
+}
+
+
+@pytest.mark.parametrize("answer", OUTSIDE_KNOWLEDGE.values(), ids=OUTSIDE_KNOWLEDGE.keys())
+def test_a_name_near_nothing_here_and_in_no_file_of_it_is_outside_knowledge(
+    index: WorkspaceIndex, answer: str
+) -> None:
+    """Issue 29: a name that resolves nowhere, is near no definition of this workspace and
+    is put in none of its files claims nothing about it (no list of well-known names)."""
+    assert check(answer, index, "what does it do?") == ()
 
 
 def test_an_answer_after_a_failed_search_is_caught(index: WorkspaceIndex) -> None:

@@ -674,7 +674,9 @@ BAD: dict[str, Bad] = {
     ),
     "function-compute-total": Bad(
         "What does the Calculator class in calc.py do?",
-        [read("calc.py"), say("It keeps a total; `compute_total()` returns it, rounded.")],
+        # issue 29: a made-up name is a claim when the line ties it to this workspace (here
+        # `Calculator`); alone, near no definition, it would be outside knowledge
+        [read("calc.py"), say("`Calculator` keeps a total; `compute_total()` returns it.")],
     ),
     "function-greet-user": Bad(
         "What does hello.py do?",

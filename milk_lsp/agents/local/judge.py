@@ -113,7 +113,7 @@ class TurnGrounding:
         unaddressed = self._unaddressed(answer)
         if not count:
             return Grounded(0, misplaced=unseen, unaddressed=unaddressed)
-        missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
+        missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index, answer)
         misplaced = self._misplaced(claims) or unseen
         return Grounded(count, missing, misplaced=misplaced, unaddressed=unaddressed)
 

@@ -124,12 +124,29 @@ class _Lookup:
     def __init__(self, defined: frozenset[str]) -> None:
         self.exact = defined
         self.folded: dict[str, set[str]] = defaultdict(set)
+        self._prefixes: frozenset[str] | None = None
         self._by_length: dict[int, list[tuple[str, str]]] = defaultdict(list)
         for name in defined:
             lower = name.lower()
             self.folded[lower].add(name)
             if len(name) >= TYPO_MIN - 1:
                 self._by_length[len(lower)].append((lower, name))
+
+    def begins(self, piece: str) -> bool:
+        """Whether a definition is `piece` (any case) or, `piece` being long enough, begins
+        with it or is where it begins (`greet` in `GreetingService`)."""
+        if piece in self.folded:
+            return True
+        prefixes = self._prefixes
+        if prefixes is None:
+            prefixes = self._prefixes = frozenset(
+                lower[:length]
+                for lower in self.folded
+                for length in range(PLAIN_MIN, len(lower) + 1)
+            )
+        return piece in prefixes or any(
+            piece.startswith(lower) for lower in self.folded if len(lower) >= PLAIN_MIN
+        )
 
     def near(self, word: str) -> tuple[str, ...]:
         """Definitions one edit (an insertion, deletion, substitution or swap of neighbours)
@@ -175,3 +192,35 @@ def _one_edit(a: str, b: str) -> bool:
     while i < len(short) and short[i] == long[i]:
         i += 1
     return short[i:] == long[i + 1 :]
+
+
+_SUBWORD = regex.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|\b|_|\d)|[A-Z]?[a-z]+|[A-Z]+|\d+")
+SUBWORD_MIN = 4
+"""A part of a compound name this long or longer may tie it to a definition."""
+
+
+def near(name: str, index: WorkspaceIndex | None) -> bool:
+    """Whether the code name `name`, which resolves nowhere here, is near what this workspace
+    defines, so that it reads as a claim about it: its head is a definition or a module
+    here (`Calculator.total_of`, `hello.greet_everyone`), it is one typo from a definition
+    (`Calculater`), or a part of it is, or begins, a definition or is a file's stem
+    (`greet_user`, `GreetingService`, `calc_server` beside calc.py). A name near
+    nothing here (`AbortController`, `context.DeadlineExceeded`, `or_insert_with`) is
+    outside knowledge. Without an index every name is taken as a claim."""
+    if index is None:
+        return True
+    defined = index.definition_names()
+    lookup = _lookup(defined)
+    parts = [part for part in name.removesuffix("()").split(".") if part]
+    if not parts:
+        return False
+    if len(parts) > 1:
+        head = parts[0]
+        if head in defined or index.has_path(head + "/") or head.lower() in index.file_stems():
+            return True
+    last = parts[-1]
+    if len(last) >= TYPO_MIN - 1 and (lookup.folded.get(last.lower()) or lookup.near(last)):
+        return True
+    pieces = [piece.lower() for piece in _SUBWORD.findall(last) if len(piece) >= SUBWORD_MIN]
+    stems = index.file_stems()
+    return len(pieces) > 1 and any(lookup.begins(piece) or piece in stems for piece in pieces)

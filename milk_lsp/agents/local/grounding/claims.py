@@ -7,7 +7,7 @@ import keyword
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from milk_lsp.agents.local.grounding.vocabulary import (
     ATTRIBUTE_LIKE,
@@ -36,6 +36,11 @@ class Claims:
     paths: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
+    placed: tuple[str, ...] = field(default=(), compare=False)
+    """The names on a line that also names a path: the text puts them in a file of this
+    workspace ("`compute_total()` in calc.py"), so they claim something about it."""
+    lines: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    """Each name with the line it is first on (which names share a line)."""
 
     def __bool__(self) -> bool:
         return bool(self.paths or self.names or self.options)
@@ -231,6 +236,8 @@ class _Collector:
         self.paths: dict[str, None] = {}
         self.names: dict[str, None] = {}
         self.options: dict[str, None] = {}
+        self._path_lines: set[int] = set()
+        self._name_lines: dict[str, int] = {}
 
     def _keep(self, start: int, end: int) -> bool:
         return self.question or not _hedged(self.text, start, end)
@@ -240,6 +247,7 @@ class _Collector:
             path = path[2:]
         if path and self._keep(start, end):
             self.paths.setdefault(path, None)
+            self._path_lines.add(self.text.count("\n", 0, start))
 
     def option(self, option: str, start: int, end: int) -> None:
         if option not in GENERIC_OPTIONS and self._keep(start, end):
@@ -249,6 +257,7 @@ class _Collector:
         claim = self._name_claim(chain, called=called, span=span)
         if claim is not None and self._keep(start, end):
             self.names.setdefault(claim, None)
+            self._name_lines.setdefault(claim, self.text.count("\n", 0, start))
 
     def _name_claim(self, chain: str, *, called: bool, span: bool) -> str | None:
         """The name `chain` claims (None: it claims none)."""
@@ -283,7 +292,14 @@ class _Collector:
         return chain
 
     def claims(self) -> Claims:
-        return Claims(tuple(self.paths), tuple(self.names), tuple(self.options))
+        placed = (name for name, line in self._name_lines.items() if line in self._path_lines)
+        return Claims(
+            tuple(self.paths),
+            tuple(self.names),
+            tuple(self.options),
+            tuple(placed),
+            tuple(self._name_lines.items()),
+        )
 
 
 def _path_shape(word: str) -> str | None:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from milk_lsp.agents.local.grounding.asked import asked
+from milk_lsp.agents.local.grounding.asked import asked, near
 from milk_lsp.agents.local.grounding.claims import (
     LINE_PLACE,
     TEMPLATE,
@@ -80,24 +80,58 @@ def markup_answer(answer: str) -> str | None:
 
 
 def ungrounded(
-    claims: Claims, evidence: Sequence[str], index: WorkspaceIndex | None
+    claims: Claims, evidence: Sequence[str], index: WorkspaceIndex | None, answer: str = ""
 ) -> tuple[str, ...]:
     """The claims found neither in `evidence` (the turn's successful tool results, the
-    attachments, the user's message) nor in `index`; () when all are grounded. Without an
+    attachments, the user's message) nor in `index`; () when all are grounded. A name that
+    resolves nowhere, is near no name this workspace defines (`asked.near`) and is not put in
+    one of its files (`Claims.placed`) is outside knowledge (`AbortController`,
+    `or_insert_with`, `ReDoS`), not a claim. Without an
     index (no workspace folder) only the evidence grounds; an index not refreshed yet, or
     cut short at its file limit, proves no absence, so it then grounds every claim."""
     if not claims or (index is not None and (index.truncated or index.refreshed_at is None)):
         return ()
     text = "\n".join(evidence)
+    placed = set(claims.placed) | _beside_definitions(claims, index, answer)
     missing: list[str] = []
     checks: tuple[tuple[tuple[str, ...], Callable[[str], bool]], ...] = (
         (claims.paths, lambda path: _path_in(text, path) or _indexed_path(index, path)),
-        (claims.names, lambda name: _name_in(text, name) or _indexed_name(index, name)),
+        (
+            claims.names,
+            lambda name: (
+                _name_in(text, name)
+                or _indexed_name(index, name)
+                or (name not in placed and not near(name, index))
+            ),
+        ),
         (claims.options, lambda option: _token_in(text, option) or _indexed_option(index, option)),
     )
     for items, grounded in checks:
         missing.extend(item for item in items if not grounded(item))
     return tuple(missing)
+
+
+def _beside_definitions(claims: Claims, index: WorkspaceIndex | None, answer: str) -> set[str]:
+    """The plain function-like names (`sum_values`, `utils`: no dot, no capital) on a line
+    of `answer` that names a definition of this workspace: "`add` calls `sum_values()`"
+    says something of `add`. Types (`AbortController`) and members (`ctx.Err`) are not
+    taken so."""
+    if index is None or not answer:
+        return set()
+    defined = index.definition_names()
+    subject_lines = {
+        number
+        for number, line in enumerate(answer.split("\n"))
+        if any(len(word) > 2 and word in defined for word in _WORDS.findall(line))
+    }
+    return {
+        name
+        for name, line in claims.lines
+        if line in subject_lines and "." not in name and name.removesuffix("()").islower()
+    }
+
+
+_WORDS = re.compile(r"[A-Za-z_$][\w$]*")
 
 
 def _indexed_path(index: WorkspaceIndex | None, path: str) -> bool:
