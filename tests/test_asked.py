@@ -1,0 +1,178 @@
+"""Which names of the workspace a message asks about, by structure, in any human language
+(issue 29), and the per-language hints that only add checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from milk_lsp.agents.base import LocalGaveUp, LocalSignal
+from milk_lsp.agents.local.checks import broken_by_edit, check_kind
+from milk_lsp.agents.local.edit_intent import requested_change
+from milk_lsp.agents.local.grounding import about_workspace, question_names
+from milk_lsp.agents.local.grounding.hints import (
+    asks_where_defined,
+    change_hinted,
+    says_cannot,
+    says_done,
+)
+from milk_lsp.agents.local.watch import TurnWatch
+from milk_lsp.workspace.index import WorkspaceIndex
+
+FILES = {
+    "lib/size.py": 'def naturalsize(value, binary=False, fmt="%.1f"):\n    return value\n',
+    "lib/slug.py": "class UniqueSlugify:\n    pass\n\n\ndef greet():\n    return 'hi'\n",
+    "src/utils.js": "function inc(a) { return a + 1 }\nclass Limiter { run() {} }\n",
+    "cmd/server.go": "package cmd\n\nfunc (s *Server) Start() error { return nil }\n",
+    "cli.py": "def main(precision=2):\n    return precision\n",
+}
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> WorkspaceIndex:
+    for name, text in FILES.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    built = WorkspaceIndex(tmp_path)
+    built.refresh()
+    return built
+
+
+ASKED = {
+    "German": ("Wo ist UniqueSlugify definiert?", "UniqueSlugify"),
+    "Portuguese": ("Onde fica definida a classe UniqueSlugify?", "UniqueSlugify"),
+    "Japanese": ("naturalsize 関数はどのファイルに定義されていますか？", "naturalsize"),
+    "Chinese": ("greet函数在哪个文件里定义？", "greet"),
+    "Russian": ("Где определена функция greet?", "greet"),
+    "everyday English": ("where's the Limiter class live?", "Limiter"),
+    "a typo in the name": ("wher is the naturalsise function defind?", "naturalsize"),
+    "another case": ("what does NaturalSize return?", "naturalsize"),
+    "a Go method": ("Was macht Start?", "Start"),
+    "a short name as code": ("Make `inc` return null for negatives", "inc"),
+    "a short name beside a word of its file": ("the precision parameter of main?", "main"),
+}
+
+
+@pytest.mark.parametrize(("question", "name"), ASKED.values(), ids=ASKED.keys())
+def test_a_question_names_a_definition_in_any_language(
+    index: WorkspaceIndex, question: str, name: str
+) -> None:
+    assert about_workspace(question, index)
+    assert question_names(question, index)[0] == name
+
+
+GENERAL = [
+    "How do I add an item to a set in Python?",
+    "What is the main difference between Python 2 and 3?",
+    "Wie sortiere ich eine Liste in Python?",
+    "Как развернуть список в Python?",
+    "What does the parser return?",  # `parse` is no typo of `parser`'s ending
+]
+
+
+@pytest.mark.parametrize("question", GENERAL)
+def test_a_general_question_is_not_about_the_workspace(
+    index: WorkspaceIndex, question: str
+) -> None:
+    assert not about_workspace(question, index)
+
+
+def test_a_file_name_written_as_code_is_about_the_workspace(index: WorkspaceIndex) -> None:
+    assert about_workspace("Could you change `utils` so inc takes strings?", index)
+    assert not about_workspace("which utils do you like?", index)
+
+
+def test_hints_in_several_languages() -> None:
+    assert asks_where_defined("Wo ist slugify definiert?")
+    assert asks_where_defined("slugify はどこで定義されていますか")
+    assert not asks_where_defined("What does slugify return?")
+    assert change_hinted("Could you change utils.js so it trims?")
+    assert change_hinted("Переименуй greet в hello")
+    assert says_done("Done: I added a null check.")
+    assert says_done("Готово, я переименовал функцию.")
+    assert says_done("変更しました。")
+    assert not says_done("It returns the sum of its arguments.")
+    assert says_cannot("The task is beyond you; ask Claude.")
+    assert says_cannot("我无法回答这个问题")
+
+
+@pytest.mark.parametrize(
+    ("request_text", "old", "new"),
+    [
+        ('Change "Slug string" to "Make a slug"', "Slug string", "Make a slug"),
+        ("Ändere „Slug string“ in „Make a slug“", "Slug string", "Make a slug"),
+        ("Remplace « vieux » par « neuf »", " vieux ", " neuf "),
+        ("「古い」を「新しい」に変更して", "古い", "新しい"),
+        ("Замени «old» на «new»", "old", "new"),
+    ],
+)
+def test_a_quoted_change_in_every_quote_style(request_text: str, old: str, new: str) -> None:
+    wanted = requested_change(request_text)
+    assert wanted is not None
+    assert (wanted.old, wanted.new) == (old, new)
+
+
+@pytest.mark.parametrize(
+    ("path", "before", "after", "label"),
+    [
+        (
+            "a.js",
+            "function f(a) {\n  return a;\n}\n",
+            "function f(a {\n  return a;\n}\n",
+            "JavaScript",
+        ),
+        ("a.ts", "const x: number = 1;\n", "const x: number = (1;\n", "TypeScript"),
+        (
+            "a.go",
+            "package a\n\nfunc F() int { return 1 }\n",
+            "package a\n\nfunc F() int { return 1\n",
+            "Go",
+        ),
+        ("a.rs", "fn f() -> i32 { 1 }\n", "fn f( -> i32 { 1 }\n", "Rust"),
+        (
+            "A.java",
+            "class A { int f() { return 1; } }\n",
+            "class A { int f() { return 1; }\n",
+            "Java",
+        ),
+    ],
+)
+def test_an_edit_that_breaks_a_file_of_any_language_is_caught(
+    path: str, before: str, after: str, label: str
+) -> None:
+    said = broken_by_edit(path, before, after)
+    assert said is not None and said.startswith(f"it no longer parses as {label} (line ")
+    assert broken_by_edit(path, before, before.replace("1", "2")) is None
+    assert check_kind(path) == f"{label} parses"
+
+
+def test_an_edit_that_keeps_a_grammars_old_gap_passes() -> None:
+    before = "const a = 1;\nconst b = (;\n"  # broken before the turn: no news
+    assert broken_by_edit("x.js", before, before + "const c = 3;\n") is None
+
+
+def _watch(**flags: bool) -> TurnWatch:
+    return TurnWatch(frozenset({"edit_file", "read_file"}), cut_short=False, **flags)
+
+
+def test_a_done_claim_with_no_file_changed_gets_one_nudge_then_fails() -> None:
+    watch = _watch(change_hinted=True)
+    assert watch.final_reply("Done: I added a null check to inc.", reasoned=False) is not None
+    ended = watch.final_reply("Done: I added a null check to inc.", reasoned=False)
+    assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.EDIT_NOT_MADE
+
+
+def test_an_answer_without_a_done_claim_to_a_hinted_request_passes() -> None:
+    watch = _watch(change_hinted=True)
+    assert watch.final_reply("You could add `if a < 0: return None` first.", reasoned=False) is None
+
+
+def test_a_done_claim_after_a_denied_edit_says_the_edit_was_denied() -> None:
+    watch = _watch(change_requested=True)
+    arguments = {"path": "src/utils.js", "old_text": "a + 1", "new_text": "a + 2"}
+    watch.after_call("edit_file", arguments, is_error=False, denied=True, output="denied")
+    ended = watch.final_reply("I changed the warning in src/utils.js.", reasoned=False)
+    assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.EDIT_NOT_MADE
+    assert "denied" in ended.detail and "src/utils.js" in ended.detail
