@@ -297,10 +297,10 @@ WRONG = {
     ),
     "missing method": ("Call `Calculator.multiply_all()` first.", ("Calculator.multiply_all",)),
     "missing file in a package": ("It lives in pkg/helpers.py.", ("pkg/helpers.py",)),
-    "missing class": ("The `ReportBuilder` class builds it.", ("ReportBuilder",)),
+    "missing class with a typo": ("The `Calculater` class adds it.", ("Calculater",)),
     "missing prose names put in a file": (
         "calc.py calls load_settings and then ReportBuilder.render.",
-        ("load_settings", "ReportBuilder.render"),
+        ("load_settings",),  # a type's member beside a path is the language's, not the file's
     ),
     "a typo of a definition": ("`Calculater` keeps the total.", ("Calculater",)),
     "a name made of a definition": ("`render_report_rows()` renders it.", ("render_report_rows",)),
@@ -332,6 +332,8 @@ OUTSIDE_KNOWLEDGE = {
     "Go": "It returns `context.DeadlineExceeded`; check it with `errors.Is(err, ctx.Err())`.",
     "Rust": "Use `entry(key).or_insert_with(Vec::new)` and `Option::map_or`.",
     "a term": "Bounded quantifiers guard the pattern against ReDoS.",
+    # the cost of the rule: a made-up class near no definition, in no file, passes
+    "a class near nothing here": "The `ReportBuilder` class builds it.",
 }
 
 

@@ -441,7 +441,8 @@ async def test_multi_round_tool_turn(server: FakeOpenAIServer, agent: LocalAgent
     assert events[-1] == TurnDone()
 
     first, second, third = server.requests
-    assert [spec["function"]["name"] for spec in first["tools"]] == sorted(StandInTools.names)
+    names = [spec["function"]["name"] for spec in first["tools"]]
+    assert names == [*sorted(StandInTools.names), "finish"]
     tail = second["messages"][len(MESSAGES) :]
     assert tail[0]["role"] == "assistant"
     assert tail[0]["content"] == "Let me look."
@@ -1276,3 +1277,90 @@ async def test_the_listed_model_is_looked_up_once_and_again_after_a_failure(
         await local.aclose()
     assert model_lookups() == 2, "a failed turn refreshes the model"
     assert server.requests[-1]["model"] == "another-model"
+
+
+# -- finish: the model's explicit end of its turn (issue 29) ----------------------------------
+
+
+def finish(outcome: str, summary: str, text: str = "") -> dict[str, Any]:
+    reply: dict[str, Any] = {
+        "tool_calls": [{"name": "finish", "arguments": {"outcome": outcome, "summary": summary}}]
+    }
+    if text:
+        reply["text"] = text
+    return reply
+
+
+async def test_finish_answered_ends_the_turn_with_the_text_before_it(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(finish("answered", "said what a.py does", text="a.py prints hello."))
+    events = await collect(agent, StandInTools())
+    assert text_of(events) == "a.py prints hello."
+    assert events[-1] == TurnDone()
+    assert len(server.requests) == 1
+
+
+async def test_finish_with_no_text_shows_its_summary_as_the_answer(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(finish("answered", "a.py prints hello"))
+    events = await collect(agent, StandInTools())
+    assert text_of(events) == "a.py prints hello"
+    assert events[-1] == TurnDone()
+
+
+async def test_finish_changed_with_no_file_changed_is_edit_not_made(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    """Said in a call, not in words: no language's wording decides it."""
+    server.enqueue(
+        finish("changed", "inc gibt jetzt null zurück", text="Erledigt."),
+        finish("changed", "inc gibt jetzt null zurück", text="Erledigt."),
+    )
+    tools = StandInTools()
+    tools.names = frozenset({*tools.names, "edit_file"})
+    events = await collect(agent, tools)
+    ended = events[-1]
+    assert isinstance(ended, LocalGaveUp), ended
+    assert ended.signal is LocalSignal.EDIT_NOT_MADE
+    assert len(server.requests) == 2, "one request to make the change, then the verdict"
+    assert server.requests[1]["messages"][-1]["content"].startswith("milk: the user asked")
+
+
+async def test_finish_cannot_escalates_where_claude_may_take_over(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(finish("cannot", "needs a design decision across modules"))
+    events = await collect(agent, StandInTools(), offer_escalation=True)
+    assert isinstance(events[-1], EscalationRequested)
+    assert events[-1].reason == "needs a design decision across modules"
+
+
+async def test_finish_cannot_on_route_local_ends_saying_why(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(finish("cannot", "no such function here"))
+    events = await collect(agent, StandInTools())
+    ended = events[-1]
+    assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.NO_ANSWER
+    assert "no such function here" in ended.detail
+
+
+async def test_finish_beside_another_call_waits_for_its_result(
+    server: FakeOpenAIServer, agent: LocalAgent
+) -> None:
+    server.enqueue(
+        {
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "a.py"}},
+                {"name": "finish", "arguments": {"outcome": "answered", "summary": "x"}},
+            ]
+        },
+        {"text": "a.py prints hello."},
+    )
+    tools = StandInTools()
+    events = await collect(agent, tools)
+    assert [name for _, name, _ in tools.calls] == ["read_file"]
+    assert text_of(events) == "a.py prints hello."
+    assert events[-1] == TurnDone()

@@ -108,12 +108,33 @@ _JS_TOP_LEVEL: Rule = {
         },
     },
 }
+_JS_NAMED_FUNCTION: Rule = {
+    "all": [
+        {"has": {"field": "name", "kind": "identifier"}},
+        {
+            "has": {
+                "field": "value",
+                "any": [
+                    {"kind": "arrow_function"},
+                    {"kind": "function_expression"},
+                    {"kind": "generator_function"},
+                ],
+            }
+        },
+    ]
+}
+"""A function given a name at any depth (`const resumeNext = () => …` inside another)."""
 _JS_RULES = (
     _rule("function_declaration", "function"),
     _rule("generator_function_declaration", "function"),
     _rule("class_declaration", "class", container=True),
     _rule("method_definition", "method"),
-    _rule("variable_declarator", "variable", where=_JS_TOP_LEVEL, function_values=_JS_FUNCTIONS),
+    _rule(
+        "variable_declarator",
+        "variable",
+        where={"any": [_JS_TOP_LEVEL, _JS_NAMED_FUNCTION]},
+        function_values=_JS_FUNCTIONS,
+    ),
 )
 _TS_RULES = (
     *_JS_RULES,

@@ -37,7 +37,9 @@ How you work:
   to make a change for you.
 - Answer from what the tools showed you, briefly, in Markdown, naming files and lines.
 - Use only the tools listed. Do not invent tools. The user is asked before each edit or
-  command."""
+  command.
+- When you are done, call finish: outcome answered (after writing your answer), changed
+  (after your edits are made) or cannot, with a one-line summary."""
 
 _ESCALATE_HINT = """\
 - When the task is beyond you (a design question, a change across many files, a bug you

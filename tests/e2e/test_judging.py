@@ -674,9 +674,9 @@ BAD: dict[str, Bad] = {
     ),
     "function-compute-total": Bad(
         "What does the Calculator class in calc.py do?",
-        # issue 29: a made-up name is a claim when the line ties it to this workspace (here
-        # `Calculator`); alone, near no definition, it would be outside knowledge
-        [read("calc.py"), say("`Calculator` keeps a total; `compute_total()` returns it.")],
+        # issue 29: a made-up name near no definition is a claim when the answer puts it in a
+        # file of this workspace; alone it is outside knowledge (OUTSIDE_KNOWLEDGE below)
+        [read("calc.py"), say("In `calc.py` the total comes from `compute_total()`, rounded.")],
     ),
     "function-greet-user": Bad(
         "What does hello.py do?",
@@ -684,7 +684,7 @@ BAD: dict[str, Bad] = {
     ),
     "class-greeting-service": Bad(
         "What is in hello.py?",
-        [read("hello.py"), say("`hello.py` defines the `GreetingService` class with `greet()`.")],
+        [read("hello.py"), say("`hello.py` defines `greeting_service()` beside `greet()`.")],
     ),
     "option-frobnicate": Bad(
         "How do I make cli.py print more digits?",
@@ -710,7 +710,7 @@ BAD: dict[str, Bad] = {
         "Where does add come from?",
         [
             call("search_text", pattern="add"),
-            say("`add` is imported from the `utils` module, not defined in `cli.py`."),
+            say("`cli.py` imports `add` from the `utils` module; it is not defined there."),
         ],
     ),
     "not-here-but-there": Bad(
@@ -803,7 +803,7 @@ BAD: dict[str, Bad] = {
     "guess-a-function-twice": guessed(
         "What does add in calc.py do?",
         "`add` calls `sum_values()` from `calc.py`.",
-        "`add` calls `sum_values()` to add the numbers.",
+        "`add` in `calc.py` calls `sum_values()` to add the numbers.",
     ),
     "guess-an-option-twice": guessed(
         "What does the --precision option of cli.py do?",
@@ -841,6 +841,34 @@ def assert_dropped_unseen(shown: str, case: Bad, updates: list[dict[str, Any]]) 
         own = [c for c in calls if str(c["toolCallId"]).startswith("milk-look-")]
         assert own, calls
         assert {c["toolCallId"] for c in own} <= {r["toolCallId"] for r in results}
+
+
+OUTSIDE_KNOWLEDGE: dict[str, Bad] = {
+    # Issue 29: a name that resolves nowhere, is near no definition here and is put in no
+    # file of this workspace is outside knowledge (no list of well-known names decides it),
+    # so these made-up names pass. The cost of never flagging `AbortController`,
+    # `context.DeadlineExceeded` or `or_insert_with` in a right answer; kept as strict xfails
+    # so a change of the rule shows.
+    "a-made-up-class-alone": Bad(
+        "What is in hello.py?",
+        [read("hello.py"), say("It has the `GreetingService` class with `greet()`.")],
+    ),
+    "a-made-up-function-alone": Bad(
+        "What does the Calculator class in calc.py do?",
+        [read("calc.py"), say("It keeps a total; `compute_total()` returns it, rounded.")],
+    ),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 29: a name near nothing here is outside knowledge")
+@pytest.mark.parametrize("case", list(OUTSIDE_KNOWLEDGE.values()), ids=list(OUTSIDE_KNOWLEDGE))
+async def test_a_made_up_name_near_nothing_here_passes_by_design(
+    case: Bad, harness: Harness, env: Env, openai: FakeOpenAIServer
+) -> None:
+    client = await start(harness, env)
+    openai.enqueue(*case.script)
+    result = await chat(client, env, case.ask, route="local")
+    assert_failed_naming(result, case.signal)
 
 
 @pytest.mark.parametrize("case", list(BAD.values()), ids=list(BAD))

@@ -11,6 +11,7 @@ import type {
   ToolCallRecord,
   ToolStatus,
   TurnInfo,
+  TurnError,
   TurnRecord,
   TurnResult,
   Update,
@@ -59,7 +60,7 @@ export interface TurnView {
   route?: string;
   status: TurnStatus;
   usage?: Usage;
-  error?: { reason: string; message: string };
+  error?: { reason: string; message: string; signal?: string };
   escalated?: { by: 'user' | 'agent' | 'fallback'; reason: string };
   /** the files the turn changed (the `changes` update, the result, or the stored turn info) */
   changes?: ChangeSummary[];
@@ -148,7 +149,7 @@ export function fromHistory(result: SessionGetResult, localModel?: string): Chat
     if (!info) continue;
     turn.status = stopStatus(info.stopReason);
     if (info.usage) turn.usage = info.usage;
-    if (info.error) turn.error = { reason: info.error.reason, message: info.error.message };
+    if (info.error) turn.error = turnError(info.error);
     if (info.escalated) {
       turn.escalated = { by: info.escalated.by, reason: info.escalated.reason };
       // an escalation that never got an answer (Claude failed at once) still shows its banner
@@ -399,7 +400,7 @@ export function applyResult(state: ChatState, r: TurnResult): TurnView | undefin
     if (turn.error && turn.error.message !== r.error.message) {
       turn.blocks.push({ key: key(turn), kind: 'notice', severity: 'error', message: turn.error.message });
     }
-    turn.error = { reason: r.error.reason, message: r.error.message };
+    turn.error = turnError(r.error);
   }
   if (r.escalated) turn.escalated = r.escalated;
   if (r.changes?.length) turn.changes = r.changes;
@@ -591,8 +592,21 @@ export function changesText(changes: ChangeSummary[], workspaceFolder?: string):
 
 export type ErrorAction = 'openSettings' | 'retry' | 'doctor' | 'showLog';
 
-/** The actions an error card offers, by the failure's reason. */
-export function errorActions(reason: string): ErrorAction[] {
+/** A turn's error as the chat keeps it: the signal only when there is one. */
+function turnError(e: TurnError): { reason: string; message: string; signal?: string } {
+  const signal = e.data?.signal;
+  return signal ? { reason: e.reason, message: e.message, signal } : { reason: e.reason, message: e.message };
+}
+
+/** Signals of a model server that failed: its settings and Doctor may help. Any other signal
+ * is milk's verdict on what a working model did (a guess, an edit not made, a denied edit):
+ * there the settings and Doctor are beside the point, and Retry is what fits. */
+const SERVER_SIGNALS = new Set(['model_unreachable', 'model_error', 'context_overflow']);
+
+/** The actions an error card offers, by the failure's reason and, for a local part that
+ * ended on a hand-off signal, by that signal. */
+export function errorActions(reason: string, signal?: string): ErrorAction[] {
+  if (reason === 'local_failed' && signal && !SERVER_SIGNALS.has(signal)) return ['retry'];
   switch (reason) {
     case 'local_unreachable':
     case 'local_failed':

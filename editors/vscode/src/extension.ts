@@ -356,7 +356,7 @@ export class MilkExtension implements vscode.Disposable {
     if (r.stopReason === 'error' && r.error && !this.chatView.view?.visible) {
       const e = r.error;
       const labels: Record<string, string> = { openSettings: 'Open Settings', doctor: 'Doctor', showLog: 'Show Log' };
-      const actions = errorActions(e.reason).filter((a) => a in labels);
+      const actions = errorActions(e.reason, e.data?.signal ?? undefined).filter((a) => a in labels);
       void vscode.window.showErrorMessage(`milk: ${e.message}`, 'Open Chat', ...actions.map((a) => labels[a])).then((pick) => {
         if (pick === 'Open Chat') void this.chatView.reveal();
         const action = actions.find((a) => labels[a] === pick);

@@ -216,6 +216,8 @@ export interface Usage {
 export interface TurnError {
   reason: string;
   message: string;
+  /** `signal`: what the local part ended on (docs/protocol.md, "hand-off signals") */
+  data?: { signal?: string } | null;
 }
 export interface TurnResult {
   sessionId: string;

@@ -194,6 +194,22 @@ test('an error is shown once: the error notice becomes the card the result names
   assert.equal(m.errorSetting('claude_not_found', 'claude was not found'), 'milk.claude.path');
 });
 
+test("error card: a judged local failure offers Retry, not the server's settings or Doctor", () => {
+  seq = 0;
+  const st = m.emptyState(session);
+  m.addUserMessage(st, 'change it');
+  m.applyUpdate(st, u('turn_started', { agent: 'local', route: 'local', reason: 'route_local' }));
+  m.applyUpdate(st, u('turn_ended', { agent: 'local', stopReason: 'error' }));
+  const message = "The local model did not finish: the user denied the local model's edit of a.js.";
+  m.applyResult(st, { sessionId: 'S1', turnId: 'T1', agent: 'local', stopReason: 'error', text: '',
+    error: { reason: 'local_failed', message, data: { signal: 'edit_not_made' } } });
+  const t = st.turns[0];
+  assert.deepEqual(t.error, { reason: 'local_failed', message, signal: 'edit_not_made' });
+  assert.deepEqual(m.errorActions(t.error.reason, t.error.signal), ['retry']);
+  assert.deepEqual(m.errorActions('local_failed', 'model_error'), ['openSettings', 'retry', 'doctor']);
+  assert.deepEqual(m.errorActions('local_failed'), ['openSettings', 'retry', 'doctor']);
+});
+
 test('changes: the update, then the result, and undo', () => {
   seq = 0;
   const st = m.emptyState(session);

@@ -175,7 +175,7 @@ function renderErrorCard(card: HTMLElement, turn: TurnView): void {
   // known would offer a card of Retry alone for the moment until the result arrives
   if (turn.status === 'running' || !e.reason) return;
   const row = el('div', 'error-actions');
-  for (const action of errorActions(e.reason)) {
+  for (const action of errorActions(e.reason, e.signal)) {
     if (action === 'retry' && turn.userText === undefined) continue;
     const b = el('button', 'secondary', ACTION_LABELS[action]);
     b.dataset.action = action;

@@ -42,6 +42,7 @@ from milk_lsp.agents.base import (
     EscalationRequested,
     FailureReason,
     LocalGaveUp,
+    LocalSignal,
     NoticeEvent,
     TextDelta,
     ToolCallEvent,
@@ -52,6 +53,13 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.client import LocalClient, LocalSettings
 from milk_lsp.agents.local.edit_check import EditCheck, check_message, run_check
+from milk_lsp.agents.local.finish import (
+    FINISH_TOOL_NAME,
+    FINISH_TOOL_SPEC,
+    Finish,
+    finish_of,
+    prose_before_finish,
+)
 from milk_lsp.agents.local.stream import (
     LocalModelError,
     Reply,
@@ -75,6 +83,7 @@ from milk_lsp.agents.local.watch import (
     embedded_call,
     refuses_tool_choice,
 )
+from milk_lsp.text import one_line
 
 __all__ = [
     "ESCALATE_TOOL_NAME",
@@ -340,6 +349,8 @@ class LocalAgent:
         specs = list(tools.specs()) if tools is not None else []
         if offer_escalation:
             specs.append(ESCALATE_TOOL_SPEC)
+        if tools is not None and tools.names:
+            specs.append(FINISH_TOOL_SPEC)
         offered = frozenset(_spec_names(specs))
         paragraphs = _Paragraphs()
         watch = TurnWatch(
@@ -437,6 +448,13 @@ class LocalAgent:
                         "call (turn this off with local.textToolCalls)",
                     )
             named = [call for call in merged if call.name]
+            finish: Finish | None = None
+            if named and all(call.name == FINISH_TOOL_NAME for call in named):
+                # the model ended its turn: this reply is its final one, judged as any is
+                finish = finish_of(parse_tool_arguments(named[0].arguments)[0])
+                named = []
+            else:  # `finish` beside other calls waits for their results
+                named = [call for call in named if call.name != FINISH_TOOL_NAME]
             if held is not None:
                 require_call = False
                 if not named:  # the server ignored `tool_choice`: this answer did not look
@@ -458,6 +476,14 @@ class LocalAgent:
                 )
             if not named:
                 answer = "".join(reply.text)
+                if finish is not None:
+                    answer = prose_before_finish(answer)
+                    if finish.outcome == "cannot":
+                        yield self._cannot(finish, offer_escalation, watch, used_ids)
+                        return
+                    if not answer.strip() and finish.summary:  # its summary is its answer
+                        answer = finish.summary
+                        yield paragraphs.delta(answer)
                 grounded = (
                     judge.judge(answer, tool_outputs, looked=bool(watch.tried))
                     if judge is not None
@@ -468,6 +494,7 @@ class LocalAgent:
                     reasoned=reply.reasoned,
                     grounded=grounded,
                     cut=reply.finish_reason == "length",
+                    claimed_change=finish is not None and finish.outcome == "changed",
                 )
                 if isinstance(verdict, Nudge) and rounds < max_rounds:
                     rounds += 1
@@ -588,6 +615,19 @@ class LocalAgent:
                 )
                 yield EscalationRequested(reason=reason, tool_call_id=escalation.id)
                 return
+
+    @staticmethod
+    def _cannot(
+        finish: Finish, offer_escalation: bool, watch: TurnWatch, used_ids: set[str]
+    ) -> EscalationRequested | LocalGaveUp:
+        """`finish(cannot)`: the model's own verdict. Where Claude may take over it is an
+        escalation with the model's reason; on route local the turn ends saying why."""
+        why = finish.summary or "the local model said it cannot do this"
+        if offer_escalation:
+            return EscalationRequested(reason=why, tool_call_id=_new_call_id(used_ids))
+        return watch.gave_up(
+            LocalSignal.NO_ANSWER, f"the local model said it cannot do this: {one_line(why)}"
+        )
 
     @staticmethod
     async def _checked_end(

@@ -14,6 +14,7 @@ its names searched with the same confined tools the model has.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Sequence
 
@@ -29,6 +30,7 @@ from milk_lsp.agents.local.grounding import (
     ungrounded,
     workspace_claims,
 )
+from milk_lsp.agents.local.grounding.asked import code_shaped
 from milk_lsp.agents.local.grounding.hints import asks_about_cli_options, asks_where_defined
 from milk_lsp.agents.local.read_first import FileTexts, ReadFirst, read_first
 from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT
@@ -64,6 +66,9 @@ ASKED_TO_LOOK_NOTICE = (
     "milk asked the model to look in the workspace before answering (it answered without "
     "looking, and milk found nothing the question names)"
 )
+
+
+_IDENTIFIERS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 
 
 def _same_file(claimed: str, definer: str) -> bool:
@@ -104,16 +109,19 @@ class TurnGrounding:
         claims = workspace_claims(answer)
         if not (self.about_workspace or looked):
             # A general question: only options stand for this workspace (a bare `--flag`
-            # answered to "which option keeps upper case?" names this project's CLI).
-            if not claims.options:
+            # answered to "which option keeps upper case?" names this project's CLI), and
+            # paths when it asks where code is ("where is resumeNxt defined?", a name of no
+            # file here): a file the answer places it in must exist.
+            paths = claims.paths if self._asks_for_a_place() else ()
+            if not (claims.options or paths):
                 return Grounded(0)
-            claims = Claims(options=claims.options)
+            claims = Claims(paths=paths, options=claims.options)
         count = len(claims.paths) + len(claims.names) + len(claims.options)
         unseen = self._unseen(tool_outputs)
         unaddressed = self._unaddressed(answer)
         if not count:
             return Grounded(0, misplaced=unseen, unaddressed=unaddressed)
-        missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index, answer)
+        missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
         misplaced = self._misplaced(claims) or unseen
         return Grounded(count, missing, misplaced=misplaced, unaddressed=unaddressed)
 
@@ -133,6 +141,14 @@ class TurnGrounding:
             if bare.casefold() in folded or any(file.casefold() in folded for file in files):
                 return False
         return True
+
+    def _asks_for_a_place(self) -> bool:
+        """The question asks where something is, or names code by a name of code's shape
+        (`resumeNxt`, `parse_args`): an answer's path is then a claim about this folder."""
+        question = self._question
+        return asks_where_defined(question) or any(
+            code_shaped(word) for word in _IDENTIFIERS.findall(question)
+        )
 
     def _unseen(self, tool_outputs: Sequence[str]) -> str | None:
         """For a question about names this workspace defines: the answer came without the

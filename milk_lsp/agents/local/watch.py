@@ -126,6 +126,7 @@ _CHANGE_VERBS = frozenset(
         "update",
     ]
 )
+_FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})", re.MULTILINE)
 _ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
 """Chat-template markup a confused model writes into its answer."""
 _USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
@@ -245,7 +246,8 @@ class Grounded:
     define it, or it is about names of this workspace the model never saw."""
     unaddressed: bool = False
     """The question names definitions of this workspace, and the answer names none of
-    them nor a file defining one: with a refusal in it, it answered nothing."""
+    them nor a file defining one: with a refusal in it, or code about something else, it
+    answered nothing."""
 
 
 @dataclass(frozen=True)
@@ -421,11 +423,18 @@ class TurnWatch:
         )
 
     def final_reply(
-        self, text: str, *, reasoned: bool, grounded: Grounded | None = None, cut: bool = False
+        self,
+        text: str,
+        *,
+        reasoned: bool,
+        grounded: Grounded | None = None,
+        cut: bool = False,
+        claimed_change: bool = False,
     ) -> LocalGaveUp | Nudge | WrittenEscalation | None:
         """A reply without tool calls ends the loop: is it a failure, worth one nudge, an
         escalation written as text, or the answer? `cut`: the server stopped the reply at its
-        token limit (`finish_reason` "length")."""
+        token limit (`finish_reason` "length"). `claimed_change`: the model ended the turn
+        with `finish(changed)`."""
         visible = _MILK_TAGS.sub("", text).strip()
         if self.escalation_tool and self.escalation_tool in visible:
             return WrittenEscalation(_short(visible.replace(self.escalation_tool, " "), 600))
@@ -476,7 +485,7 @@ class TurnWatch:
                 LocalSignal.FAILED_EDIT,
                 f"the edit of {path or 'a file'} failed and was not redone: {why}",
             )
-        unmade = self._claimed_but_unmade(visible)
+        unmade = self._claimed_but_unmade(visible, claimed_change)
         if unmade is not None:
             return unmade
         if self.change_requested and not (self._changed or self._change_denied):
@@ -496,7 +505,10 @@ class TurnWatch:
         deflects = claims == 0 and not edited and _DEFLECTION.search(visible) is not None
         cannot = _NO_ANSWER.search(visible) is not None or says_cannot(visible)
         unaddressed = grounded is not None and grounded.unaddressed
-        if ((cannot or deflects) and len(visible) < _NO_ANSWER_CHARS) or (cannot and unaddressed):
+        only_code = unaddressed and _FENCE.search(visible) is not None
+        if ((cannot or deflects) and len(visible) < _NO_ANSWER_CHARS) or (
+            unaddressed and (cannot or only_code)
+        ):
             return self.gave_up(
                 LocalSignal.NO_ANSWER,
                 f"the local model said it could not answer: {_short(visible)}",
@@ -527,12 +539,12 @@ class TurnWatch:
         paths = list(dict.fromkeys(self._denied_paths))
         return ("edit of " if len(paths) == 1 else "edits of ") + ", ".join(paths[:3])
 
-    def _claimed_but_unmade(self, answer: str) -> LocalGaveUp | Nudge | None:
+    def _claimed_but_unmade(self, answer: str, claimed: bool) -> LocalGaveUp | Nudge | None:
         """A request that asks (or may ask) for a change, no file changed, and an answer
         saying the change is made: the workspace contradicts it. After a denied edit that
         is said in those words; otherwise the model gets one request to make the change."""
         asked = self.change_requested or self.change_hinted
-        if not asked or self._changed or not says_done(answer):
+        if self._changed or not (claimed or (asked and says_done(answer))):
             return None
         if self._change_denied:
             return self.gave_up(
@@ -540,18 +552,19 @@ class TurnWatch:
                 f"the user denied the local model's {self._denied()}, so no file changed, but "
                 "its answer says the change is made",
             )
-        if self._may_nudge_for_change():
+        if self._may_nudge_for_change(claimed):
             self._change_nudged = True
             return Nudge(MAKE_THE_CHANGE, _MAKE_THE_CHANGE_SHOWN)
         return self.gave_up(
             LocalSignal.EDIT_NOT_MADE,
-            "the local model's answer says the change is made, but no file changed",
+            "the local model says it made the change, but no file changed",
         )
 
-    def _may_nudge_for_change(self) -> bool:
-        """One corrective message a turn asked for a change may get while no file changed."""
+    def _may_nudge_for_change(self, claimed: bool = False) -> bool:
+        """One corrective message a turn asked for a change (or whose model said it made
+        one) may get while no file changed."""
         return (
-            (self.change_requested or self.change_hinted)
+            (self.change_requested or self.change_hinted or claimed)
             and not (self._changed or self._change_denied)
             and not self._change_nudged
             and EDIT_TOOL in self.offered

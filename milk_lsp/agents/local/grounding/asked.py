@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from milk_lsp.agents.local.grounding.hints import quoted_pattern
+from milk_lsp.agents.local.grounding.hints import one_edit, quoted_pattern
 
 if TYPE_CHECKING:
     from milk_lsp.workspace.index import WorkspaceIndex
@@ -156,7 +156,7 @@ class _Lookup:
             name
             for length in (len(lower) - 1, len(lower), len(lower) + 1)
             for other, name in self._by_length.get(length, ())
-            if _one_edit(lower, other) and not _only_the_ending(lower, other)
+            if one_edit(lower, other) and not _only_the_ending(lower, other)
         ]
         return tuple(sorted(found))
 
@@ -173,28 +173,9 @@ def _only_the_ending(a: str, b: str) -> bool:
     return short != long and long.startswith(short)
 
 
-def _one_edit(a: str, b: str) -> bool:
-    """Whether `a` and `b` differ by exactly one edit, a swap of neighbours counting as one."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        if len(diff) == 1:
-            return True
-        return (
-            len(diff) == 2
-            and diff[1] == diff[0] + 1
-            and a[diff[0]] == b[diff[1]]
-            and (a[diff[1]] == b[diff[0]])
-        )
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    i = 0
-    while i < len(short) and short[i] == long[i]:
-        i += 1
-    return short[i:] == long[i + 1 :]
-
-
-_SUBWORD = regex.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|\b|_|\d)|[A-Z]?[a-z]+|[A-Z]+|\d+")
+MODULE_SUFFIXES = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".tsx", ".rb")
+"""Files that are a module named by their stem (`calc.add`); a Go or Rust file is not
+(Go's `sql.NullString` is the standard library's beside a `sql.go`)."""
 SUBWORD_MIN = 4
 """A part of a compound name this long or longer may tie it to a definition."""
 
@@ -203,8 +184,8 @@ def near(name: str, index: WorkspaceIndex | None) -> bool:
     """Whether the code name `name`, which resolves nowhere here, is near what this workspace
     defines, so that it reads as a claim about it: its head is a definition or a module
     here (`Calculator.total_of`, `hello.greet_everyone`), it is one typo from a definition
-    (`Calculater`), or a part of it is, or begins, a definition or is a file's stem
-    (`greet_user`, `GreetingService`, `calc_server` beside calc.py). A name near
+    (`Calculater`), or, a snake_case name, a part of it is, or begins, a definition or is a
+    file's stem (`greet_user`, `calc_server` beside calc.py). A name near
     nothing here (`AbortController`, `context.DeadlineExceeded`, `or_insert_with`) is
     outside knowledge. Without an index every name is taken as a claim."""
     if index is None:
@@ -216,11 +197,18 @@ def near(name: str, index: WorkspaceIndex | None) -> bool:
         return False
     if len(parts) > 1:
         head = parts[0]
-        if head in defined or index.has_path(head + "/") or head.lower() in index.file_stems():
+        modules = index.file_stems().get(head.lower(), ())
+        if (
+            (head in defined and head[:1].isupper() and len(parts) == 2)
+            or index.has_path(head + "/")
+            or any(path.endswith(MODULE_SUFFIXES) for path in modules)
+        ):
             return True
     last = parts[-1]
     if len(last) >= TYPO_MIN - 1 and (lookup.folded.get(last.lower()) or lookup.near(last)):
         return True
-    pieces = [piece.lower() for piece in _SUBWORD.findall(last) if len(piece) >= SUBWORD_MIN]
+    if not last.islower():
+        return False  # a type's parts (`NullString`, `PluralRules`) are the language's words
+    pieces = [piece for piece in last.split("_") if len(piece) >= SUBWORD_MIN]
     stems = index.file_stems()
     return len(pieces) > 1 and any(lookup.begins(piece) or piece in stems for piece in pieces)

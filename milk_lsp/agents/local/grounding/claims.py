@@ -3,6 +3,7 @@ options (the package's docstring says what is left out, and why)."""
 
 from __future__ import annotations
 
+import bisect
 import keyword
 import re
 import sys
@@ -37,10 +38,10 @@ class Claims:
     names: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     placed: tuple[str, ...] = field(default=(), compare=False)
-    """The names on a line that also names a path: the text puts them in a file of this
-    workspace ("`compute_total()` in calc.py"), so they claim something about it."""
-    lines: tuple[tuple[str, int], ...] = field(default=(), compare=False)
-    """Each name with the line it is first on (which names share a line)."""
+    """The function-like names (lower case, no dot) in a sentence that also names a path:
+    the text puts them in a file of this workspace ("`compute_total()` in calc.py"), so
+    they claim something about it. A type or a member there (`AbortController`,
+    `ctx.Err`) is the language's, not the file's."""
 
     def __bool__(self) -> bool:
         return bool(self.paths or self.names or self.options)
@@ -68,7 +69,7 @@ _HEX = re.compile(r"(?=.*\d)[0-9a-f]{7,}")
 _PATH_CHARS = re.compile(r"[\w.@+-]+(?:/[\w.@+-]*)*")
 LINE_PLACE = re.compile(r"(?::\d+){1,2}$|#L\d+(?:-L?\d+)?$")
 
-_SENTENCE_END = re.compile(r"(?<!\b\w)[.!?](?=\s)|\n")
+SENTENCE_END = re.compile(r"(?<!\b\w)[.!?](?=\s)|\n")
 """The end of a sentence, not of `e.g.` or `i.e.`."""
 _PROPOSAL = re.compile(
     r"\b(?:creat(?:e|es|ed|ing)|add(?:ing)?\s+an?|sav(?:e|ing)(?:\s+\w+){0,2}\s+as|"
@@ -126,6 +127,13 @@ TEMPLATE = re.compile(
     r"\[/?(?:TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|INST|SYSTEM_PROMPT|TOOL_CONTENT)\]"
 )
 """Special tokens and tags of chat templates (ChatML, Hermes, Llama 3, Mistral, Gemma)."""
+
+
+def _function_like(name: str) -> bool:
+    """`compute_total`, `load_settings`: lower case and no dot (not a type, constant or
+    member)."""
+    bare = name.removesuffix("()")
+    return "." not in bare and bare.islower()
 
 
 def split_fences(text: str) -> tuple[str, list[str]]:
@@ -215,7 +223,7 @@ def _hedged(text: str, start: int, end: int) -> bool:
     line_start = text.rfind("\n", 0, start) + 1
     before = text[max(line_start, start - 100) : start]
     cut_at = 0
-    for found in _SENTENCE_END.finditer(before):
+    for found in SENTENCE_END.finditer(before):
         cut_at = found.end()
     before = before[cut_at:]
     if _PROPOSAL.search(before) or _NEGATED_BEFORE.search(before):
@@ -236,8 +244,9 @@ class _Collector:
         self.paths: dict[str, None] = {}
         self.names: dict[str, None] = {}
         self.options: dict[str, None] = {}
-        self._path_lines: set[int] = set()
-        self._name_lines: dict[str, int] = {}
+        self._ends = [found.end() for found in SENTENCE_END.finditer(text)]
+        self._path_sentences: set[int] = set()
+        self._name_sentences: dict[str, int] = {}
 
     def _keep(self, start: int, end: int) -> bool:
         return self.question or not _hedged(self.text, start, end)
@@ -247,7 +256,7 @@ class _Collector:
             path = path[2:]
         if path and self._keep(start, end):
             self.paths.setdefault(path, None)
-            self._path_lines.add(self.text.count("\n", 0, start))
+            self._path_sentences.add(self.sentence_at(start))
 
     def option(self, option: str, start: int, end: int) -> None:
         if option not in GENERIC_OPTIONS and self._keep(start, end):
@@ -257,7 +266,7 @@ class _Collector:
         claim = self._name_claim(chain, called=called, span=span)
         if claim is not None and self._keep(start, end):
             self.names.setdefault(claim, None)
-            self._name_lines.setdefault(claim, self.text.count("\n", 0, start))
+            self._name_sentences.setdefault(claim, self.sentence_at(start))
 
     def _name_claim(self, chain: str, *, called: bool, span: bool) -> str | None:
         """The name `chain` claims (None: it claims none)."""
@@ -292,14 +301,16 @@ class _Collector:
         return chain
 
     def claims(self) -> Claims:
-        placed = (name for name, line in self._name_lines.items() if line in self._path_lines)
-        return Claims(
-            tuple(self.paths),
-            tuple(self.names),
-            tuple(self.options),
-            tuple(placed),
-            tuple(self._name_lines.items()),
+        placed = (
+            name
+            for name, sentence in self._name_sentences.items()
+            if sentence in self._path_sentences and _function_like(name)
         )
+        return Claims(tuple(self.paths), tuple(self.names), tuple(self.options), tuple(placed))
+
+    def sentence_at(self, position: int) -> int:
+        """The number of the sentence `position` is in."""
+        return bisect.bisect_right(self._ends, position)
 
 
 def _path_shape(word: str) -> str | None:

@@ -317,8 +317,25 @@ DONE: Mapping[str, tuple[str, ...]] = {
         "исправил",
     ),
     "uk": ("готово", "змінив", "додав", "перейменував", "видалив"),
-    "zh": ("已修改", "已更改", "已添加", "已删除", "已重命名", "已替换", "已修复", "改好了"),
-    "ja": ("変更しました", "追加しました", "削除しました", "修正しました", "置き換えました"),
+    "zh": (
+        "已修改",
+        "已更改",
+        "已添加",
+        "已删除",
+        "已重命名",
+        "已替换",
+        "已修复",
+        "已完成",
+        "改好了",
+    ),
+    "ja": (
+        "変更しました",
+        "追加しました",
+        "削除しました",
+        "修正しました",
+        "置き換えました",
+        "完了しました",
+    ),
     "ko": ("변경했습니다", "추가했습니다", "삭제했습니다", "수정했습니다", "완료"),
 }
 """An answer saying the change is made ("Done: I added …", "Готово", "変更しました"). A hint:
@@ -340,16 +357,34 @@ CANNOT: Mapping[str, tuple[str, ...]] = {
         "i do not have access",
         "i don't have enough",
         "i do not have enough",
+        "i don't know",
+        "i do not know",
+        "more context",
     ),
-    "de": ("ich kann nicht", "kann ich nicht", "nicht möglich", "bin nicht in der lage"),
-    "fr": ("je ne peux pas", "je suis incapable", "impossible de"),
-    "es": ("no puedo", "no soy capaz", "no es posible"),
-    "pt": ("não posso", "não consigo", "não é possível"),
-    "it": ("non posso", "non riesco"),
-    "ru": ("не могу", "не удалось", "невозможно"),
-    "uk": ("не можу", "неможливо"),
-    "zh": ("无法", "不能", "做不到"),
-    "ja": ("できません", "わかりません", "不可能"),
+    "de": (
+        "ich kann nicht",
+        "kann ich nicht",
+        "nicht möglich",
+        "bin nicht in der lage",
+        "weiß ich nicht",
+        "weiß ich leider nicht",
+        "ich weiß nicht",
+        "mehr kontext",
+    ),
+    "fr": (
+        "je ne peux pas",
+        "je suis incapable",
+        "impossible de",
+        "je ne sais pas",
+        "plus de contexte",
+    ),
+    "es": ("no puedo", "no soy capaz", "no es posible", "no lo sé", "no sé", "más contexto"),
+    "pt": ("não posso", "não consigo", "não é possível", "não sei", "mais contexto"),
+    "it": ("non posso", "non riesco", "non lo so", "più contesto"),
+    "ru": ("не могу", "не удалось", "невозможно", "не знаю", "больше контекста"),
+    "uk": ("не можу", "неможливо", "не знаю"),
+    "zh": ("无法", "不能", "做不到", "不知道", "更多上下文"),
+    "ja": ("できません", "わかりません", "分かりません", "不可能"),
     "ko": ("할 수 없", "모르겠"),
 }
 """A reply saying the model cannot answer ("The task is beyond you", "Ich kann nicht")."""
@@ -445,6 +480,9 @@ _WHERE_DEFINED = _pattern(WHERE_DEFINED)
 _CLI_OPTIONS = _pattern(CLI_OPTIONS)
 _CLI_NAMES = _pattern(CLI_NAMES)
 _CHANGE = _pattern(CHANGE)
+_LONG_VERBS = frozenset(
+    stem for stems in CHANGE.values() for stem in stems if len(stem) >= 6 and " " not in stem
+)
 _THIS_PROJECT = _pattern(THIS_PROJECT)
 _DONE = _pattern(DONE)
 _CANNOT = _pattern(CANNOT)
@@ -461,8 +499,33 @@ def asks_about_cli_options(question: str) -> bool:
 
 
 def change_hinted(request: str) -> bool:
-    """A verb of a change request stands somewhere in `request` (a hint, see the module)."""
-    return _CHANGE.search(request) is not None
+    """A verb of a change request stands somewhere in `request` (a hint, see the module),
+    also with one typo in a longer one ("chnage", "renmae")."""
+    if _CHANGE.search(request) is not None:
+        return True
+    words = {word.lower() for word in re.findall(r"\w{5,}", request)}
+    return any(one_edit(word, verb) for word in words for verb in _LONG_VERBS)
+
+
+def one_edit(a: str, b: str) -> bool:
+    """Whether `a` and `b` differ by exactly one edit, a swap of neighbours counting as one."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long[i]:
+        i += 1
+    return short[i:] == long[i + 1 :]
 
 
 def about_this_project(text: str) -> bool:

@@ -80,7 +80,7 @@ def markup_answer(answer: str) -> str | None:
 
 
 def ungrounded(
-    claims: Claims, evidence: Sequence[str], index: WorkspaceIndex | None, answer: str = ""
+    claims: Claims, evidence: Sequence[str], index: WorkspaceIndex | None
 ) -> tuple[str, ...]:
     """The claims found neither in `evidence` (the turn's successful tool results, the
     attachments, the user's message) nor in `index`; () when all are grounded. A name that
@@ -92,7 +92,7 @@ def ungrounded(
     if not claims or (index is not None and (index.truncated or index.refreshed_at is None)):
         return ()
     text = "\n".join(evidence)
-    placed = set(claims.placed) | _beside_definitions(claims, index, answer)
+    placed = set(claims.placed)
     missing: list[str] = []
     checks: tuple[tuple[tuple[str, ...], Callable[[str], bool]], ...] = (
         (claims.paths, lambda path: _path_in(text, path) or _indexed_path(index, path)),
@@ -109,29 +109,6 @@ def ungrounded(
     for items, grounded in checks:
         missing.extend(item for item in items if not grounded(item))
     return tuple(missing)
-
-
-def _beside_definitions(claims: Claims, index: WorkspaceIndex | None, answer: str) -> set[str]:
-    """The plain function-like names (`sum_values`, `utils`: no dot, no capital) on a line
-    of `answer` that names a definition of this workspace: "`add` calls `sum_values()`"
-    says something of `add`. Types (`AbortController`) and members (`ctx.Err`) are not
-    taken so."""
-    if index is None or not answer:
-        return set()
-    defined = index.definition_names()
-    subject_lines = {
-        number
-        for number, line in enumerate(answer.split("\n"))
-        if any(len(word) > 2 and word in defined for word in _WORDS.findall(line))
-    }
-    return {
-        name
-        for name, line in claims.lines
-        if line in subject_lines and "." not in name and name.removesuffix("()").islower()
-    }
-
-
-_WORDS = re.compile(r"[A-Za-z_$][\w$]*")
 
 
 def _indexed_path(index: WorkspaceIndex | None, path: str) -> bool:

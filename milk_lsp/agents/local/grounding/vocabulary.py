@@ -27,12 +27,11 @@ EXTENSIONS = word_set(
     sqlite sqlite3 db zip gz tgz tar whl exe dll so dylib bin wav mp3 mp4 ttf woff woff2"""
 )
 """File name extensions that make a dotted word a file name."""
-ATTRIBUTE_LIKE = word_set(
-    """log lock env conf c h m r d go el ex fs cs ml pl pm rs sh mk tf cc hs jl vb sol lua rb
-    pem crt in json html db so bin pt gz tar zip"""
-)
+ATTRIBUTE_LIKE = word_set("log lock env conf pem crt in json html db so bin pt gz tar zip")
 """Extensions that are also attribute names (`math.log`, `response.json`): such a word is a
-file name only when what comes before the dot is no known module or object."""
+file name only when what comes before the dot is no known module or object. A source file
+of another language (`sha1.go`, `hash.rs`) is a file name whatever its stem is (issue 29:
+Go's `sha1.go` was read as Python's `hashlib.sha1`)."""
 CONVENTIONAL_FILES = word_set(
     """requirements.txt requirements-dev.txt pyproject.toml setup.py setup.cfg tox.ini
     pytest.ini mypy.ini ruff.toml conftest.py __init__.py __main__.py manage.py
