@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from milk_lsp.agents.local.grounding import about_workspace, ungrounded, workspace_claims
+from milk_lsp.agents.local.judge.grounding import about_workspace, ungrounded, workspace_claims
 from milk_lsp.workspace.index import WorkspaceIndex
 
 VERBS = [

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal
-from milk_lsp.agents.local.checks import broken_by_edit, check_kind
-from milk_lsp.agents.local.edit_intent import requested_change
-from milk_lsp.agents.local.grounding import about_workspace, question_names
-from milk_lsp.agents.local.grounding.hints import (
+from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
+from milk_lsp.agents.local.judge.edit_intent import requested_change
+from milk_lsp.agents.local.judge.grounding import about_workspace, question_names
+from milk_lsp.agents.local.judge.grounding.hints import (
     asks_where_defined,
     change_hinted,
     says_cannot,
     says_done,
 )
-from milk_lsp.agents.local.watch import TurnWatch
+from milk_lsp.agents.local.judge.watch import TurnWatch
 from milk_lsp.workspace.index import WorkspaceIndex
 
 FILES = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from milk_lsp.agents.local.checks import broken_by_edit, check_kind
-from milk_lsp.agents.local.edit_intent import echoes_request, made_change
+from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
+from milk_lsp.agents.local.judge.edit_intent import echoes_request, made_change
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The grounding check of a local answer (`agents/local/grounding/`) over the workspace
+"""The grounding check of a local answer (`agents/local/judge/grounding/`) over the workspace
 index (`workspace/index.py`), on real files in a temporary folder.
 
 Two directions, both counted: a right answer (a general one, one from what was read, one
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from milk_lsp.agents.local.grounding import (
+from milk_lsp.agents.local.judge.answer import TurnGrounding
+from milk_lsp.agents.local.judge.grounding import (
     Claims,
     about_workspace,
     markup_answer,
@@ -23,7 +24,6 @@ from milk_lsp.agents.local.grounding import (
     ungrounded,
     workspace_claims,
 )
-from milk_lsp.agents.local.judge import TurnGrounding
 from milk_lsp.workspace.index import WorkspaceIndex
 
 CALC = '''\
@@ -613,7 +613,7 @@ def test_questions_while_another_thread_refreshes(tmp_path: Path) -> None:
 def test_the_judge_leaves_a_general_answer_alone_but_checks_a_bare_option(
     index: WorkspaceIndex,
 ) -> None:
-    from milk_lsp.agents.local.judge import TurnGrounding
+    from milk_lsp.agents.local.judge.answer import TurnGrounding
 
     general = TurnGrounding("How do I reverse a list?", "", index, about_workspace=False)
     assert general.judge("Use `items[::-1]` or `reversed(items)`.", [], looked=False).claims == 0
@@ -628,7 +628,7 @@ def test_the_judge_leaves_a_general_answer_alone_but_checks_a_bare_option(
 async def test_milks_own_look_lists_the_top_folder_when_the_question_names_nothing(
     index: WorkspaceIndex,
 ) -> None:
-    from milk_lsp.agents.local.judge import TurnGrounding
+    from milk_lsp.agents.local.judge.answer import TurnGrounding
 
     class Tools:
         def __init__(self) -> None:

@@ -22,15 +22,15 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
-from milk_lsp.agents.local.judge import ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, LOOKED_NOTICE
-from milk_lsp.agents.local.watch import (
+from milk_lsp.agents.local.judge.answer import ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, LOOKED_NOTICE
+from milk_lsp.agents.local.judge.edit_intent import asks_for_change
+from milk_lsp.agents.local.judge.watch import (
     MAKE_THE_CHANGE,
     NUDGE,
     Grounded,
     Look,
     Nudge,
     TurnWatch,
-    asks_for_change,
     embedded_call,
 )
 from tests import test_local_agent
@@ -556,7 +556,7 @@ async def test_claims_after_only_failed_looks_are_ungrounded(
 async def test_markup_as_the_answer_is_an_unrunnable_call(
     server: FakeOpenAIServer, agent: LocalAgent, markup: str
 ) -> None:
-    from milk_lsp.agents.local.grounding import markup_answer
+    from milk_lsp.agents.local.judge.grounding import markup_answer
 
     class MarkupJudge(ScriptedJudge):
         def judge(self, answer: str, tool_outputs: Any, *, looked: bool) -> Grounded:

@@ -27,14 +27,13 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
-from milk_lsp.agents.local.checks import check_kind
-from milk_lsp.agents.local.edit_intent import made_change, unmade_change
-from milk_lsp.agents.local.grounding import about_workspace
-from milk_lsp.agents.local.grounding.hints import change_hinted
-from milk_lsp.agents.local.judge import TurnGrounding
-from milk_lsp.agents.local.read_first import focus_names, read_first
+from milk_lsp.agents.local.judge.answer import TurnGrounding
+from milk_lsp.agents.local.judge.checks import check_kind
+from milk_lsp.agents.local.judge.edit_intent import asks_for_change, made_change, unmade_change
+from milk_lsp.agents.local.judge.grounding import about_workspace
+from milk_lsp.agents.local.judge.grounding.hints import change_hinted
+from milk_lsp.agents.local.judge.read_first import focus_names, read_first
 from milk_lsp.agents.local.tools import WorkspaceTools
-from milk_lsp.agents.local.watch import asks_for_change
 from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import handoff
 from milk_lsp.engine.agent_host import TurnHost

@@ -1,5 +1,5 @@
 """What exists in one workspace folder, for cheap existence checks (the grounding check of a
-local answer, `agents/local/grounding/`).
+local answer, `agents/local/judge/grounding/`).
 
 `WorkspaceIndex.refresh()` walks the folder and keeps every file's path and the set of
 identifier-like tokens of its text (`[A-Za-z_][A-Za-z0-9_]*` of two characters or more, and
@@ -249,7 +249,7 @@ class WorkspaceIndex:
 
     def definition_names(self) -> frozenset[str]:
         """Every name a file here defines: what a message's words are matched against
-        (`agents.local.grounding.asked`). Made once per refresh that changed a token."""
+        (`agents.local.judge.grounding.asked`). Made once per refresh that changed a token."""
         state = self._state
         known = self._definitions
         if known is None or known[0] is not state.counts:

@@ -5,7 +5,7 @@ One `LocalAgent` per configured endpoint. Each turn (`run`) is an async generato
 the HTTP side), runs the tool calls the model made, sends their results back and asks
 again, until a reply has no tool calls (`TurnDone`), the model calls `escalate_to_claude`
 (`EscalationRequested`), milk sees the turn fail (`LocalGaveUp`, see
-`milk_lsp.agents.local.watch`) or the request fails (`TurnFailed`). It never raises except
+`milk_lsp.agents.local.judge.watch`) or the request fails (`TurnFailed`). It never raises except
 for cancellation; the client closes each response in `finally`, so a cancelled turn leaves
 no open stream behind.
 
@@ -33,7 +33,7 @@ import secrets
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
@@ -52,13 +52,22 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.client import LocalClient, LocalSettings
-from milk_lsp.agents.local.edit_check import EditCheck, check_message, run_check
-from milk_lsp.agents.local.finish import (
+from milk_lsp.agents.local.judge.edit_check import EditCheck, check_message, run_check
+from milk_lsp.agents.local.judge.finish import (
     FINISH_TOOL_NAME,
     FINISH_TOOL_SPEC,
     Finish,
     finish_of,
     prose_before_finish,
+)
+from milk_lsp.agents.local.judge.watch import (
+    AnswerJudge,
+    MadeAlready,
+    Nudge,
+    TurnWatch,
+    WrittenEscalation,
+    embedded_call,
+    refuses_tool_choice,
 )
 from milk_lsp.agents.local.stream import (
     LocalModelError,
@@ -74,15 +83,7 @@ from milk_lsp.agents.local.tool_calls import (
     parse_text_tool_calls,
     parse_tool_arguments,
 )
-from milk_lsp.agents.local.watch import (
-    AnswerJudge,
-    MadeAlready,
-    Nudge,
-    TurnWatch,
-    WrittenEscalation,
-    embedded_call,
-    refuses_tool_choice,
-)
+from milk_lsp.agents.local.tool_specs import LocalTools, ToolOutcomeLike
 from milk_lsp.text import one_line
 
 __all__ = [
@@ -129,37 +130,6 @@ ESCALATE_TOOL_SPEC: dict[str, Any] = {
 
 _RAW_ARGS_CHARS = 500
 """Characters of invalid tool arguments quoted back to the model."""
-
-
-class ToolOutcomeLike(Protocol):
-    """What `LocalTools.call` returns (`milk_lsp.agents.local.tools.ToolOutcome` fits)."""
-
-    @property
-    def output(self) -> str: ...
-
-    @property
-    def is_error(self) -> bool: ...
-
-    @property
-    def denied(self) -> bool: ...
-
-    @property
-    def made_already(self) -> bool: ...
-
-
-class LocalTools(Protocol):
-    """The workspace tools the local model may call (`tools.WorkspaceTools`)."""
-
-    @property
-    def names(self) -> frozenset[str]: ...
-
-    def specs(self) -> list[dict[str, Any]]:
-        """OpenAI `tools` entries."""
-        ...
-
-    async def call(
-        self, tool_call_id: str, name: str, arguments: dict[str, Any]
-    ) -> ToolOutcomeLike: ...
 
 
 # -- the tool calls of one round -------------------------------------------------------------

@@ -2,12 +2,13 @@
 
 The entries are the same bytes for every workspace, session and turn (the local model server
 caches the prompt prefix they are part of): nothing here depends on the folder or the turn.
-The tools themselves are `milk_lsp.agents.local.tools`.
+The tools themselves are `milk_lsp.agents.local.tools`; `LocalTools` is what the agent loop
+and milk's own look need of them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 READ_FILE = "read_file"
 LIST_DIRECTORY = "list_directory"
@@ -133,3 +134,34 @@ def tool_specs(default_timeout_seconds: float) -> list[dict[str, Any]]:
             ["command"],
         ),
     ]
+
+
+class ToolOutcomeLike(Protocol):
+    """What `LocalTools.call` returns (`milk_lsp.agents.local.tools.ToolOutcome` fits)."""
+
+    @property
+    def output(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+    @property
+    def denied(self) -> bool: ...
+
+    @property
+    def made_already(self) -> bool: ...
+
+
+class LocalTools(Protocol):
+    """The workspace tools the local model may call (`tools.WorkspaceTools`)."""
+
+    @property
+    def names(self) -> frozenset[str]: ...
+
+    def specs(self) -> list[dict[str, Any]]:
+        """OpenAI `tools` entries."""
+        ...
+
+    async def call(
+        self, tool_call_id: str, name: str, arguments: dict[str, Any]
+    ) -> ToolOutcomeLike: ...

@@ -36,11 +36,11 @@ from milk_lsp.agents.base import (
     PermissionRequest,
     PermissionTimedOut,
 )
-from milk_lsp.agents.local.checks import broken_by_edit
 from milk_lsp.agents.local.commands import CommandNotStarted, run_shell
 from milk_lsp.agents.local.edit_change import EditChange
-from milk_lsp.agents.local.edit_check import CheckRun
-from milk_lsp.agents.local.edit_intent import echoes_request
+from milk_lsp.agents.local.judge.checks import broken_by_edit
+from milk_lsp.agents.local.judge.edit_check import CheckRun
+from milk_lsp.agents.local.judge.edit_intent import echoes_request
 from milk_lsp.agents.local.replace import (
     EditDoesNotApply,
     already_made,

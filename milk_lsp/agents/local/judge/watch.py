@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
-from milk_lsp.agents.local.grounding.hints import says_cannot, says_done
+from milk_lsp.agents.local.judge.grounding.hints import says_cannot, says_done
 from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,
     decode_loose_object,
@@ -42,7 +42,6 @@ __all__ = [
     "TurnWatch",
     "WrittenCall",
     "WrittenEscalation",
-    "asks_for_change",
     "embedded_call",
 ]
 
@@ -90,42 +89,6 @@ _MILK_TAGS = re.compile(
     re.DOTALL,
 )
 """milk's own tags, which the user never sees (the interceptor strips them)."""
-_CHANGE_VERBS = frozenset(
-    [
-        "add",
-        "annotate",
-        "append",
-        "change",
-        "convert",
-        "create",
-        "delete",
-        "design",
-        "document",
-        "extend",
-        "fix",
-        "implement",
-        "improve",
-        "insert",
-        "introduce",
-        "merge",
-        "migrate",
-        "modify",
-        "move",
-        "optimize",
-        "redesign",
-        "refactor",
-        "remove",
-        "rename",
-        "reorganize",
-        "replace",
-        "restructure",
-        "rewrite",
-        "set",
-        "simplify",
-        "split",
-        "update",
-    ]
-)
 _FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})", re.MULTILINE)
 _ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
 """Chat-template markup a confused model writes into its answer."""
@@ -157,23 +120,6 @@ def _short(text: str, limit: int = _SHORT_CHARS) -> str:
 def _call_line(name: str, arguments: dict[str, Any] | None) -> str:
     shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True) if arguments else ""
     return _short(f"{name} {shown}".strip())
-
-
-def asks_for_change(request: str) -> bool:
-    """Whether the user's request is an instruction to change the code (it starts with a
-    verb such as add, rename, fix, replace) rather than a question."""
-    lead = _REQUEST_LEAD.match(request)
-    words = re.findall(r"[a-z]+", request[lead.end() if lead else 0 :].lower()[:80])
-    return bool(words) and words[0] in _CHANGE_VERBS
-
-
-_REQUEST_LEAD = re.compile(
-    r"\s*(?:please\s+)?(?:(?:in|inside|within|for)\s+(?:the\s+)?(?:file\s+)?[`'\"]?[\w./-]+"
-    r"[`'\"]?\s*,?\s+)?(?:please\s+)?",
-    re.IGNORECASE,
-)
-"""What may come before the verb of a change request: "In slugify/slugify.py rename …"
-(bench/real_tasks 'rename-constant' ended `end_turn` saying it had renamed, with no edit)."""
 
 
 def _degenerate(text: str) -> bool:

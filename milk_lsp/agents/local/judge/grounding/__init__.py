@@ -29,8 +29,8 @@ exists here, decided by the index. `markup_answer` catches chat-template markup 
 the answer (`<tools></tools>`). Pure: no I/O besides asking the index.
 """
 
-from milk_lsp.agents.local.grounding.claims import Claims, question_claims, workspace_claims
-from milk_lsp.agents.local.grounding.verdict import (
+from milk_lsp.agents.local.judge.grounding.claims import Claims, question_claims, workspace_claims
+from milk_lsp.agents.local.judge.grounding.verdict import (
     about_workspace,
     markup_answer,
     question_names,

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from milk_lsp.agents.local.grounding.hints import CHANGE_INTO, straight_quotes
+from milk_lsp.agents.local.judge.grounding.hints import CHANGE, CHANGE_INTO, straight_quotes
 
 _QUOTED_CHANGE = re.compile(
     rf"""(["'])(?P<old>[^"'\n]{{1,200}})\1\s*(?:{CHANGE_INTO})\s*(["'])(?P<new>[^"'\n]{{1,200}})\3""",
@@ -145,3 +145,24 @@ def made_change(request: str, edited: dict[str, tuple[str | None, str | None]]) 
     if not made or any(wanted.count(now) > wanted.count(b) for b, now in edited.values()):
         return None
     return f'"{wanted.old}" is now "{wanted.new}" in {", ".join(made)}'
+
+
+_CHANGE_VERBS = frozenset(CHANGE["en"]) - {"make"}
+"""The verbs a change request starts with ("make" also starts "Make a list of …")."""
+
+
+def asks_for_change(request: str) -> bool:
+    """Whether the user's request is an instruction to change the code (it starts with a
+    verb such as add, rename, fix, replace) rather than a question."""
+    lead = _REQUEST_LEAD.match(request)
+    words = re.findall(r"[a-z]+", request[lead.end() if lead else 0 :].lower()[:80])
+    return bool(words) and words[0] in _CHANGE_VERBS
+
+
+_REQUEST_LEAD = re.compile(
+    r"\s*(?:please\s+)?(?:(?:in|inside|within|for)\s+(?:the\s+)?(?:file\s+)?[`'\"]?[\w./-]+"
+    r"[`'\"]?\s*,?\s+)?(?:please\s+)?",
+    re.IGNORECASE,
+)
+"""What may come before the verb of a change request: "In slugify/slugify.py rename …"
+(bench/real_tasks 'rename-constant' ended `end_turn` saying it had renamed, with no edit)."""

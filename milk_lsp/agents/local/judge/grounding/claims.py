@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from milk_lsp.agents.local.grounding.vocabulary import (
+from milk_lsp.agents.local.judge.grounding.vocabulary import (
     ATTRIBUTE_LIKE,
     CONVENTIONAL_FILES,
     EXTENSIONS,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
-from milk_lsp.agents.local.grounding import question_claims, question_names
+from milk_lsp.agents.local.judge.grounding import question_claims, question_names
 from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
 from milk_lsp.agents.local.symbols import find_symbol
 from milk_lsp.agents.local.tool_specs import READ_FILE

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from milk_lsp.agents.local.grounding.hints import one_edit, quoted_pattern
+from milk_lsp.agents.local.judge.grounding.hints import one_edit, quoted_pattern
 
 if TYPE_CHECKING:
     from milk_lsp.workspace.index import WorkspaceIndex

@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from milk_lsp.agents.local.grounding.asked import asked, near
-from milk_lsp.agents.local.grounding.claims import (
+from milk_lsp.agents.local.judge.grounding.asked import asked, near
+from milk_lsp.agents.local.judge.grounding.claims import (
     LINE_PLACE,
     TEMPLATE,
     Claims,
@@ -17,7 +17,7 @@ from milk_lsp.agents.local.grounding.claims import (
     question_claims,
     split_fences,
 )
-from milk_lsp.agents.local.grounding.hints import about_this_project
+from milk_lsp.agents.local.judge.grounding.hints import about_this_project
 
 if TYPE_CHECKING:
     from milk_lsp.workspace.index import WorkspaceIndex

@@ -19,8 +19,7 @@ import uuid
 from collections.abc import Sequence
 
 from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
-from milk_lsp.agents.local.agent import LocalTools
-from milk_lsp.agents.local.grounding import (
+from milk_lsp.agents.local.judge.grounding import (
     Claims,
     markup_answer,
     question_claims,
@@ -30,11 +29,16 @@ from milk_lsp.agents.local.grounding import (
     ungrounded,
     workspace_claims,
 )
-from milk_lsp.agents.local.grounding.asked import code_shaped
-from milk_lsp.agents.local.grounding.hints import asks_about_cli_options, asks_where_defined
-from milk_lsp.agents.local.read_first import FileTexts, ReadFirst, read_first
-from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT
-from milk_lsp.agents.local.watch import Grounded, Look
+from milk_lsp.agents.local.judge.grounding.asked import code_shaped
+from milk_lsp.agents.local.judge.grounding.hints import asks_about_cli_options, asks_where_defined
+from milk_lsp.agents.local.judge.read_first import FileTexts, ReadFirst, read_first
+from milk_lsp.agents.local.judge.watch import Grounded, Look
+from milk_lsp.agents.local.tool_specs import (
+    LIST_DIRECTORY,
+    READ_FILE,
+    SEARCH_TEXT,
+    LocalTools,
+)
 from milk_lsp.code import LANGUAGES
 from milk_lsp.workspace.index import WorkspaceIndex
 
