@@ -17,6 +17,7 @@ from milk_lsp.agents.local.judge.grounding.hints import (
     says_cannot,
     says_done,
 )
+from milk_lsp.agents.local.judge.read_first import read_first
 from milk_lsp.agents.local.judge.watch import TurnWatch
 from milk_lsp.workspace.index import WorkspaceIndex
 
@@ -176,3 +177,46 @@ def test_a_done_claim_after_a_denied_edit_says_the_edit_was_denied() -> None:
     ended = watch.final_reply("I changed the warning in src/utils.js.", reasoned=False)
     assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.EDIT_NOT_MADE
     assert "denied" in ended.detail and "src/utils.js" in ended.detail
+
+
+class _Texts:
+    """The files' texts as a `FileTexts` (what read-first reads through)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    async def text_of(self, path: str) -> str | None:
+        file = self.root / path
+        return file.read_text() if file.is_file() else None
+
+
+async def test_read_first_brings_the_lines_of_a_named_definition_in_any_language(
+    tmp_path: Path,
+) -> None:
+    """Read-first reads the definition a request names in JavaScript, Go and Rust (their
+    parse), not the whole file nor nothing."""
+    body = "\n".join(f"// filler {n}" for n in range(60))
+    files = {
+        "lib/queue.js": f"{body}\nfunction resumeNext() {{\n  return 1;\n}}\n{body}\n",
+        "pkg/server.go": f"package pkg\n{body}\nfunc (s *Server) Start() error {{\n\treturn nil\n}}\n",
+        "src/pad.rs": f"{body}\nfn pad_left(s: &str) -> String {{\n    s.to_owned()\n}}\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    texts = _Texts(tmp_path)
+    for request, wanted, path in [
+        ("Make resumeNext return 2", "function resumeNext()", "lib/queue.js"),
+        (
+            "Ändere Start so, dass es einen Fehler zurückgibt",
+            "func (s *Server) Start()",
+            "pkg/server.go",
+        ),
+        ("Переименуй pad_left в pad_start", "fn pad_left(", "src/pad.rs"),
+    ]:
+        read = await read_first(request, index, texts)
+        assert read is not None, request
+        assert wanted in read.text and "filler 10" not in read.text, read.text
+        assert read.paths == (path,) or path in read.paths

@@ -24,6 +24,7 @@ from milk_lsp.agents.local.judge.grounding import question_claims, question_name
 from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
 from milk_lsp.agents.local.symbols import find_symbol
 from milk_lsp.agents.local.tool_specs import READ_FILE
+from milk_lsp.code import definitions, language_for
 from milk_lsp.text import fence_for
 from milk_lsp.workspace.index import WorkspaceIndex
 
@@ -184,7 +185,10 @@ def _pieces(
     brings the lines that use it, for a rename), else the whole file when wanted and not
     large."""
     lines = split_lines(text)
-    ranges = _ranges(text, lines, names) if path.endswith((".py", ".pyi")) else []
+    if path.endswith((".py", ".pyi")):
+        ranges = _ranges(text, lines, names)
+    else:
+        ranges = _code_ranges(path, text, lines, names)
     for number, line in enumerate(lines, 1):
         if any(literal in line for literal in quoted):
             ranges.append((max(1, number - 1), min(len(lines), number + 1)))
@@ -218,6 +222,37 @@ def _ranges(text: str, lines: list[str], names: list[str]) -> list[tuple[int, in
         if span.kind == "assignment":
             for number in _lines_using(text, lines, name):
                 ranges.append((max(1, number - 1), min(len(lines), number + 1)))
+    return ranges
+
+
+def _code_ranges(path: str, text: str, lines: list[str], names: list[str]) -> list[tuple[int, int]]:
+    """`_ranges` for a file of another language the code package parses (JavaScript, Go,
+    Rust, …): each named definition (`Class.method` by its container too), and for a
+    module-level constant or variable each line that names it."""
+    language = language_for(path)
+    if language is None or not names:
+        return []
+    found = definitions(text, language)
+    ranges: list[tuple[int, int]] = []
+    for name in dict.fromkeys(names):
+        *owner, bare = name.removesuffix("()").split(".")
+        for definition in found:
+            if definition.name != bare or (owner and definition.container != owner[-1]):
+                continue
+            first = max(1, definition.first_line - REGION_CONTEXT_LINES)
+            last = min(
+                len(lines),
+                definition.last_line + REGION_CONTEXT_LINES,
+                first + REGION_MAX_LINES - 1,
+            )
+            ranges.append((first, last))
+            if definition.kind in ("constant", "variable"):
+                word = re.compile(rf"(?<![\w.$]){re.escape(bare)}(?![\w$])")
+                ranges += [
+                    (max(1, number - 1), min(len(lines), number + 1))
+                    for number, line in enumerate(lines, 1)
+                    if word.search(line)
+                ]
     return ranges
 
 

@@ -17,7 +17,6 @@ from milk_lsp.agents.local.judge.grounding.vocabulary import (
     EXTERNAL_TOOLS,
     GENERIC_OPTIONS,
     PRODUCT_FILES,
-    PRODUCTS,
     RUN_PREFIXES,
     RUNNERS,
     basic_names,
@@ -69,8 +68,9 @@ _HEX = re.compile(r"(?=.*\d)[0-9a-f]{7,}")
 _PATH_CHARS = re.compile(r"[\w.@+-]+(?:/[\w.@+-]*)*")
 LINE_PLACE = re.compile(r"(?::\d+){1,2}$|#L\d+(?:-L?\d+)?$")
 
-SENTENCE_END = re.compile(r"(?<!\b\w)[.!?](?=\s)|\n")
-"""The end of a sentence, not of `e.g.` or `i.e.`."""
+SENTENCE_END = re.compile(r"(?<!\b\w)[.!?](?=\s)|[\u3002\uff01\uff1f]|\n")
+"""The end of a sentence, not of `e.g.` or `i.e.` (and the full stops of Chinese and
+Japanese, which need no space after them)."""
 _PROPOSAL = re.compile(
     r"\b(?:creat(?:e|es|ed|ing)|add(?:ing)?\s+an?|sav(?:e|ing)(?:\s+\w+){0,2}\s+as|"
     r"e\.g|for\s+example|for\s+instance|suppose|say\s+you\s+have|"
@@ -386,7 +386,7 @@ def _command_claims(
     if program.startswith("-m "):
         module = program[3:]
         top = module.split(".")[0]
-        if top in sys.stdlib_module_names or top in EXTERNAL_TOOLS or top in PRODUCTS:
+        if top in sys.stdlib_module_names or top in EXTERNAL_TOOLS:
             external = True
         else:
             found.name(module, offset, offset + length, called=True, span=True)

@@ -5,7 +5,6 @@ Pure data and predicates; `claims.py` reads answers with them."""
 from __future__ import annotations
 
 import builtins
-import importlib
 import keyword
 import re
 import sys
@@ -45,23 +44,6 @@ requirements.txt'), so named alone they claim nothing (`src/setup.py` still does
 GENERIC_OPTIONS = frozenset({"--help", "--version"})
 """Options every command line has (argparse adds `--help` without writing it)."""
 
-PRODUCTS = word_set(
-    """javascript typescript coffeescript actionscript github gitlab bitbucket pypi npmjs
-    numpy scipy pytorch tensorflow keras pandas matplotlib seaborn sklearn scikit fastapi
-    flask django pydantic sqlalchemy celery redis mysql postgresql postgres sqlite mongodb
-    dynamodb bigquery graphql openapi oauth websocket websockets macos ios ipados iphone ipad
-    youtube linkedin powershell openai chatgpt deepseek llama huggingface intellij pycharm
-    vscode neovim jetbrains latex cpython pypy micropython ipython jupyter jupyterlab nodejs
-    nextjs reactjs jquery wordpress cloudflare digitalocean devops dockerhub kubernetes
-    docker linux windows python rust golang java kotlin swift react angular vue svelte
-    express webpack vite eslint prettier babel pytest unittest mypy ruff pylint flake8 black
-    isort pyright poetry pipenv conda anaconda virtualenv homebrew ubuntu debian fedora
-    centos archlinux wsl qwen mistral claude gemini copilot ollama lmstudio llamacpp vllm
-    markdown json yaml toml html css sql http https api rest grpc xml csv utf ascii unicode
-    stackoverflow readme changelog makefile dockerfile hashmap arraylist phd nosql wifi ebay
-    deepmind dotnet resnet bert gpt todo fixme"""
-)
-"""Product and format names: a capital in these is no claim (compared lower-case)."""
 PRODUCT_FILES = word_set(
     """node.js vue.js next.js nuxt.js react.js express.js three.js d3.js chart.js nest.js
     ember.js backbone.js angular.js alpine.js socket.io p5.js llama.cpp whisper.cpp"""
@@ -99,29 +81,6 @@ _OTHER_GENERIC = word_set(
     componentDidMount setState getState createElement appendChild preventDefault
     stopPropagation localStorage sessionStorage"""
 )
-_STDLIB_LOOKS = word_set(
-    """os os.path sys re json math random itertools functools operator
-    collections typing dataclasses enum abc pathlib string time datetime shutil subprocess
-    logging contextlib io argparse asyncio threading unittest unittest.mock hashlib copy heapq
-    bisect statistics textwrap csv tempfile glob pickle urllib.parse urllib.request
-    http.server socket sqlite3 concurrent.futures queue uuid base64 decimal secrets zipfile
-    configparser platform signal traceback inspect types pprint timeit difflib shlex fnmatch
-    tomllib struct"""
-)
-"""Standard modules whose names (and those of their main classes) are general knowledge;
-imported on the first check (about 0.1 s, once)."""
-_STDLIB_CLASSES = word_set(
-    """pathlib.Path datetime.datetime datetime.timedelta collections.Counter
-    collections.defaultdict collections.deque collections.OrderedDict unittest.TestCase
-    unittest.mock.Mock unittest.mock.MagicMock argparse.ArgumentParser argparse.Namespace
-    logging.Logger re.Pattern re.Match io.StringIO subprocess.Popen
-    subprocess.CompletedProcess threading.Thread asyncio.AbstractEventLoop asyncio.Task
-    http.server.HTTPServer http.server.BaseHTTPRequestHandler
-    http.server.SimpleHTTPRequestHandler concurrent.futures.ThreadPoolExecutor
-    concurrent.futures.Future sqlite3.Connection sqlite3.Cursor socket.socket queue.Queue
-    decimal.Decimal zipfile.ZipFile configparser.ConfigParser
-    tempfile.TemporaryDirectory"""
-)
 _BUILTIN_TYPES = (
     str,
     bytes,
@@ -154,20 +113,13 @@ def basic_names() -> frozenset[str]:
 
 @cache
 def generic_names() -> frozenset[str]:
-    """Names no answer asserts about a workspace (built on first use: it imports the
-    standard modules it looks into)."""
+    """Names no answer asserts about a workspace: `basic_names`, the methods of the builtin
+    types (`items.append`) and a few receivers of other languages (`console.log`). Which
+    other names are a language's or a library's is not listed: a name that resolves nowhere
+    here and is near nothing here is outside knowledge (`grounding.asked.near`)."""
     names = set(basic_names()) | _OTHER_GENERIC
     for kind in _BUILTIN_TYPES:
         names.update(dir(kind))
-    for module_name in _STDLIB_LOOKS:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:  # pragma: no cover - a trimmed Python
-            continue
-        names.update(dir(module))
-    for dotted in _STDLIB_CLASSES:
-        module_name, _, class_name = dotted.rpartition(".")
-        names.update(dir(getattr(sys.modules.get(module_name), class_name, None)))
     return frozenset(names)
 
 
@@ -190,10 +142,8 @@ def made_up(name: str) -> bool:
 
 
 def common_word(word: str) -> bool:
-    """A product or format name (`NumPy`, `APIs`), or a word with a number that names none
-    of this code (`utf8`, `python3`)."""
-    lower = word.lower()
-    return lower in PRODUCTS or lower.rstrip("s") in PRODUCTS or bool(_NUMBERED.fullmatch(word))
+    """A word with a number that names none of this code (`utf8`, `python3`)."""
+    return bool(_NUMBERED.fullmatch(word))
 
 
 def looks_camel(word: str) -> bool:
