@@ -30,9 +30,8 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -68,6 +67,16 @@ from milk_lsp.agents.local.judge.watch import (
     WrittenEscalation,
     embedded_call,
     refuses_tool_choice,
+)
+from milk_lsp.agents.local.rounds import (
+    Call,
+    Outcome,
+    Paragraphs,
+    escalation_reason,
+    new_call_id,
+    plan_note,
+    prepare_calls,
+    spec_names,
 )
 from milk_lsp.agents.local.stream import (
     LocalModelError,
@@ -130,91 +139,6 @@ ESCALATE_TOOL_SPEC: dict[str, Any] = {
 
 _RAW_ARGS_CHARS = 500
 """Characters of invalid tool arguments quoted back to the model."""
-
-
-# -- the tool calls of one round -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Call:
-    id: str
-    name: str
-    raw_arguments: str
-    arguments: dict[str, Any] | None
-    """None when the raw text was not a JSON object (`invalid` says why)."""
-    invalid: str
-
-    @property
-    def display_input(self) -> dict[str, Any]:
-        if self.arguments is not None:
-            return self.arguments
-        return {"raw_arguments": self.raw_arguments}
-
-    def wire(self) -> dict[str, Any]:
-        """The call as it goes back to the model in the assistant message."""
-        # Invalid arguments are echoed as "{}": some servers re-parse the history's arguments
-        # and reject the whole request otherwise. The tool result quotes what was sent.
-        arguments = json.dumps(self.arguments) if self.arguments is not None else "{}"
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": arguments},
-        }
-
-
-def _new_call_id(used: set[str]) -> str:
-    while True:
-        call_id = f"call_{secrets.token_hex(8)}"
-        if call_id not in used:
-            return call_id
-
-
-def _prepare_calls(merged: list[MergedToolCall], used_ids: set[str]) -> list[_Call]:
-    """Give every named call a turn-unique id and parse its arguments."""
-    calls: list[_Call] = []
-    for call in merged:
-        call_id = call.id if call.id and call.id not in used_ids else _new_call_id(used_ids)
-        used_ids.add(call_id)
-        arguments, invalid = parse_tool_arguments(call.arguments)
-        calls.append(_Call(call_id, call.name, call.arguments, arguments, invalid))
-    return calls
-
-
-def _escalation_reason(call: _Call) -> str:
-    if call.arguments is None:
-        return call.raw_arguments.strip()
-    reason = call.arguments.get("reason")
-    if isinstance(reason, str):
-        return reason.strip()
-    return ""
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    output: str
-    is_error: bool = False
-    denied: bool = False
-    made_already: bool = False
-
-
-class _Paragraphs:
-    """The text shown over the replies of one turn: a reply's text that follows earlier
-    text (after a tool round or a nudge) starts a new paragraph instead of running on."""
-
-    def __init__(self) -> None:
-        self._tail = ""
-        self._new_reply = False
-
-    def new_reply(self) -> None:
-        self._new_reply = True
-
-    def delta(self, text: str) -> TextDelta:
-        if text and self._new_reply and self._tail and not self._tail.endswith("\n\n"):
-            text = ("\n" if self._tail.endswith("\n") else "\n\n") + text
-        if text:
-            self._new_reply = False
-            self._tail = (self._tail + text)[-2:]
-        return TextDelta(text)
 
 
 # -- the agent ---------------------------------------------------------------------------------
@@ -321,8 +245,8 @@ class LocalAgent:
             specs.append(ESCALATE_TOOL_SPEC)
         if tools is not None and tools.names:
             specs.append(FINISH_TOOL_SPEC)
-        offered = frozenset(_spec_names(specs))
-        paragraphs = _Paragraphs()
+        offered = frozenset(spec_names(specs))
+        paragraphs = Paragraphs()
         watch = TurnWatch(
             offered,
             cut_short,
@@ -473,7 +397,7 @@ class LocalAgent:
                     yield NoticeEvent("info", verdict.shown)
                     continue
                 if isinstance(verdict, WrittenEscalation):
-                    call_id = _new_call_id(used_ids)
+                    call_id = new_call_id(used_ids)
                     yield ToolCallEvent(
                         call_id,
                         ESCALATE_TOOL_NAME,
@@ -509,7 +433,7 @@ class LocalAgent:
                 yield TurnDone()
                 return
 
-            calls = _prepare_calls(named, used_ids)
+            calls = prepare_calls(named, used_ids)
             escalation = next(
                 (c for c in calls if offer_escalation and c.name == ESCALATE_TOOL_NAME), None
             )
@@ -547,10 +471,10 @@ class LocalAgent:
                         yield ToolResultEvent(call.id, f"not run: {stop.detail}", True)
                         yield stop
                         return
-                    outcome = _Outcome("")
+                    outcome = Outcome("")
                     async with aclosing(self._run_tool(call, tools, offer_escalation)) as steps:
                         async for step in steps:
-                            if isinstance(step, _Outcome):
+                            if isinstance(step, Outcome):
                                 outcome = step
                             else:
                                 yield step
@@ -569,12 +493,11 @@ class LocalAgent:
                         {
                             "role": "tool",
                             "tool_call_id": call.id,
-                            "content": outcome.output
-                            + (_plan_note(plan_rest) if plan_rest else ""),
+                            "content": outcome.output + (plan_note(plan_rest) if plan_rest else ""),
                         }
                     )
             if escalation is not None:
-                reason = _escalation_reason(escalation)
+                reason = escalation_reason(escalation)
                 yield ToolCallEvent(
                     escalation.id,
                     escalation.name,
@@ -594,7 +517,7 @@ class LocalAgent:
         escalation with the model's reason; on route local the turn ends saying why."""
         why = finish.summary or "the local model said it cannot do this"
         if offer_escalation:
-            return EscalationRequested(reason=why, tool_call_id=_new_call_id(used_ids))
+            return EscalationRequested(reason=why, tool_call_id=new_call_id(used_ids))
         return watch.gave_up(
             LocalSignal.NO_ANSWER, f"the local model said it cannot do this: {one_line(why)}"
         )
@@ -616,11 +539,11 @@ class LocalAgent:
         yield TurnDone()
 
     async def _run_tool(
-        self, call: _Call, tools: LocalTools | None, offer_escalation: bool
-    ) -> AsyncGenerator[AgentEvent | _Outcome, None]:
-        """Run one call: its events, then its `_Outcome` (for the tool message) last."""
+        self, call: Call, tools: LocalTools | None, offer_escalation: bool
+    ) -> AsyncGenerator[AgentEvent | Outcome, None]:
+        """Run one call: its events, then its `Outcome` (for the tool message) last."""
         if call.arguments is None:
-            outcome = _Outcome(
+            outcome = Outcome(
                 f"error: the arguments of your {call.name} call were {call.invalid}, so "
                 f"nothing was run. Call {call.name} again with a JSON object as its "
                 f"arguments. You sent: {call.raw_arguments[:_RAW_ARGS_CHARS]}",
@@ -638,7 +561,7 @@ class LocalAgent:
                 text = f"error: {ESCALATE_TOOL_NAME} is not available in this turn"
             else:
                 text = f"error: there is no tool named {call.name!r}"
-            outcome = _Outcome(
+            outcome = Outcome(
                 f"{text}. Available tools: {', '.join(available) or 'none'}.", is_error=True
             )
             yield ToolCallEvent(call.id, call.name, call.arguments, ToolStatus.FAILED)
@@ -648,7 +571,7 @@ class LocalAgent:
         yield ToolCallEvent(call.id, call.name, call.arguments, ToolStatus.RUNNING)
         try:
             result = await tools.call(call.id, call.name, call.arguments)
-            outcome = _Outcome(
+            outcome = Outcome(
                 str(result.output),
                 bool(result.is_error),
                 bool(result.denied),
@@ -656,7 +579,7 @@ class LocalAgent:
             )
         except Exception as exc:
             logger.exception("tool %s raised", call.name)
-            outcome = _Outcome(
+            outcome = Outcome(
                 f"error: the {call.name} tool failed: {type(exc).__name__}: {exc}", True
             )
         if outcome.denied:
@@ -668,20 +591,3 @@ class LocalAgent:
         yield ToolCallEvent(call.id, call.name, call.arguments, status)
         yield ToolResultEvent(call.id, outcome.output, outcome.is_error or outcome.denied)
         yield outcome
-
-
-def _plan_note(rest: int) -> str:
-    """Told to a model whose reply wrote several calls as text: only the first ran."""
-    return (
-        f"\n\n(milk ran only the first call you wrote; {rest} more were not run. Read this "
-        "result, then make the next call if you still need it.)"
-    )
-
-
-def _spec_names(specs: Iterable[Any]) -> Iterable[str]:
-    """The function names of OpenAI `tools` entries (what the model was offered)."""
-    for spec in specs:
-        function = spec.get("function") if isinstance(spec, Mapping) else None
-        name = function.get("name") if isinstance(function, Mapping) else None
-        if isinstance(name, str) and name:
-            yield name
