@@ -40,7 +40,6 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from milk_lsp.code import definitions, language_for
 from milk_lsp.system.files import read_at_most, settled
 
 __all__ = ["SKIPPED_DIRS", "WorkspaceIndex"]
@@ -98,6 +97,8 @@ def _tokens_of(path: str, data: bytes) -> _Tokens:
     `data`, once each, and the names it defines (marked `_DEFINED`): those its parse finds
     in a language `milk_lsp.code` knows, else those `_DEFINITION` finds. Interned, so a
     token in many files is one string."""
+    from milk_lsp.code import definitions, language_for  # off start-up: the first refresh
+
     language = language_for(path)
     if language is not None and len(data) <= MAX_PARSED_BYTES:
         text = data.decode("utf-8", "replace")

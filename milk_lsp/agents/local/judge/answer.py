@@ -39,7 +39,6 @@ from milk_lsp.agents.local.tool_specs import (
     SEARCH_TEXT,
     LocalTools,
 )
-from milk_lsp.code import LANGUAGES
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
@@ -51,11 +50,18 @@ LOOK_NAMES = 3
 LOOK_CHARS = 6000
 """What milk's own look hands the model from its searches and reads, at most (the
 definitions it reads are bounded by read-first's own limits)."""
-CLI_OPTION_PATTERN = "|".join(
-    dict.fromkeys(language.cli_options for language in LANGUAGES if language.cli_options)
-)
-"""Where command-line options are declared, in every language the code package knows
-(argparse, click, commander, yargs, Go's flag and cobra, clap, picocli, …)."""
+
+
+def cli_option_pattern() -> str:
+    """Where command-line options are declared, in every language the code package knows
+    (argparse, click, commander, yargs, Go's flag and cobra, clap, picocli, …)."""
+    from milk_lsp.code import LANGUAGES  # off start-up
+
+    return "|".join(
+        dict.fromkeys(language.cli_options for language in LANGUAGES if language.cli_options)
+    )
+
+
 DEFINITIONS_CHARS = 8000
 """The definitions milk's look reads for a question, at most (about 2,000 tokens)."""
 DEFINITIONS_LEAD = "The definitions the question names, as the files have them now:"
@@ -228,7 +234,7 @@ class TurnGrounding:
         if asks_about_cli_options(self._question):
             # "which option of the slugify CLI …": the lines declaring options, each with its
             # help text; the CLI's name ("slugify") is no definition to read or search for
-            looks.append((SEARCH_TEXT, {"pattern": CLI_OPTION_PATTERN, "regex": True}))
+            looks.append((SEARCH_TEXT, {"pattern": cli_option_pattern(), "regex": True}))
         else:
             definitions = await self._read_definitions(names)
             if definitions is not None:

@@ -22,8 +22,6 @@ from pathlib import PurePath
 import yaml
 from pyflakes import checker, messages
 
-from milk_lsp.code import Language, language_for, syntax_problems
-
 CHECKED_SUFFIXES = frozenset({".py", ".pyi", ".json", ".toml", ".yaml", ".yml"})
 
 
@@ -35,6 +33,8 @@ def check_kind(path: str) -> str | None:
         return "Python parses, no new undefined names"
     if suffix in CHECKED_SUFFIXES:
         return f"{suffix.removeprefix('.').upper()} loads"
+    from milk_lsp.code import language_for  # off start-up
+
     language = language_for(path)
     return f"{language.label} parses" if language is not None else None
 
@@ -60,14 +60,20 @@ def broken_by_edit(path: str, before: str | None, after: str) -> str | None:
             list(yaml.safe_load_all(after))
         except yaml.YAMLError as exc:
             return f"it is no longer valid YAML: {' '.join(str(exc).split())}"
-    elif (language := language_for(path)) is not None:
-        return _syntax(language, before, after)
+    else:
+        return _syntax(path, before, after)
     return None
 
 
-def _syntax(language: Language, before: str | None, after: str) -> str | None:
-    """Whether `after` has more syntax errors than `before` had, said with the first new one
-    (its line, its column and the text there)."""
+def _syntax(path: str, before: str | None, after: str) -> str | None:
+    """Whether `after` has more syntax errors than `before` had, in the language of `path`
+    (None when the code package parses none), said with the first new one (its line, its
+    column and the text there)."""
+    from milk_lsp.code import language_for, syntax_problems  # off start-up
+
+    language = language_for(path)
+    if language is None:
+        return None
     now = syntax_problems(after, language)
     if not now:
         return None

@@ -24,7 +24,6 @@ from milk_lsp.agents.local.judge.grounding import question_claims, question_name
 from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
 from milk_lsp.agents.local.symbols import find_symbol
 from milk_lsp.agents.local.tool_specs import READ_FILE
-from milk_lsp.code import definitions, language_for
 from milk_lsp.text import fence_for
 from milk_lsp.workspace.index import WorkspaceIndex
 
@@ -229,6 +228,8 @@ def _code_ranges(path: str, text: str, lines: list[str], names: list[str]) -> li
     """`_ranges` for a file of another language the code package parses (JavaScript, Go,
     Rust, …): each named definition (`Class.method` by its container too), and for a
     module-level constant or variable each line that names it."""
+    from milk_lsp.code import definitions, language_for  # off start-up
+
     language = language_for(path)
     if language is None or not names:
         return []

@@ -18,17 +18,18 @@ no such word).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
-
-import regex
 
 from milk_lsp.agents.local.judge.grounding.hints import one_edit, quoted_pattern
 
 if TYPE_CHECKING:
+    import regex
+
     from milk_lsp.workspace.index import WorkspaceIndex
 
 PLAIN_MIN = 5
@@ -36,10 +37,18 @@ PLAIN_MIN = 5
 TYPO_MIN = 6
 """A word this long or longer may name a definition with one typo."""
 
-_WORD = regex.compile(r"[\p{Latin}\p{Nd}_$]+(?:\.[\p{Latin}\p{Nd}_$]+)*")
-_IDENTIFIER = regex.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
-_AS_CODE = regex.compile(quoted_pattern())
-_INNER_CAPITAL = regex.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+_INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
+
+
+@cache
+def _patterns() -> tuple[regex.Pattern[str], re.Pattern[str]]:
+    """A message's words (runs of Latin letters, digits, `_`, `$`: the `regex` package's
+    scripts) and its quoted texts; made on the first question (off start-up)."""
+    import regex
+
+    words = regex.compile(r"[\p{Latin}\p{Nd}_$]+(?:\.[\p{Latin}\p{Nd}_$]+)*")
+    return words, re.compile(quoted_pattern())
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +79,13 @@ def asked(message: str, index: WorkspaceIndex) -> Asked:
     if not defined and not stems:
         return Asked()
     lookup = _lookup(defined)
-    as_code = {word for span in _AS_CODE.findall(message) for word in _IDENTIFIER.findall(span)}
+    words, quoted = _patterns()
+    as_code = {word for span in quoted.findall(message) for word in _IDENTIFIER.findall(span)}
     names: dict[str, None] = {}
     files: dict[str, None] = {}
     short: list[str] = []
     tokens: list[str] = []
-    for match in _WORD.finditer(message):
+    for match in words.finditer(message):
         for token in _IDENTIFIER.findall(match.group()):
             tokens.append(token)
             written_as_code = (

@@ -461,8 +461,19 @@ def quoted_pattern(body: str = r"[^\n]{1,200}?") -> str:
     return "|".join(f"{re.escape(open_)}{body}{re.escape(close)}" for open_, close in QUOTE_PAIRS)
 
 
+_PATTERNS: dict[int, re.Pattern[str]] = {}
+
+
 def _pattern(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
-    """One pattern for all of a table's languages."""
+    """One pattern for all of a table's languages, made on first use (off start-up) and
+    kept (the tables are module constants)."""
+    made = _PATTERNS.get(id(table))
+    if made is None:
+        made = _PATTERNS[id(table)] = _compiled(table)
+    return made
+
+
+def _compiled(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
     spaced = {
         stem for language, stems in table.items() if language not in _NO_SPACES for stem in stems
     }
@@ -476,32 +487,28 @@ def _pattern(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
     return re.compile("|".join(parts), re.IGNORECASE)
 
 
-_WHERE_DEFINED = _pattern(WHERE_DEFINED)
-_CLI_OPTIONS = _pattern(CLI_OPTIONS)
-_CLI_NAMES = _pattern(CLI_NAMES)
-_CHANGE = _pattern(CHANGE)
 _LONG_VERBS = frozenset(
     stem for stems in CHANGE.values() for stem in stems if len(stem) >= 6 and " " not in stem
 )
-_THIS_PROJECT = _pattern(THIS_PROJECT)
-_DONE = _pattern(DONE)
-_CANNOT = _pattern(CANNOT)
 
 
 def asks_where_defined(question: str) -> bool:
     """The question asks which file holds a definition, in one of the table's languages."""
-    return _WHERE_DEFINED.search(question) is not None
+    return _pattern(WHERE_DEFINED).search(question) is not None
 
 
 def asks_about_cli_options(question: str) -> bool:
     """The question is about the options of a command line."""
-    return _CLI_OPTIONS.search(question) is not None and _CLI_NAMES.search(question) is not None
+    return (
+        _pattern(CLI_OPTIONS).search(question) is not None
+        and _pattern(CLI_NAMES).search(question) is not None
+    )
 
 
 def change_hinted(request: str) -> bool:
     """A verb of a change request stands somewhere in `request` (a hint, see the module),
     also with one typo in a longer one ("chnage", "renmae")."""
-    if _CHANGE.search(request) is not None:
+    if _pattern(CHANGE).search(request) is not None:
         return True
     words = {word.lower() for word in re.findall(r"\w{5,}", request)}
     return any(one_edit(word, verb) for word in words for verb in _LONG_VERBS)
@@ -530,14 +537,14 @@ def one_edit(a: str, b: str) -> bool:
 
 def about_this_project(text: str) -> bool:
     """The text speaks of "this project" (or "my code", "dieses Projekt", "この…")."""
-    return _THIS_PROJECT.search(text) is not None
+    return _pattern(THIS_PROJECT).search(text) is not None
 
 
 def says_done(answer: str) -> bool:
     """The answer says a change is made (see `DONE`)."""
-    return _DONE.search(answer) is not None
+    return _pattern(DONE).search(answer) is not None
 
 
 def says_cannot(answer: str) -> bool:
     """The reply says the model cannot answer (see `CANNOT`)."""
-    return _CANNOT.search(answer) is not None
+    return _pattern(CANNOT).search(answer) is not None
