@@ -2,9 +2,11 @@
 
 Opt-in and slow (tens of minutes on 2 cores); not a test and not in CI.
 
-The project (`--project`) is python-slugify 8.0.4 (`bench/real_tasks_slugify.py`, 15 tasks)
-or humanize 4.12.3 (`bench/real_tasks_humanize.py`, 13 tasks), pinned by sha256 and unpacked
-afresh before every task (`bench/real_tasks_suite.py` fetches and checks). Each task is
+The project (`--project`) is python-slugify 8.0.4 (`bench/real_tasks_slugify.py`, 15 tasks),
+humanize 4.12.3 (`bench/real_tasks_humanize.py`, 13 tasks) or the JavaScript package cross-env
+7.0.3 from npm (`bench/real_tasks_crossenv.py`, 15 tasks, questions in five human languages,
+edits checked with `node --check`), pinned by sha256 and unpacked afresh before every task
+(`bench/real_tasks_suite.py` fetches and checks). Each task is
 a new session of the REAL milk-lsp (`python -m milk_lsp` over stdio, driven like an editor;
 every permission question answered `allow_once`), one `milk/chat` with route `auto` and
 `local.handOff: "auto"`, so a local failure may be handed to Claude without asking. Claude
@@ -26,8 +28,8 @@ turn 1 in the same workspace and a session C turn 1 in a second workspace folder
 and C1 <= 15 % of A1's evaluated prompt tokens. After the tasks it prints `milk/stats` of the
 tasks' workspace: milk's own routing numbers for the run.
 
-    .venv/bin/python bench/real_tasks.py [--project slugify|humanize] [--model-size 1.5b|0.5b]
-        [--tasks a,b]
+    .venv/bin/python bench/real_tasks.py [--project slugify|humanize|crossenv]
+        [--model-size 1.5b|0.5b] [--tasks a,b]
         [--base-url URL --model M] [--server-tree DIR] [--json out.json]
 
 `--server-tree DIR` runs the server from another source tree (e.g. a git worktree of an
@@ -52,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._harness import REPO, FakeProcess, MilkLsp, Scratch
 from bench._llama import MODELS, LlamaProcess, ModelCall, TimingsProxy
 from bench.escalation import claude_env
+from bench.real_tasks_crossenv import CROSSENV
 from bench.real_tasks_humanize import HUMANIZE
 from bench.real_tasks_slugify import SLUGIFY
 from bench.real_tasks_suite import Project, Task, fetch_project, lay_out
@@ -68,7 +71,7 @@ CACHE_TURNS = (
 first turn should find the prefix cached too (system prompt and tool specs are the same bytes
 for every workspace)."""
 RIGHT = ("right locally", "handed to Claude")
-PROJECTS: dict[str, Project] = {"slugify": SLUGIFY, "humanize": HUMANIZE}
+PROJECTS: dict[str, Project] = {"slugify": SLUGIFY, "humanize": HUMANIZE, "crossenv": CROSSENV}
 
 
 class Turns:
@@ -406,7 +409,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         tree = args.server_tree or REPO
         print(f"model: {described}")
         print(f"milk-lsp server: {source} (tree {tree}, {tree_commit(tree)})")
-        print(f"project: {project.name} {project.version} (sdist sha256 {project.sha256[:12]}…)")
+        print(
+            f"project: {project.name} {project.version} ({project.registry} {project.sdist}, "
+            f"sha256 {project.sha256[:12]}…)"
+        )
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
         report |= {
             "project": f"{project.name} {project.version}",

@@ -1,15 +1,19 @@
 """The machinery of `bench/real_tasks.py`: pinned real projects, their tasks and machine checks.
 
-A project is a real package's sdist, pinned by version and sha256, fetched with
-`pip download --no-deps --no-binary` into the model cache, never installed, and unpacked afresh
-into the workspace before every task, so each task starts from the pristine tree. The projects
-are `bench/real_tasks_slugify.py` (python-slugify: text to URL slugs, an argparse CLI) and
-`bench/real_tasks_humanize.py` (humanize: numbers, sizes and times in words, no CLI).
+A project is a real package's source archive, pinned by version and sha256, fetched into the
+model cache with the registry's ordinary client (a Python sdist with `pip download --no-deps
+--no-binary`, an npm package's registry tarball with `npm pack`), never installed, and unpacked
+afresh into the workspace before every task, so each task starts from the pristine tree. The
+projects are `bench/real_tasks_slugify.py` (python-slugify: text to URL slugs, an argparse CLI),
+`bench/real_tasks_humanize.py` (humanize: numbers, sizes and times in words, no CLI) and
+`bench/real_tasks_crossenv.py` (cross-env, JavaScript: environment variables for a command on
+every OS, two CLI commands).
 
 Three kinds of task:
 
 * `question`: the answer is a fact in the code; right when the reply contains it.
-* `edit`: right when the file holds the change and still parses (checked with `ast`).
+* `edit`: right when the file holds the change and still parses (`ast` for Python,
+  `node --check` for JavaScript: `js_edited`).
 * `claude`: whole-package design or multi-file work meant for Claude; right only when the turn
   was handed to Claude (`TurnResult.escalated`), since the Claude here is a stand-in.
 """
@@ -48,35 +52,44 @@ class Project:
 
     name: str  # the distribution name on the package index
     version: str
-    sha256: str  # of the sdist
+    sha256: str  # of the sdist (PyPI) or of the registry tarball (npm)
     tasks: tuple[Task, ...]
+    registry: str = "pypi"  # "pypi" | "npm"
 
     @property
     def sdist(self) -> str:
+        """The archive's file name, as `pip download` or `npm pack` writes it."""
+        if self.registry == "npm":  # `@scope/name` packs as `scope-name-<version>.tgz`
+            return f"{self.name.lstrip('@').replace('/', '-')}-{self.version}.tgz"
         return f"{self.name}-{self.version}.tar.gz"
+
+    def download_command(self, folder: Path) -> list[str]:
+        if self.registry == "npm":
+            # a registry spec packs the registry's own tarball bytes (its shasum is the
+            # registry's dist.shasum); nothing is installed and no script runs
+            return [
+                *("npm", "pack", f"{self.name}@{self.version}", "--ignore-scripts"),
+                *("--pack-destination", str(folder), "--no-fund", "--no-audit"),
+            ]
+        return [
+            *(sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:"),
+            *("--no-cache-dir", "--disable-pip-version-check", "--dest", str(folder)),
+            f"{self.name}=={self.version}",
+        ]
 
 
 def fetch_project(project: Project) -> Path:
-    """The verified sdist, from the cache or freshly downloaded (never installed)."""
+    """The verified source archive, from the cache or freshly downloaded (never installed)."""
     folder = fetch.cache_root() / "projects"
     target = folder / project.sdist
     if not target.exists():
         folder.mkdir(parents=True, exist_ok=True)
+        command = project.download_command(folder)
         done = subprocess.run(
-            [
-                *(sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:"),
-                *("--no-cache-dir", "--disable-pip-version-check", "--dest", str(folder)),
-                f"{project.name}=={project.version}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
+            command, capture_output=True, text=True, timeout=300, check=False, cwd=folder
         )
         if done.returncode != 0 or not target.exists():
-            raise RuntimeError(
-                f"pip download {project.name}=={project.version} failed:\n{done.stderr}"
-            )
+            raise RuntimeError(f"{' '.join(command[:3])} failed:\n{done.stderr}")
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
     if digest != project.sha256:
         raise RuntimeError(
@@ -156,3 +169,49 @@ def edited(rel: str, keep: tuple[str, ...], test: Callable[[ast.Module, str], st
 def for_claude() -> Check:
     """A task meant for Claude is never right locally (the stand-in's answer is canned)."""
     return lambda _w, _r: (False, "meant for Claude")
+
+
+def js_defines(source: str, name: str) -> bool:
+    """`source` still defines the function `name` (`function name(`, `name = (…) =>`,
+    `name = function`), by text: enough for the plain CommonJS/ESM files of a small package."""
+    name = re.escape(name)
+    return bool(
+        re.search(rf"\bfunction\s+{name}\s*\(", source)
+        or re.search(rf"\b{name}\s*=\s*(?:async\s+)?(?:function\b|\([^)]*\)\s*=>|\w+\s*=>)", source)
+    )
+
+
+def node_check(path: Path) -> str:
+    """'' when `node --check` parses the file, else its first error line."""
+    try:
+        done = subprocess.run(
+            ["node", "--check", str(path)], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"node --check did not run: {exc}"
+    if done.returncode == 0:
+        return ""
+    lines = [line for line in done.stderr.splitlines() if "Error" in line] or [done.stderr]
+    return f"{path.name} does not parse (node --check): {lines[0].strip()}"
+
+
+def js_edited(rel: str, keep: tuple[str, ...], test: Callable[[str], str]) -> Check:
+    """`edited` for JavaScript: right when `rel` passes `node --check`, still defines `keep`,
+    and `test(source)` finds no fault."""
+
+    def check(workspace: Path, _: str) -> tuple[bool, str]:
+        path = workspace / rel
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            return False, f"{rel} unreadable: {exc}"
+        problem = node_check(path)
+        if problem:
+            return False, problem
+        lost = [name for name in keep if not js_defines(source, name)]
+        if lost:
+            return False, f"{rel} lost {lost}"
+        fault = test(source)
+        return not fault, fault or f"{rel} edited and passes node --check"
+
+    return check

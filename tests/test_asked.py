@@ -9,7 +9,7 @@ import pytest
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal
 from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
-from milk_lsp.agents.local.judge.edit_intent import requested_change
+from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, requested_change
 from milk_lsp.agents.local.judge.grounding import about_workspace, question_names
 from milk_lsp.agents.local.judge.grounding.hints import (
     asks_where_defined,
@@ -220,3 +220,48 @@ async def test_read_first_brings_the_lines_of_a_named_definition_in_any_language
         assert read is not None, request
         assert wanted in read.text and "filler 10" not in read.text, read.text
         assert read.paths == (path,) or path in read.paths
+
+
+INDEX_JS = """\
+const {spawn} = require('cross-spawn')
+
+function crossEnv(args) {
+  const proc = spawn(args[0])
+  process.on('SIGTERM', () => proc.kill('SIGTERM'))
+  proc.on('exit', (code, signal) => {
+    let crossEnvExitCode = code
+    if (crossEnvExitCode === null) {
+      crossEnvExitCode = signal === 'SIGINT' ? 0 : 1
+    }
+    process.exit(crossEnvExitCode)
+  })
+}
+"""
+
+
+def test_an_edit_away_from_what_the_request_names_is_no_change() -> None:
+    """bench/real_tasks crossenv 'sigint-code-de': asked in German to change the SIGINT
+    exit code, the model edited line 1; the SIGINT line stayed."""
+    request = "Ändere in src/index.js den Exit-Code bei SIGINT von 0 auf 130."
+    wrong = INDEX_JS.replace(
+        "const {spawn} = require('cross-spawn')",
+        "const {spawn} = require('cross-spawn'); process.on('SIGINT', () => process.exit(130))",
+    )
+    said = edits_elsewhere(request, {"src/index.js": (INDEX_JS, wrong)})
+    assert said is not None and "SIGINT" in said and "src/index.js" in said
+    right = INDEX_JS.replace("'SIGINT' ? 0 : 1", "'SIGINT' ? 130 : 1")
+    assert edits_elsewhere(request, {"src/index.js": (INDEX_JS, right)}) is None
+    # inside the definition the request names, a few lines from the name: an edit of it
+    named = INDEX_JS.replace("let crossEnvExitCode = code", "let crossEnvExitCode = code ?? 0")
+    assert (
+        edits_elsewhere("Fix crossEnv", {"src/index.js": (INDEX_JS, named)}, ["crossEnv"]) is None
+    )
+    # a request naming nothing the file has says nothing
+    assert edits_elsewhere("Add a helper", {"src/index.js": (INDEX_JS, wrong)}) is None
+
+
+def test_a_loose_call_written_as_text_that_did_not_run_is_no_answer() -> None:
+    watch = _watch()
+    ended = watch.final_reply("read_file {'path': 'src/' in ..", reasoned=False)
+    assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.UNRUNNABLE_CALL
+    assert "a read_file call" in ended.detail

@@ -29,7 +29,12 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.judge.answer import TurnGrounding
 from milk_lsp.agents.local.judge.checks import check_kind
-from milk_lsp.agents.local.judge.edit_intent import asks_for_change, made_change, unmade_change
+from milk_lsp.agents.local.judge.edit_intent import (
+    asks_for_change,
+    edits_elsewhere,
+    made_change,
+    unmade_change,
+)
 from milk_lsp.agents.local.judge.grounding import about_workspace
 from milk_lsp.agents.local.judge.grounding.hints import change_hinted
 from milk_lsp.agents.local.judge.read_first import focus_names, read_first
@@ -173,8 +178,8 @@ class LocalPart:
         broken = await self._put_back_broken(turn, tools)
         if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
             outcome = broken
-        if outcome is None and change:
-            outcome = await self._unmade_change(turn, tools, user_ask)
+        if outcome is None and (change or hinted):
+            outcome = await self._unmade_change(turn, tools, user_ask, focus_names(user_ask, index))
         elif change and _given_up_early(outcome):
             outcome = await self._ended_after_the_change(turn, tools, user_ask, outcome)
         if not turn.part.is_empty:
@@ -222,14 +227,15 @@ class LocalPart:
         return LocalGaveUp(LocalSignal.EDIT_BROKE_FILE, detail)
 
     async def _unmade_change(
-        self, turn: Turn, tools: WorkspaceTools, user_ask: str
+        self, turn: Turn, tools: WorkspaceTools, user_ask: str, names: list[str]
     ) -> LocalGaveUp | None:
         """The request spells out what to change (quoted text, a name to rename) and the
-        local model's edits left it as it was: the edit went elsewhere, so the turn did not
-        do what was asked (`edit_not_made`). Those edits are put back, as broken ones are:
+        local model's edits left it as it was, or every edit lies away from what the request
+        names (`names`, its words written as code): the edit went elsewhere, so the turn did
+        not do what was asked (`edit_not_made`). Those edits are put back, as broken ones are:
         whoever goes on (Claude, the user) starts from the files as the user left them."""
         edited = await _edited_texts(tools)
-        why = unmade_change(user_ask, edited)
+        why = unmade_change(user_ask, edited) or edits_elsewhere(user_ask, edited, names)
         if why is None:
             return None
         restored = await tools.restore_edited()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -166,3 +167,111 @@ _REQUEST_LEAD = re.compile(
 )
 """What may come before the verb of a change request: "In slugify/slugify.py rename …"
 (bench/real_tasks 'rename-constant' ended `end_turn` saying it had renamed, with no edit)."""
+
+
+NEAR_LINES = 3
+"""An edit this many lines from a line naming what the request names is an edit of it."""
+_PATHISH = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z]{1,5}\b")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def edits_elsewhere(
+    request: str, edited: dict[str, tuple[str | None, str | None]], names: Sequence[str] = ()
+) -> str | None:
+    """Why the turn's edits are not the change the request asks for, by the diff: in each
+    edited file that has what the request names (`names`, the definitions it names, and
+    the words it writes as code: `resumeNext`, `SIGINT`, `"inherit"`), every changed line
+    lies away from those (outside the definition around them and more than `NEAR_LINES`
+    from them). In words; None when an edit is near one, or the request names nothing the
+    edited files have. A hint-free check: "Ändere … bei SIGINT von 0 auf 130" edited line 1
+    of src/index.js, and the SIGINT line stayed as it was."""
+    named = set(names) | _named_in(request)
+    if not named:
+        return None
+    away: list[str] = []
+    for path, (before, now) in edited.items():
+        if not before or now is None or before == now:
+            continue
+        lines = before.split("\n")
+        marks = [name for name in sorted(named) if _mentions(before, name)]
+        if not marks:
+            continue
+        near = _near_lines(path, before, lines, marks)
+        changed = _changed_lines(lines, now.split("\n"))
+        if changed & near:
+            return None
+        away.append(f"{path} (the request names {marks[0]}; lines {_spans(changed)} changed)")
+    if not away:
+        return None
+    return f"the local model's edits are away from what the request names: {'; '.join(away)}"
+
+
+def _named_in(request: str) -> set[str]:
+    """The words a request writes as code: with code's shape, in capitals (`SIGINT`), or in
+    quotes of any style; its paths left out (`src/index.js` names a file, not code)."""
+    from milk_lsp.agents.local.judge.grounding.asked import code_shaped
+
+    text = _PATHISH.sub(" ", straight_quotes(request))
+    quoted = {
+        word for span in re.findall(r'"([^"\n]+)"', text) for word in _IDENTIFIER.findall(span)
+    }
+    words = set(_IDENTIFIER.findall(text))
+    return {
+        word
+        for word in words
+        if len(word) >= 3
+        and (code_shaped(word) or (word.isupper() and len(word) >= 4) or word in quoted)
+    }
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text) is not None
+
+
+def _near_lines(path: str, before: str, lines: list[str], marks: list[str]) -> set[int]:
+    """The lines (1-based) of `before` near the marks: each line naming one, `NEAR_LINES`
+    around it, and the smallest definition holding it (its parse, in any language)."""
+    from milk_lsp.code import definitions, language_for  # off start-up
+
+    language = language_for(path)
+    spans = [
+        (found.first_line, found.last_line)
+        for found in (definitions(before, language) if language is not None else [])
+    ]
+    near: set[int] = set()
+    for number, line in enumerate(lines, 1):
+        if not any(_mentions(line, mark) for mark in marks):
+            continue
+        near.update(range(number - NEAR_LINES, number + NEAR_LINES + 1))
+        holding = [span for span in spans if span[0] <= number <= span[1]]
+        if holding:
+            first, last = min(holding, key=lambda span: span[1] - span[0])
+            near.update(range(first, last + 1))
+    return near
+
+
+def _changed_lines(before: list[str], now: list[str]) -> set[int]:
+    """The lines of `before` (1-based) an edit replaced or removed, and those around a line
+    it inserted."""
+    changed: set[int] = set()
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, before, now).get_opcodes():
+        if tag in ("replace", "delete"):
+            changed.update(range(i1 + 1, i2 + 1))
+        elif tag == "insert":
+            changed.update((i1, i1 + 1))
+    return changed
+
+
+def _spans(numbers: set[int]) -> str:
+    """`{3, 4, 5, 9}` as "3-5, 9"."""
+    ordered = sorted(numbers)
+    spans: list[str] = []
+    start = previous = ordered[0] if ordered else 0
+    for number in ordered[1:]:
+        if number == previous + 1:
+            previous = number
+            continue
+        spans.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = number
+    spans.append(str(start) if start == previous else f"{start}-{previous}")
+    return ", ".join(spans[:4])

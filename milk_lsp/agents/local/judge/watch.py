@@ -521,6 +521,11 @@ class TurnWatch:
         do not parse (a runnable one was already run by the loop)."""
         names = [match.group(1) for match in _CALL_SHAPE.finditer(text)]
         if not names:
+            lead = _NAMED_CALL.match(text)
+            if lead is not None and lead.group(1) in self.offered:  # `search_text {'pattern'…`
+                return (
+                    f"the local model wrote {_a(lead.group(1))} call as text that could not be run"
+                )
             return None
         unknown = [name for name in names if name not in self.offered]
         if unknown:
@@ -530,7 +535,7 @@ class TurnWatch:
                 f"the local model wrote {len(names)} calls as text ({', '.join(names)}); milk "
                 "runs one call written as text, not a plan of several"
             )
-        return f"the local model wrote a {names[0]} call as text that could not be run"
+        return f"the local model wrote {_a(names[0])} call as text that could not be run"
 
     def _cut_call(self, text: str) -> str | None:
         """The offered tool whose call, written as text, is the reply's last: cut off there."""
@@ -550,6 +555,16 @@ class TurnWatch:
         if match is None:
             return None
         return match.group(1) or match.group(2)
+
+
+_NAMED_CALL = re.compile(r"\s*`{0,3}\s*([A-Za-z_]\w*)\s*[({]")
+"""A reply that opens with a tool's name and its arguments (`search_text {'pattern': …}`,
+`read_file(path=…)`), a call written as text in the loose style."""
+
+
+def _a(name: str) -> str:
+    """`name` with its article: "an edit_file", "a search_text"."""
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 
 def _call_key(name: str, arguments: dict[str, Any] | None) -> str:

@@ -1,0 +1,182 @@
+"""cross-env 7.0.3 (MIT, JavaScript) and its tasks for `bench/real_tasks.py`.
+
+The third real package, and the first that is not Python: the npm registry's tarball (fetched
+with `npm pack`, pinned by sha256; its sha1 is the registry's `dist.shasum`
+865264b29677dc015ba8418918965dd232fc54cf). Plain CommonJS, about 200 lines in six files under
+`src/` (`index.js`, `command.js`, `variable.js`, `is-windows.js` and the two CLI commands
+`bin/cross-env.js` and `bin/cross-env-shell.js`), with a 19 KB README beside them. Its names
+are what small models guess wrong: a module-level `Set` (`pathLikeEnvVarWhitelist`), a regex
+constant (`envSetterRegex`), a default parameter (`normalize = false`), an exit code chosen
+for SIGINT. Questions come in English, everyday English, German, Japanese and Russian; edits
+are checked with `node --check` and text (`js_edited`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from bench.real_tasks_suite import Project, Task, for_claude, js_edited, mentions
+
+INDEX = "src/index.js"
+COMMAND = "src/command.js"
+VARIABLE = "src/variable.js"
+CORE_INDEX = ("crossEnv", "parseCommand", "getEnvVars")
+CORE_VARIABLE = ("replaceListDelimiters", "resolveEnvVars", "varValueConvert")
+
+
+def _renamed(source: str) -> str:
+    if re.search(r"\bpathLikeEnvVarWhitelist\b", source):
+        return "pathLikeEnvVarWhitelist still there"
+    defined = bool(re.search(r"\bconst\s+PATH_LIKE_ENV_VARS\s*=\s*new\s+Set\(", source))
+    uses = len(re.findall(r"\bPATH_LIKE_ENV_VARS\b", source))
+    found = f"PATH_LIKE_ENV_VARS defined={defined}, {uses} mention(s)"
+    return "" if defined and uses >= 2 else found
+
+
+def _normalize_default(source: str) -> str:
+    head = re.search(r"function\s+commandConvert\s*\(([^)]*)\)", source)
+    if head is None:
+        return "no function commandConvert(...)"
+    params = re.sub(r"\s+", " ", head.group(1)).strip()
+    return "" if params == "command, env, normalize = true" else f"commandConvert({params})"
+
+
+def _jsdoc(source: str) -> str:
+    documented = re.search(r"/\*\*(?:(?!\*/)[\s\S])*\*/\s*function\s+parseCommand\s*\(", source)
+    return "" if documented else "no /** ... */ comment right above function parseCommand"
+
+
+def _stdio(source: str) -> str:
+    if not re.search(r"\bstdio\s*:\s*(['\"`])pipe\1", source):
+        return "spawn's stdio is not 'pipe'"
+    return "'inherit' still there" if "inherit" in source else ""
+
+
+def _pythonpath(source: str) -> str:
+    found = re.search(r"new\s+Set\(\s*\[([^\]]*)\]\s*\)", source)
+    if found is None:
+        return "no new Set([...]) of path-like variables"
+    names = set(re.findall(r"(['\"`])(\w+)\1", found.group(1)))
+    names = {name for _, name in names}
+    want = {"PATH", "NODE_PATH", "PYTHONPATH"}
+    return "" if names == want else f"the Set holds {sorted(names)}"
+
+
+def _sigint_code(source: str) -> str:
+    if re.search(r"signal\s*===\s*(['\"])SIGINT\1\s*\?\s*130\s*:\s*1\b", source):
+        return ""
+    found = re.search(r"signal\s*===\s*['\"]SIGINT['\"]\s*\?[^\n]*", source)
+    return f"SIGINT line is {found.group(0)!r}" if found else "the SIGINT exit-code line is gone"
+
+
+CROSSENV = Project(
+    "cross-env",
+    "7.0.3",
+    "d44ad3b6925ff024f64fc4eec88a7da8b8291dd66de858c34866be611ad3c5de",
+    (
+        Task(
+            "where-var-value",
+            "question",
+            "In which file of this project is the function varValueConvert defined? Give its path.",
+            mentions(r"variable\.js"),
+        ),
+        Task(
+            "where-command-live",
+            "question",
+            "where's the commandConvert function live?",
+            mentions(r"command\.js"),
+        ),
+        Task(
+            "wo-parse-command",
+            "question",
+            "Wo ist die Funktion parseCommand definiert? Nenne die Datei.",
+            mentions(r"(?<![\w-])index\.js"),
+        ),
+        Task(
+            "doko-list-delims",
+            "question",
+            "replaceListDelimiters 関数はどのファイルに定義されていますか？",  # noqa: RUF001
+            mentions(r"variable\.js"),
+        ),
+        Task(
+            "normalize-default-ru",
+            "question",
+            "Какое значение по умолчанию у параметра normalize в функции commandConvert?",  # noqa: RUF001
+            mentions(r"\bfalse\b"),
+        ),
+        Task(
+            "path-like-vars",
+            "question",
+            "which env vars does cross-env treat as lists of paths, turning ':' into ';' on "
+            "Windows?",
+            mentions(r"\bNODE_PATH\b", r"(?<!\w)PATH\b"),
+        ),
+        Task(
+            "sigint-exit-code",
+            "question",
+            "If the command that cross-env runs is killed by SIGINT (Ctrl+C), which exit code "
+            "does cross-env itself exit with?",
+            mentions(r"(?<![\w.])0(?!\w|\.\d)"),
+        ),
+        Task(
+            "rename-whitelist",
+            "edit",
+            "In src/variable.js rename the constant pathLikeEnvVarWhitelist to PATH_LIKE_ENV_VARS "
+            "(its definition and every use).",
+            js_edited(VARIABLE, CORE_VARIABLE, _renamed),
+        ),
+        Task(
+            "normalize-default",
+            "edit",
+            "In src/command.js change the default value of the normalize parameter of "
+            "commandConvert from false to true.",
+            js_edited(COMMAND, ("commandConvert",), _normalize_default),
+        ),
+        Task(
+            "jsdoc-parse-command",
+            "edit",
+            "Add a JSDoc comment to the function parseCommand in src/index.js that describes its "
+            "parameter and what it returns.",
+            js_edited(INDEX, CORE_INDEX, _jsdoc),
+        ),
+        Task(
+            "stdio-pipe",
+            "edit",
+            "In src/index.js change the stdio option passed to spawn from 'inherit' to 'pipe'.",
+            js_edited(INDEX, CORE_INDEX, _stdio),
+        ),
+        Task(
+            "pythonpath",
+            "edit",
+            "Could you make cross-env treat PYTHONPATH like PATH too? Its value is a list of "
+            "folders, so src/variable.js should convert its separators on Windows as well.",
+            js_edited(VARIABLE, CORE_VARIABLE, _pythonpath),
+        ),
+        Task(
+            "sigint-code-de",
+            "edit",
+            "Ändere in src/index.js den Exit-Code, mit dem cross-env endet, wenn der Kindprozess "
+            "durch SIGINT beendet wurde, von 0 auf 130.",
+            js_edited(INDEX, CORE_INDEX, _sigint_code),
+        ),
+        Task(
+            "typescript-port",
+            "claude",
+            "Port the whole package to TypeScript with strict types: convert every module under "
+            "src/ (index, command, variable, is-windows and both bin scripts) to .ts, type the "
+            "options object and the environment maps, add a tsconfig.json and a build script, "
+            "and keep the published CommonJS entry points and both CLI commands working.",
+            for_claude(),
+        ),
+        Task(
+            "env-file-module",
+            "claude",
+            "Add a new module src/env-file.js that loads variables from a .env file before the "
+            "command-line setters are applied (an --env-file option for both cross-env and "
+            "cross-env-shell), with Jest tests for quoting, escaped $ signs and Windows path "
+            "lists, and document it in the README.",
+            for_claude(),
+        ),
+    ),
+    registry="npm",
+)
