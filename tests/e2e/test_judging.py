@@ -29,6 +29,11 @@ Cases (with `test_judging_acp.py`):
 | miss, mode local | ACP | 2 |
 | miss, route auto → Claude (`local.handOff: "auto"`) | `milk/chat` | 5 |
 
+Since issue 29 two made-up names near no definition of this workspace and put in none of its
+files (`OUTSIDE_KNOWLEDGE`) are strict xfails: by the rule that keeps `AbortController` or
+`or_insert_with` in a right answer from being flagged, such a name is outside knowledge.
+`test_judging_languages.py` has the suites on real code of four languages.
+
 That is 44 false-positive cases (0 flagged, 0 corrective messages, 0 answers shown twice,
 every turn `end_turn`) and 36 miss cases (none ends `end_turn`), plus a test of the notice
 milk sends after its own look on a question about "this project". The first run of these
@@ -860,18 +865,19 @@ OUTSIDE_KNOWLEDGE: dict[str, Bad] = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 29: a name near nothing here is outside knowledge")
-@pytest.mark.parametrize("case", list(OUTSIDE_KNOWLEDGE.values()), ids=list(OUTSIDE_KNOWLEDGE))
-async def test_a_made_up_name_near_nothing_here_passes_by_design(
-    case: Bad, harness: Harness, env: Env, openai: FakeOpenAIServer
-) -> None:
-    client = await start(harness, env)
-    openai.enqueue(*case.script)
-    result = await chat(client, env, case.ask, route="local")
-    assert_failed_naming(result, case.signal)
+OUTSIDE_BY_DESIGN = pytest.mark.xfail(
+    strict=True, reason="issue 29: a name near nothing here is outside knowledge"
+)
+BAD_CASES = [
+    *(pytest.param(case, id=name) for name, case in BAD.items()),
+    *(
+        pytest.param(case, id=name, marks=OUTSIDE_BY_DESIGN)
+        for name, case in OUTSIDE_KNOWLEDGE.items()
+    ),
+]
 
 
-@pytest.mark.parametrize("case", list(BAD.values()), ids=list(BAD))
+@pytest.mark.parametrize("case", BAD_CASES)
 async def test_a_bad_answer_on_route_local_ends_error_naming_what_happened(
     case: Bad, harness: Harness, env: Env, openai: FakeOpenAIServer
 ) -> None:
