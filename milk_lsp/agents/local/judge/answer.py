@@ -4,7 +4,8 @@ A small model's answer is trusted only as far as the workspace backs it: the fil
 names and options it asserts about this workspace must be in the turn's successful tool
 results, in what the user attached, or in the workspace itself (`WorkspaceIndex`). The
 model's wording is never the judge. A general question (nothing of this workspace in it)
-asserts nothing about the workspace, so it is never second-guessed.
+asserts nothing about the workspace, so it is never second-guessed, but for the options and,
+when it asks where code is, the files an answer names.
 
 It also gives milk's own look at the workspace, for a model server that does not make the
 model call a tool first (`tool_choice` ignored or refused): the question's paths read and
@@ -52,16 +53,6 @@ LOOK_CHARS = 6000
 definitions it reads are bounded by read-first's own limits)."""
 
 
-def cli_option_pattern() -> str:
-    """Where command-line options are declared, in every language the code package knows
-    (argparse, click, commander, yargs, Go's flag and cobra, clap, picocli, …)."""
-    from milk_lsp.code import LANGUAGES  # off start-up
-
-    return "|".join(
-        dict.fromkeys(language.cli_options for language in LANGUAGES if language.cli_options)
-    )
-
-
 DEFINITIONS_CHARS = 8000
 """The definitions milk's look reads for a question, at most (about 2,000 tokens)."""
 DEFINITIONS_LEAD = "The definitions the question names, as the files have them now:"
@@ -79,6 +70,16 @@ ASKED_TO_LOOK_NOTICE = (
 
 
 _IDENTIFIERS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+
+
+def cli_option_pattern() -> str:
+    """Where command-line options are declared, in every language the code package knows
+    (argparse, click, commander, yargs, Go's flag and cobra, clap, picocli, …)."""
+    from milk_lsp.code import LANGUAGES  # off start-up
+
+    return "|".join(
+        dict.fromkeys(language.cli_options for language in LANGUAGES if language.cli_options)
+    )
 
 
 def _same_file(claimed: str, definer: str) -> bool:
