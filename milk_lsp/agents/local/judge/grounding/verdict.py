@@ -86,9 +86,9 @@ def ungrounded(
     attachments, the user's message) nor in `index`; () when all are grounded. A name that
     resolves nowhere, is near no name this workspace defines (`asked.near`) and is not put in
     one of its files (`Claims.placed`) is outside knowledge (`AbortController`,
-    `or_insert_with`, `ReDoS`), not a claim. Without an
-    index (no workspace folder) only the evidence grounds; an index not refreshed yet, or
-    cut short at its file limit, proves no absence, so it then grounds every claim."""
+    `or_insert_with`, `ReDoS`), not a claim. Without an index (no workspace folder) only the
+    evidence grounds; an index not refreshed yet, or cut short at its file limit, proves no
+    absence, so it then grounds every claim."""
     if not claims or (index is not None and (index.truncated or index.refreshed_at is None)):
         return ()
     text = "\n".join(evidence)
