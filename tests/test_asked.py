@@ -155,7 +155,8 @@ def test_an_edit_that_keeps_a_grammars_old_gap_passes() -> None:
 
 
 def _watch(**flags: bool) -> TurnWatch:
-    return TurnWatch(frozenset({"edit_file", "read_file"}), cut_short=False, **flags)
+    tools = frozenset({"edit_file", "read_file", "search_text"})
+    return TurnWatch(tools, cut_short=False, **flags)
 
 
 def test_a_done_claim_with_no_file_changed_gets_one_nudge_then_fails() -> None:
@@ -265,3 +266,16 @@ def test_a_loose_call_written_as_text_that_did_not_run_is_no_answer() -> None:
     ended = watch.final_reply("read_file {'path': 'src/' in ..", reasoned=False)
     assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.UNRUNNABLE_CALL
     assert "a read_file call" in ended.detail
+
+
+def test_a_copy_of_milks_look_is_judged_by_what_it_found() -> None:
+    """Qwen2.5-Coder-1.5B answers "where is X defined?" with a copy of milk's look (bench
+    crossenv): with the definition's line in it, it is an answer; a copy of a look that
+    found nothing is none, and neither is a loose call that did not run."""
+    found = (
+        "search_text {'pattern': 'parseCommand'}:\nsrc/index.js:42: function parseCommand(args) {"
+    )
+    assert _watch().final_reply(found, reasoned=False) is None
+    nothing = "search_text {'pattern': 'a|b'}:\nNo matches for 'a|b' in ."
+    ended = _watch().final_reply(nothing, reasoned=False)
+    assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.NO_ANSWER

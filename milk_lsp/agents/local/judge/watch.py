@@ -391,7 +391,13 @@ class TurnWatch:
                 if reasoned
                 else "the local model returned an empty reply",
             )
-        unrunnable = self._unrunnable_call(visible)
+        echoed = self._echoed_look(visible)
+        if echoed == "found nothing":
+            return self.gave_up(
+                LocalSignal.NO_ANSWER,
+                "the local model gave as its answer a copy of a search that found nothing",
+            )
+        unrunnable = None if echoed else self._unrunnable_call(visible)
         if unrunnable is not None:
             cut_call = self._cut_call(visible) if cut else None
             if cut_call is not None and not self._cut_call_nudged:
@@ -516,6 +522,21 @@ class TurnWatch:
             and EDIT_TOOL in self.offered
         )
 
+    def _echoed_look(self, text: str) -> str | None:
+        """A reply that copies a look's results as milk writes them for the model
+        (`search_text {'pattern': 'x'}:` and the result below): "found nothing" when every
+        copied result is empty, "found" otherwise (then judged as any answer, by its
+        claims), None when it is no such copy. Qwen2.5-Coder-1.5B answers "where is X
+        defined?" so, with the definition's line in it."""
+        blocks = _LOOK_HEADER.split(text)
+        if len(blocks) < 3 or blocks[0].strip():
+            return None
+        names, results = blocks[1::2], blocks[2::2]
+        if any(name not in self.offered for name in names):
+            return None
+        empty = all(not result.strip() or _EMPTY_RESULT.match(result.strip()) for result in results)
+        return "found nothing" if empty else "found"
+
     def _unrunnable_call(self, text: str) -> str | None:
         """A call written as text that milk cannot run: an unknown tool, or arguments that
         do not parse (a runnable one was already run by the loop)."""
@@ -557,6 +578,8 @@ class TurnWatch:
         return match.group(1) or match.group(2)
 
 
+_LOOK_HEADER = re.compile(r"^[ \t]*([A-Za-z_]\w*) \{[^\n]*\}:[ \t]*$", re.MULTILINE)
+"""The header of one look's result as milk writes it for the model (`answer.look`)."""
 _NAMED_CALL = re.compile(r"\s*`{0,3}\s*([A-Za-z_]\w*)\s*[({]")
 """A reply that opens with a tool's name and its arguments (`search_text {'pattern': …}`,
 `read_file(path=…)`), a call written as text in the loose style."""
