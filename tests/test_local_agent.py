@@ -12,7 +12,6 @@ import json
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import aclosing
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from milk_lsp.agents.local.agent import (
     LocalModelError,
     LocalSettings,
 )
+from milk_lsp.agents.local.rounds import Outcome
 from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,
     TextCallGate,
@@ -79,14 +79,6 @@ def tool_fragments(chunks: list[dict[str, Any]]) -> list[Any]:
         for choice in chunk.get("choices") or []:
             fragments.extend((choice.get("delta") or {}).get("tool_calls") or [])
     return fragments
-
-
-@dataclass(frozen=True)
-class Outcome:
-    output: str
-    is_error: bool = False
-    denied: bool = False
-    made_already: bool = False
 
 
 class StandInTools:
