@@ -137,7 +137,13 @@ class LocalPart:
         about = about_workspace(user_ask, index)
         hinted = not change and about and change_hinted(user_ask)
         judge = TurnGrounding(
-            user_ask, text, index, about_workspace=about or attached, tools=tools, texts=tools
+            user_ask,
+            text,
+            index,
+            about_workspace=about or attached,
+            tools=tools,
+            texts=tools,
+            conversation=[str(message["content"]) for message in messages],
         )
         outcome: LocalOutcome = None
         progress = self._progress(turn)

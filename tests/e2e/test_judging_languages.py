@@ -1065,6 +1065,18 @@ BAD: dict[str, Wrong] = {
         read("isodate/isotzinfo.py"),
         "`tz_isoformat` raises `OverflowError` for differences over 48 hours.",
     ),
+    # a file every project has, given as the place of a definition (humanize's bench: "the
+    # function `naturalsize` is defined in the `README.md` file")
+    "misplaced-py-en-readme": made_up(
+        "In which file of this project is the function parse_duration defined? Give its path.",
+        search("parse_duration"),
+        "The function `parse_duration` is defined in the `README.md` file.",
+    ),
+    "misplaced-go-ja-readme": made_up(
+        "NewString 関数はどのファイルに定義されていますか？",
+        search("NewString"),
+        "`NewString` は `README.md` に定義されています。",
+    ),
     # ---- (c) a change claimed and not made -----------------------------------------------
     "claimed-js-en-could-you": claimed(
         "Could you change index.js so validateConcurrency also accepts 0?",
@@ -1277,18 +1289,8 @@ def failure_note(name: str, case: Wrong, result: dict[str, Any]) -> str:
     )
 
 
-VALUES_NOT_CHECKED = {"wrong-value-ms-en-limit", "wrong-value-py-en-hours"}
-"""A wrong value stated about the code (a limit of 256 where the code says 100): milk does
-not check the values an answer states yet (issue 29, item 3); strict, so a fix shows."""
-
-
-def bad_cases() -> list[Any]:
-    xfail = pytest.mark.xfail(strict=True, reason="stated values are not checked yet")
-    return [pytest.param(name, marks=xfail) if name in VALUES_NOT_CHECKED else name for name in BAD]
-
-
 @pytest.mark.asyncio(loop_scope="module")
-@pytest.mark.parametrize("name", bad_cases())
+@pytest.mark.parametrize("name", list(BAD))
 async def test_a_bad_answer_on_real_code_does_not_end_well(name: str, servers: Servers) -> None:
     case = BAD[name]
     running, result = await run_turn(

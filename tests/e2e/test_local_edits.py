@@ -571,9 +571,7 @@ async def test_a_file_read_in_regions_is_shown_as_one_read_call(
         for u in client.turn_updates(result["turnId"])
         if u["kind"] == "tool_result" and u["toolCallId"] == read["toolCallId"]
     ]
-    assert shown == (
-        "lines 1-5:\n" + head + "\n\nlines 16-18:\n" + use
-    )
+    assert shown == ("lines 1-5:\n" + head + "\n\nlines 16-18:\n" + use)
 
 
 async def test_a_rename_reads_the_lines_whose_code_uses_the_name_not_its_prose(
@@ -583,7 +581,7 @@ async def test_a_rename_reads_the_lines_whose_code_uses_the_name_not_its_prose(
     of the dict `suffixes`; milk reads its definition and the code that names it."""
     (env.workspace / "sizes.py").write_text(
         'suffixes = {"decimal": " kB"}\n\n\ndef size(n):\n    """Uses decimal suffixes."""\n\n'
-        "    # the suffixes of the table\n    return str(n) + suffixes[\"decimal\"]\n"
+        '    # the suffixes of the table\n    return str(n) + suffixes["decimal"]\n'
     )
     openai.enqueue({"text": "I will leave it."})
     result = await chat(client, "In sizes.py rename the module-level dict suffixes to SUFFIXES")

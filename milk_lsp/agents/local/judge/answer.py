@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
 from milk_lsp.agents.local.judge.grounding import (
@@ -32,6 +32,7 @@ from milk_lsp.agents.local.judge.grounding import (
 )
 from milk_lsp.agents.local.judge.grounding.asked import code_shaped
 from milk_lsp.agents.local.judge.grounding.hints import asks_about_cli_options, asks_where_defined
+from milk_lsp.agents.local.judge.grounding.values import stated_values, unbacked_values
 from milk_lsp.agents.local.judge.read_first import FileTexts, ReadFirst, read_first
 from milk_lsp.agents.local.judge.watch import Grounded, Look
 from milk_lsp.agents.local.tool_specs import (
@@ -100,12 +101,16 @@ class TurnGrounding:
         about_workspace: bool,
         tools: LocalTools | None = None,
         texts: FileTexts | None = None,
+        conversation: Sequence[str] = (),
     ) -> None:
         """`question`: what the user typed; `message`: what the model got (the question with
         the attachments' text); `about_workspace`: the question names something of this
         workspace or asks about it, so what the answer asserts about it is checked;
-        `tools`, `texts`: what milk's own look calls and reads definitions with."""
+        `tools`, `texts`: what milk's own look calls and reads definitions with;
+        `conversation`: the rest of what the model was given (the system prompt, the
+        earlier turns), which backs the values an answer states."""
         self._question = question
+        self._conversation = tuple(conversation)
         self._evidence = [message]
         self._index = index
         self.about_workspace = about_workspace
@@ -127,14 +132,19 @@ class TurnGrounding:
             if not (claims.options or paths):
                 return Grounded(0)
             claims = Claims(paths=paths, options=claims.options)
+            values: tuple[str, ...] = ()
+        else:
+            seen = [*self._conversation, *self._evidence, *tool_outputs]
+            stated = stated_values(answer, self._of_workspace())
+            values = unbacked_values(stated, seen, self._writer(claims))
         count = len(claims.paths) + len(claims.names) + len(claims.options)
         unseen = self._unseen(tool_outputs)
         unaddressed = self._unaddressed(answer)
-        if not count:
-            return Grounded(0, misplaced=unseen, unaddressed=unaddressed)
-        missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
         misplaced = self._misplaced(claims) or unseen
-        return Grounded(count, missing, misplaced=misplaced, unaddressed=unaddressed)
+        if not count:
+            return Grounded(0, misplaced=misplaced, unaddressed=unaddressed, values=values)
+        missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
+        return Grounded(count, missing, misplaced=misplaced, unaddressed=unaddressed, values=values)
 
     def _unaddressed(self, answer: str) -> bool:
         """The question names definitions of this workspace, and `answer` names none of
@@ -187,6 +197,28 @@ class TurnGrounding:
             "the answer is a guess"
         )
 
+    def _of_workspace(self) -> Callable[[str], bool] | None:
+        """Whether a name or path an answer gives is of this workspace (a definition, a
+        file): the values its sentence states are then about this workspace's code."""
+        index = self._index
+        if index is None:
+            return None
+        return lambda word: (
+            index.has_definition(word.removesuffix("()").rsplit(".", 1)[-1])
+            or (("/" in word or "." in word) and index.has_path(word))
+        )
+
+    def _writer(self, claims: Claims) -> Callable[[float], bool] | None:
+        """Whether a file the answer is about writes a number: one defining a name of the
+        question or the answer, or a file the answer names."""
+        index = self._index
+        if index is None:
+            return None
+        names = [*question_names(self._question, index), *claims.names]
+        files = {path for name in names for path in self._definers(name)}
+        files.update(path for claim in claims.paths if (path := index.file_for(claim)))
+        return lambda value: any(index.writes_number(path, value) for path in files)
+
     def _definers(self, name: str) -> tuple[str, ...]:
         """The files defining `name` (its last dotted part), looked up once per turn: every
         final answer of the turn asks about the same question."""
@@ -200,15 +232,16 @@ class TurnGrounding:
         the workspace's index knows the ones that do (an existing file named for the wrong
         thing passes the existence check)."""
         index = self._index
-        if index is None or not claims.paths or not asks_where_defined(self._question):
+        places = (*claims.paths, *claims.conventional)
+        if index is None or not places or not asks_where_defined(self._question):
             return None
         for name in question_names(self._question, index):
             definers = self._definers(name)
             if not definers:
                 continue
-            if any(_same_file(path, definer) for path in claims.paths for definer in definers):
+            if any(_same_file(path, definer) for path in places for definer in definers):
                 return None
-            named = ", ".join(claims.paths[:2])
+            named = ", ".join(places[:2])
             return (
                 f"the answer places {name} in {named}, but milk finds it defined in "
                 f"{', '.join(definers[:2])}"

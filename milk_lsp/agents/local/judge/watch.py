@@ -194,6 +194,9 @@ class Grounded:
     """The question names definitions of this workspace, and the answer names none of
     them nor a file defining one: with a refusal in it, or code about something else, it
     answered nothing."""
+    values: tuple[str, ...] = ()
+    """The values the answer states about the code (a limit, a default) that nothing the
+    model saw backs (`grounding.values`)."""
 
 
 @dataclass(frozen=True)
@@ -471,6 +474,13 @@ class TurnWatch:
                 LocalSignal.UNGROUNDED_ANSWER,
                 f"the answer names {names}, which milk found neither in what the local model "
                 "looked at nor in the workspace",
+            )
+        if grounded is not None and grounded.values:
+            shown = ", ".join(grounded.values[:4])
+            return self.gave_up(
+                LocalSignal.UNGROUNDED_ANSWER,
+                f"the answer states {shown} about the code, a value nothing the local model "
+                "looked at shows",
             )
         if grounded is not None and grounded.claims and self._tried and not self._found_something:
             if self._change_denied:

@@ -41,6 +41,10 @@ class Claims:
     the text puts them in a file of this workspace ("`compute_total()` in calc.py"), so
     they claim something about it. A type or a member there (`AbortController`,
     `ctx.Err`) is the language's, not the file's."""
+    conventional: tuple[str, ...] = field(default=(), compare=False)
+    """The files every project may have that the text names (`README.md`, `setup.py`):
+    no claim alone, but the place an answer gives ("`naturalsize` is defined in
+    `README.md`")."""
 
     def __bool__(self) -> bool:
         return bool(self.paths or self.names or self.options)
@@ -244,6 +248,7 @@ class _Collector:
         self.paths: dict[str, None] = {}
         self.names: dict[str, None] = {}
         self.options: dict[str, None] = {}
+        self.conventional: dict[str, None] = {}
         self._ends = [found.end() for found in SENTENCE_END.finditer(text)]
         self._path_sentences: set[int] = set()
         self._name_sentences: dict[str, int] = {}
@@ -306,7 +311,13 @@ class _Collector:
             for name, sentence in self._name_sentences.items()
             if sentence in self._path_sentences and _function_like(name)
         )
-        return Claims(tuple(self.paths), tuple(self.names), tuple(self.options), tuple(placed))
+        return Claims(
+            tuple(self.paths),
+            tuple(self.names),
+            tuple(self.options),
+            tuple(placed),
+            tuple(self.conventional),
+        )
 
     def sentence_at(self, position: int) -> int:
         """The number of the sentence `position` is in."""
@@ -419,6 +430,9 @@ def _span_claims(found: _Collector, content: str, start: int, end: int, line: st
         if path is not None:
             found.path(path, start, end)
             return
+        if text.removeprefix("./") in CONVENTIONAL_FILES:
+            found.conventional.setdefault(text.removeprefix("./"), None)
+            return
         called = re.fullmatch(r"([A-Za-z_][\w.]*)\s*\(.*\)", text, re.DOTALL)
         if called or _CHAIN.fullmatch(text):
             chain = called.group(1) if called else text
@@ -510,6 +524,11 @@ def _collect(text: str, *, question: bool) -> Claims:
         for match in _WORDISH.finditer(outside)
         if (path := _path_shape(match.group())) is not None
     ]
+    conventional = [
+        word
+        for match in _WORDISH.finditer(outside)
+        if (word := match.group().rstrip(".,;:!?)").removeprefix("./")) in CONVENTIONAL_FILES
+    ]
     outside = blank(outside, [taken for _, taken in paths])
     # hedges are read in the prose with the code and the paths blanked: `new/app.py` is
     # no "new", and `no_cache` no "no"
@@ -520,6 +539,7 @@ def _collect(text: str, *, question: bool) -> Claims:
         _span_claims(found, content, start, end, _line_at(prose, start))
     for path, (start, end) in paths:
         found.path(path, start, end)
+    found.conventional.update(dict.fromkeys(conventional))
     options = list(_OPTION.finditer(outside))
     for match in options:
         if not _mentions_tool(_line_at(outside, match.start())):

@@ -441,6 +441,25 @@ QUOTE_PAIRS: tuple[tuple[str, str], ...] = (
 """How languages quote a text: a message's quoted text is code or a text to change."""
 
 
+LINE_PLACES: Mapping[str, tuple[str, ...]] = {
+    "en": ("line", "lines", "l."),
+    "de": ("zeile", "zeilen"),
+    "fr": ("ligne", "lignes"),
+    "es": ("línea", "líneas", "linea", "lineas"),
+    "pt": ("linha", "linhas"),
+    "it": ("riga", "righe", "linea"),
+    "nl": ("regel", "regels"),
+    "pl": ("linia", "linii", "wiersz"),
+    "ru": ("строка", "строке", "строки", "строк"),
+    "uk": ("рядок", "рядку", "рядки"),
+    "zh": ("第", "行"),
+    "ja": ("行", "行目"),
+    "ko": ("줄", "행"),
+}
+"""The words that make the number beside them a place in a file ("line 42", "Zeile 42",
+"第42行", "42行目"), not a value stated about the code."""
+
+
 CHANGE_INTO = (
     r"\bto\b|\binto\b|\bwith\b|\bby\b|->|=>|\u2192|\bin\b|\bzu\b|\bdurch\b|\bmit\b|"
     r"\bpar\b|\ben\b|\bpor\b|\bpara\b|\bpelo\b|\bpela\b|\bem\b|\bcon\b|"
@@ -538,6 +557,20 @@ def one_edit(a: str, b: str) -> bool:
 def about_this_project(text: str) -> bool:
     """The text speaks of "this project" (or "my code", "dieses Projekt", "この…")."""
     return _pattern(THIS_PROJECT).search(text) is not None
+
+
+_AFTER_NUMBER = tuple(stem for language in _NO_SPACES for stem in LINE_PLACES[language])
+
+
+def line_place_around(before: str, after: str) -> bool:
+    """Whether a number between `before` and `after` is a line of a file: a word of
+    `LINE_PLACES` right before it, or (Chinese, Japanese, Korean) right after it."""
+    tail = before.rstrip(" \t:#~")[-8:]
+    found = list(_pattern(LINE_PLACES).finditer(tail))
+    if found and found[-1].end() == len(tail):
+        return True
+    head = after.lstrip()[:2]
+    return any(head.startswith(stem) for stem in _AFTER_NUMBER)
 
 
 def says_done(answer: str) -> bool:
