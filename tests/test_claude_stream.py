@@ -37,6 +37,8 @@ from milk_lsp.agents.claude.stream import (
     outcome_from_result,
     parse_line,
     tool_output_text,
+    turn_cost,
+    usage_from_result,
     user_message_line,
 )
 
@@ -525,3 +527,29 @@ def test_allow_echoes_input_and_deny_carries_message() -> None:
     assert deny["response"]["response"] == {"behavior": "deny", "message": DENY}
     assert json.loads(error_response_line("r3", "no"))["response"]["subtype"] == "error"
     assert json.loads(interrupt_line("r4"))["request"] == {"subtype": "interrupt"}
+
+
+# A resumed conversation's third `result` line, as the real CLI wrote it (issue 30): the
+# running total of three turns, and the turn's own usage per model.
+RESUMED_RESULT = {
+    "type": "result",
+    "subtype": "success",
+    "total_cost_usd": 0.000332,
+    "usage": {"input_tokens": 21, "output_tokens": 2},
+    "modelUsage": {"claude-opus-5-5": {"inputTokens": 63, "outputTokens": 4, "costUSD": 0.000332}},
+    "model_usage_since_last_result": {
+        "claude-opus-5-5": {"inputTokens": 21, "outputTokens": 2, "costUSD": 0.000124}
+    },
+}
+
+
+def test_a_resumed_turn_costs_what_it_used_since_the_last_result() -> None:
+    assert turn_cost(RESUMED_RESULT) == pytest.approx(0.000124)
+    assert usage_from_result(RESUMED_RESULT).cost_usd == pytest.approx(0.000124)
+
+
+def test_without_the_turn_s_own_figure_the_running_total_is_taken_apart() -> None:
+    older = {key: value for key, value in RESUMED_RESULT.items() if not key.startswith("model_")}
+    assert turn_cost(older, 0.000208) == pytest.approx(0.000124)
+    assert turn_cost(older) == pytest.approx(0.000332)  # a first turn: the total is its own
+    assert turn_cost({"type": "result"}) is None

@@ -194,3 +194,28 @@ async def test_budget_stops_claude_and_goes_on_once(
     assert stats["budget"]["spentTodayUsd"] == pytest.approx(stats["claudeCostUsd"], abs=1e-6)
     assert "is reached" in stats["text"]
     await no_leftovers(claude_env)
+
+
+async def test_a_resumed_claude_turn_costs_its_own_usage_once(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI
+) -> None:
+    """The CLI's `total_cost_usd` is the conversation's running total on `--resume`
+    (issue 30: $0.0055, $0.0111, $0.0166 for three identical turns): each turn shows what
+    it cost alone, and the stats and the budget add each once."""
+    client = await harness.start()
+    session_id = await session_of(client, claude_env)
+    costs: list[float] = []
+    for number in range(3):
+        api.enqueue({"text": f"Claude answered {number}."})
+        result = await escalate(client, session_id, f"question {number}")
+        assert (result["agent"], result["stopReason"]) == ("claude", "end_turn"), result
+        costs.append(result["usage"]["costUsd"])
+    assert len(api.main_requests()) >= 3
+    assert costs[0] > 0
+    assert costs[1] == pytest.approx(costs[0], rel=0.25), costs  # not twice the first
+    assert costs[2] == pytest.approx(costs[0], rel=0.25), costs  # nor three times
+    stats = await request(client, "milk/stats", {"workspaceFolder": claude_env.workspace.as_uri()})
+    assert stats["claudeTurns"] == 3
+    assert stats["claudeCostUsd"] == pytest.approx(sum(costs), abs=1e-9)
+    assert stats["budget"]["spentTodayUsd"] == pytest.approx(sum(costs), abs=1e-9)
+    await no_leftovers(claude_env)

@@ -86,6 +86,7 @@ from milk_lsp.agents.claude.stream import (
     StreamMapper,
     StreamParseError,
     allow_line,
+    conversation_cost,
     deny_line,
     error_response_line,
     interrupt_line,
@@ -134,7 +135,8 @@ def timeout_message(seconds: float) -> str:
 
 
 class ClaudeAgent:
-    """Runs Claude Code turns. Stateless between turns; safe to share."""
+    """Runs Claude Code turns; safe to share. It keeps between turns only each
+    conversation's running cost, so a resumed turn's cost is its own (`turn_cost`)."""
 
     def __init__(
         self, *, env: Mapping[str, str] | None = None, temp_root: Path | None = None
@@ -143,6 +145,8 @@ class ClaudeAgent:
         """Extra environment for the CLI, applied over the inherited one."""
         self._temp_root = temp_root
         """Where the private context-file dirs are made (default: the system temp dir)."""
+        self._running_costs: dict[str, float] = {}
+        """The running total of cost each conversation (Claude's session id) last reported."""
 
     async def run(
         self, request: ClaudeTurnRequest, host: AgentHost
@@ -157,11 +161,17 @@ class ClaudeAgent:
             yield TurnFailed(FailureReason.CLAUDE_NOT_FOUND, not_found_message(request.settings))
             return
         turn = _Turn(request, host, resolved.path, self._env, self._temp_root)
+        if request.resume:
+            turn.mapper.cost_before = self._running_costs.get(request.session_id)
         try:
             async for event in turn.events():
                 yield event
         finally:
             await _shielded(turn.close())
+            result = turn.mapper.result
+            total = conversation_cost(result) if result is not None else None
+            if total is not None:
+                self._running_costs[turn.mapper.session_id or request.session_id] = total
 
 
 async def _shielded(coro: Coroutine[Any, Any, None]) -> None:

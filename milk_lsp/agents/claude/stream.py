@@ -138,6 +138,9 @@ class StreamMapper:
     """The ``result`` line, once seen."""
     text: str = ""
     """All answer text emitted so far (used for the message separator)."""
+    cost_before: float | None = None
+    """The conversation's running cost after its previous turn, when resumed and known
+    (`turn_cost`)."""
     _tools: dict[str, _Tool] = field(default_factory=dict)
     _block_tools: dict[Any, str] = field(default_factory=dict)
     _streamed_messages: set[str] = field(default_factory=set)
@@ -162,7 +165,7 @@ class StreamMapper:
             self._system(msg, events)
         elif kind == "result":
             self.result = msg
-            usage = _remainder(usage_from_result(msg), self._reported)
+            usage = _remainder(usage_from_result(msg, self.cost_before), self._reported)
             counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
             if any(counts) or usage.cache_creation_tokens or usage.cost_usd:
                 events.append(usage)  # not for a turn that never reached the model
@@ -405,12 +408,39 @@ class StreamMapper:
             )
 
 
-def usage_from_result(result: Message) -> UsageEvent:
+def usage_from_result(result: Message, cost_before: float | None = None) -> UsageEvent:
     """The turn's usage from the ``result`` line (summed by the CLI over the turn)."""
     usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
     assert isinstance(usage, dict)
-    cost = result.get("total_cost_usd")
-    return _usage_event(usage, float(cost) if isinstance(cost, int | float) else None)
+    return _usage_event(usage, turn_cost(result, cost_before))
+
+
+def turn_cost(result: Message, cost_before: float | None = None) -> float | None:
+    """What this turn cost. ``total_cost_usd`` is the conversation's running total: on
+    ``--resume`` it includes every earlier turn. The CLI's ``model_usage_since_last_result``
+    (per model, ``costUSD``) is the turn's own; without it, the total less `cost_before`,
+    the total the conversation's previous turn reported (None: not known, the total)."""
+    since = result.get("model_usage_since_last_result")
+    if isinstance(since, dict) and since:
+        costs = [
+            float(entry["costUSD"])
+            for entry in since.values()
+            if isinstance(entry, dict) and isinstance(entry.get("costUSD"), int | float)
+        ]
+        if costs:
+            return sum(costs)
+    total = result.get("total_cost_usd")
+    if not isinstance(total, int | float):
+        return None
+    if cost_before is None:
+        return float(total)
+    return max(0.0, float(total) - cost_before)
+
+
+def conversation_cost(result: Message) -> float | None:
+    """The conversation's running total the ``result`` line reports."""
+    total = result.get("total_cost_usd")
+    return float(total) if isinstance(total, int | float) else None
 
 
 def _usage_event(usage: Message, cost_usd: float | None = None) -> UsageEvent:
