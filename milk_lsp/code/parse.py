@@ -1,5 +1,7 @@
 """What a source file defines, and where its syntax is broken, in any language of
-`languages.LANGUAGES`, through ast-grep's bundled tree-sitter grammars (offline).
+`languages.LANGUAGES`, through ast-grep's bundled tree-sitter grammars (offline). For edits
+by symbol, `extents` gives a definition's whole text (with its doc comments, attributes and
+`export`) and `bodies` where a class or `impl` ends.
 
 ast-grep-py is imported on first use, not with this module: a server that never parses never
 pays for it. Each question is one parse and one ast-grep search run in Rust; Python only
@@ -24,7 +26,16 @@ from milk_lsp.code.languages import DefinitionRule, Language
 if TYPE_CHECKING:
     from ast_grep_py import Config, SgNode
 
-__all__ = ["Definition", "SyntaxProblem", "definitions", "syntax_problems"]
+__all__ = [
+    "Body",
+    "Definition",
+    "Extent",
+    "SyntaxProblem",
+    "bodies",
+    "definitions",
+    "extents",
+    "syntax_problems",
+]
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -62,9 +73,56 @@ class SyntaxProblem:
     not place, or, for a missing token, the line up to where it is missing."""
 
 
+@dataclass(frozen=True, slots=True)
+class Extent:
+    """A definition's whole text, for replacing it: beyond its node, the comments and
+    attributes just above it and the statements that hold only it (`export`, `const … =`,
+    Go's `type`)."""
+
+    definition: Definition
+    heads: tuple[tuple[int, bool], ...]
+    """Where each doc comment (True) or attribute, decorator or annotation (False) before its
+    code starts, in source order: those just above it (no blank line between) and those it
+    begins with."""
+    levels: tuple[tuple[int, int], ...]
+    """(start, end) of the code of each statement holding only the definition, outermost
+    first and its own node last; a start is after the node's own decorators."""
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """A container (class, `impl`, interface, Ruby class), for adding a member at its end."""
+
+    name: str
+    start: int
+    end: int
+    open: int
+    """Where its members may begin: its body's opening brace, else its name."""
+    close: int
+    """Where the `}` or `end` closing it is; -1 when it has none."""
+    trait: bool
+    """A Rust `impl Trait for Type`, where no other method belongs."""
+
+
 _NAME = re.compile(r"[~$@]?[^\W\d]\w*[?!]?")
 _QUALIFIER = re.compile(r"\s*(?:::|->|[.:\\])\s*")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_DECORATORS = frozenset(
+    {
+        "decorator",
+        "annotation",
+        "marker_annotation",
+        "attribute",
+        "attribute_item",
+        "attribute_list",
+        "attribute_declaration",
+    }
+)
+"""Node kinds of attributes, decorators and annotations (JavaScript, Java, Rust, C#, …)."""
+_KEYWORDS = re.compile(r"[\w$\s]*")
+"""What a statement holding only a definition may have before it: `export default`, `const`."""
+_TRAILER = re.compile(r"[\s;,]*")
+_CLOSERS = frozenset({"}", "end"})
 _PROBLEMS: Config = {"rule": {"any": [{"kind": "ERROR"}, {"regex": "^$"}]}}
 """ERROR nodes, and zero-width ones (a leaf the parser inserted: tree-sitter's MISSING)."""
 
@@ -73,6 +131,18 @@ def definitions(text: str, language: Language) -> list[Definition]:
     """The functions, methods, types and top-level constants and variables `text` defines,
     in source order; [] when it cannot be parsed at all."""
     return _guarded(lambda: _definitions(text, language), language, [])
+
+
+def extents(text: str, language: Language) -> list[Extent]:
+    """Each definition of `definitions` with the comments, attributes and wrapping statements
+    that are part of its text; [] when `text` cannot be parsed at all."""
+    return _guarded(lambda: _extents(text, language), language, [])
+
+
+def bodies(text: str, language: Language) -> list[Body]:
+    """The containers `text` defines (classes, `impl`s, interfaces), in source order; []
+    when it cannot be parsed at all."""
+    return _guarded(lambda: _bodies(text, language), language, [])
 
 
 def syntax_problems(text: str, language: Language) -> list[SyntaxProblem]:
@@ -112,11 +182,16 @@ def _search(language: Language) -> tuple[Config, dict[str, DefinitionRule]]:
 
 
 def _definitions(text: str, language: Language) -> list[Definition]:
+    return [definition for definition, _ in _defined(_root(text, language), language)]
+
+
+def _defined(root: SgNode, language: Language) -> list[tuple[Definition, SgNode]]:
+    """Each definition with the node defining it."""
     search, rules = _search(language)
-    found: list[Definition] = []
+    found: list[tuple[Definition, SgNode]] = []
     enclosing: list[tuple[int, bool, str | None]] = []
     """(end, whether a container, its name) of the definitions around the current node."""
-    for node in _root(text, language).find_all(search):
+    for node in root.find_all(search):
         rule = rules.get(node.kind())
         if rule is None:
             continue
@@ -140,17 +215,16 @@ def _definitions(text: str, language: Language) -> list[Definition]:
         last_line = span.end.line + (0 if span.end.column == 0 and end > start else 1)
         for qualifier, name in names:
             container = qualifier or outer
-            found.append(
-                Definition(
-                    name,
-                    _refined(kind, rule, node, name, container),
-                    first_line,
-                    max(first_line, last_line),
-                    start,
-                    end,
-                    container,
-                )
+            definition = Definition(
+                name,
+                _refined(kind, rule, node, name, container),
+                first_line,
+                max(first_line, last_line),
+                start,
+                end,
+                container,
             )
+            found.append((definition, node))
     return found
 
 
@@ -207,6 +281,121 @@ def _last_identifier(text: str) -> str | None:
     """The type a receiver names: `(s *Stack[T])` gives "Stack"."""
     found = _IDENTIFIER.findall(re.split(r"[<\[]", text, maxsplit=1)[0])
     return found[-1] if found else None
+
+
+def _extents(text: str, language: Language) -> list[Extent]:
+    return [_extent(text, d, node) for d, node in _defined(_root(text, language), language)]
+
+
+def _extent(text: str, definition: Definition, node: SgNode) -> Extent:
+    """Climb from `node` through the statements holding only it (their text before it only
+    keywords, after it only `;`), then gather the comments and attributes just above."""
+    heads = _inner_heads(node)
+    levels = [(_code_start(node), _end(node))]
+    top = node
+    while not heads and (parent := top.parent()) is not None and parent.parent() is not None:
+        members = [child for child in parent.named_children() if not _is_head(child)]
+        if len(members) != 1 or _span(members[0]) != _span(top):
+            break
+        start, end = _code_start(parent), _end(parent)
+        if not (
+            _KEYWORDS.fullmatch(text, start, _start(top))
+            and _TRAILER.fullmatch(text, _end(top), end)
+        ):
+            break
+        if (start, end) != levels[0]:
+            levels.insert(0, (start, end))
+        heads = _inner_heads(parent)
+        top = parent
+    return Extent(definition, (*_heads_above(text, top), *heads), tuple(levels))
+
+
+def _heads_above(text: str, node: SgNode) -> list[tuple[int, bool]]:
+    """The comments and attributes right above `node`, each on its own line, no blank line
+    between (a Ruby method's are before the body holding it)."""
+    found: list[tuple[int, bool]] = []
+    current, before = node, _start(node)
+    while True:
+        previous = current.prev()
+        if previous is None:
+            parent = current.parent()
+            if parent is None or parent.parent() is None or _start(parent) != _start(current):
+                break
+            current = parent
+            continue
+        start, end = _span(previous)
+        gap = text[end:before]
+        line = text[text.rfind("\n", 0, start) + 1 : start]
+        if not _is_head(previous) or gap.strip() or gap.count("\n") > 1 or line.strip():
+            break
+        found.insert(0, (start, "comment" in previous.kind()))
+        current, before = previous, start
+    return found
+
+
+def _inner_heads(node: SgNode) -> list[tuple[int, bool]]:
+    """The comments and attributes `node` begins with (in Java's `modifiers` too)."""
+    found: list[tuple[int, bool]] = []
+    code = _code_start(node)
+    for child in node.children():
+        inner = child.children() if child.kind() == "modifiers" else [child]
+        found += [(_start(c), "comment" in c.kind()) for c in inner if _is_head(c)]
+    return [head for head in found if head[0] < code]
+
+
+def _code_start(node: SgNode) -> int:
+    """Where `node`'s code begins, after the attributes and comments it begins with."""
+    for child in node.children():
+        if child.kind() == "modifiers":
+            inner = next((c for c in child.children() if not _is_head(c)), None)
+            if inner is not None:
+                return _start(inner)
+        elif not _is_head(child):
+            return _start(child)
+    return _start(node)
+
+
+def _is_head(node: SgNode) -> bool:
+    kind = node.kind()
+    return kind in _DECORATORS or "comment" in kind
+
+
+def _start(node: SgNode) -> int:
+    return node.range().start.index
+
+
+def _end(node: SgNode) -> int:
+    return node.range().end.index
+
+
+def _span(node: SgNode) -> tuple[int, int]:
+    span = node.range()
+    return span.start.index, span.end.index
+
+
+def _bodies(text: str, language: Language) -> list[Body]:
+    search, rules = _search(language)
+    found: list[Body] = []
+    for node in _root(text, language).find_all(search):
+        rule = rules.get(node.kind())
+        if rule is None or not rule.container:
+            continue
+        names = [split for named in _located(node, rule.name) if (split := _split(named.text()))]
+        if not names:
+            continue
+        last = node
+        while children := last.children():
+            last = children[-1]
+        closes = not last.is_named() and last.text() in _CLOSERS
+        holder = last.parent() if closes else None
+        opening = _start(holder) if holder is not None and _span(holder) != _span(node) else -1
+        if opening < 0:
+            named = _located(node, rule.name)
+            opening = _end(named[0]) if named else _start(node)
+        start, end = _span(node)
+        trait = node.field("trait") is not None
+        found.append(Body(names[0][1], start, end, opening, _start(last) if closes else -1, trait))
+    return found
 
 
 def _syntax_problems(text: str, language: Language) -> list[SyntaxProblem]:

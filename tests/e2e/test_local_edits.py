@@ -137,6 +137,45 @@ async def test_a_symbol_edit_rewrites_a_whole_function(
     assert results[-1]["output"] == "Edited slug.py: lines 6-10 (matched function truncate)."
 
 
+READER_GO = """\
+package reader
+
+import "io"
+
+// Reader counts the bytes it reads.
+type Reader struct {
+\tsrc io.Reader
+\tn   int
+}
+
+// Read reads into p.
+func (r *Reader) Read(p []byte) (int, error) {
+\tn, err := r.src.Read(p)
+\tr.n += n
+\treturn n, err
+}
+"""
+
+
+async def test_a_symbol_edit_rewrites_a_go_method_by_its_receiver_type(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """A Go method named Type.Method, its text given without the doc comment: the
+    method is replaced whole, the comment above it stays."""
+    path = env.workspace / "reader.go"
+    path.write_text(READER_GO)
+    client.permission_answers.append("allow_once")
+    new = "func (r *Reader) Read(p []byte) (int, error) {\n\treturn r.src.Read(p)\n}"
+    openai.enqueue(
+        edit(path="reader.go", symbol="Reader.Read", new_text=new), {"text": "Simplified."}
+    )
+    result = await chat(client, "In reader.go make Reader.Read stop counting")
+    assert result["stopReason"] == "end_turn", result
+    assert path.read_text() == READER_GO.split("func (r")[0] + new + "\n"
+    results = tool_updates(client, result["turnId"], "tool_result")
+    assert results[-1]["output"] == "Edited reader.go: lines 12-16 (matched method Reader.Read)."
+
+
 async def test_replace_all_renames_a_constant_everywhere(
     client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
 ) -> None:

@@ -15,7 +15,12 @@ from milk_lsp.agents.local.replace import (
     replace_all,
     replace_once,
 )
-from milk_lsp.agents.local.symbols import find_symbol, replace_symbol, symbol_line_range
+from milk_lsp.agents.local.symbols import (
+    find_symbol,
+    replace_symbol,
+    symbol_line_range,
+    symbols_work_for,
+)
 
 
 @dataclass(frozen=True)
@@ -31,9 +36,10 @@ class EditChange:
 
     def apply(self, current: str | None, where: str) -> Replacement:
         python = where.endswith((".py", ".pyi"))
-        if self.symbol and not python:
+        if self.symbol and not symbols_work_for(where):
             raise EditDoesNotApply(
-                f"symbol works for Python files only; for {where} give old_text instead."
+                "symbol works for source files milk parses only (Python, JavaScript, Go, Rust,"
+                f" Java, C, …); for {where} give old_text instead."
             )
         if self.symbol and current is not None and not self.old_text:
             text, span = replace_symbol(current, self.symbol, self.new_text, where)

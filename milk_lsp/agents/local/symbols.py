@@ -1,4 +1,4 @@
-"""Python symbols by name, for edits a small model can address without quoting text.
+"""Symbols by name, for edits a small model can address without quoting text.
 
 A small model rewrites a whole small function ("add a docstring to `_now`") far more reliably
 than it copies an exact `old_text`. `find_symbol` locates, with the standard `ast` module, a
@@ -6,14 +6,22 @@ function, class, method (`Class.method`, nested functions as `outer.inner`), a m
 assignment or a parameter's default (`function.parameter`), as a span of the file's text;
 `replace_symbol` puts new text there (re-indented to the symbol's own indentation) or, for a
 function, class or method that does not exist yet, adds it at the end of its module or class.
+
+A file of another language milk parses (JavaScript, Go, Rust, Java, …; `where` names it) goes
+to `symbols_code`, which does the same with tree-sitter definitions (functions, types and
+methods; no parameter defaults).
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
+
+if TYPE_CHECKING:
+    from milk_lsp.code import Language
 
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -48,8 +56,14 @@ def parse_module(text: str, where: str) -> ast.Module:
 
 
 def find_symbol(text: str, symbol: str, where: str) -> SymbolSpan:
-    """The span of `symbol` in the Python source `text`, or `EditDoesNotApply` saying which
-    names the file has."""
+    """The span of `symbol` in the source `text` of the file `where` (Python unless its
+    extension is another language milk parses), or `EditDoesNotApply` saying which names
+    the file has."""
+    language = code_language(where)
+    if language is not None:
+        from milk_lsp.agents.local.symbols_code import find_code_symbol
+
+        return find_code_symbol(text, symbol, where, language)
     tree = parse_module(text, where)
     parts = [part for part in symbol.strip().removesuffix("()").split(".") if part]
     if not parts:
@@ -79,11 +93,28 @@ def symbol_names(tree: ast.Module) -> list[str]:
     return names
 
 
-def symbol_line_range(text: str, symbol: str) -> tuple[int, int] | None:
-    """1-based first and last line of `symbol` in `text`, None when it is not there (or the
-    text does not parse)."""
+def code_language(where: str) -> Language | None:
+    """The language of the file `where` when milk parses it and it is not Python (whose
+    symbols `ast` reads, defaults and assignments too); None otherwise."""
+    from milk_lsp.code import language_for  # off start-up
+
+    language = language_for(where)
+    return None if language is None or language.name == "python" else language
+
+
+def symbols_work_for(path: str) -> bool:
+    """Whether a symbol can address a definition in the file at `path`: one of a language
+    milk parses."""
+    from milk_lsp.code import language_for
+
+    return language_for(path) is not None
+
+
+def symbol_line_range(text: str, symbol: str, where: str = "the file") -> tuple[int, int] | None:
+    """1-based first and last line of `symbol` in `text` (Python unless `where` names a file
+    of another language), None when it is not there (or the text does not parse)."""
     try:
-        span = find_symbol(text, symbol, "the file")
+        span = find_symbol(text, symbol, where)
     except EditDoesNotApply:
         return None
     return span.first_line, span.last_line
@@ -93,6 +124,11 @@ def replace_symbol(text: str, symbol: str, new_text: str, where: str) -> tuple[s
     """The whole new text with `symbol` replaced by `new_text` (indented as the symbol is),
     and the span it replaced. A function, class or method not in the file yet is added at
     the end of its module or class (the span is then where it went)."""
+    language = code_language(where)
+    if language is not None:
+        from milk_lsp.agents.local.symbols_code import replace_code_symbol
+
+        return replace_code_symbol(text, symbol, new_text, where, language)
     try:
         span = find_symbol(text, symbol, where)
     except EditDoesNotApply:
@@ -113,9 +149,9 @@ def replace_symbol(text: str, symbol: str, new_text: str, where: str) -> tuple[s
             span.last_line,
             span.indent,
         )
-        body = _reindent(new_text.strip("\n"), span.indent)[len(span.indent) :]
+        body = reindent(new_text.strip("\n"), span.indent)[len(span.indent) :]
     else:
-        body = _reindent(new_text.strip("\n"), span.indent)[len(span.indent) :]
+        body = reindent(new_text.strip("\n"), span.indent)[len(span.indent) :]
     return text[: span.start] + body + text[span.end :], span
 
 
@@ -219,7 +255,7 @@ def _span(text: str, found: tuple[str, ast.AST, ast.AST | None], symbol: str) ->
 def _insert(text: str, symbol: str, new_text: str, where: str) -> tuple[str, SymbolSpan] | None:
     """Add a new function, class or method (`Class.name`) at the end of its module or class;
     None when `new_text` is not that one definition or the class is not there."""
-    source = _dedent(new_text)
+    source = dedent(new_text)
     parts = [part for part in symbol.strip().split(".") if part]
     try:
         added = ast.parse(source)
@@ -245,18 +281,19 @@ def _insert(text: str, symbol: str, new_text: str, where: str) -> tuple[str, Sym
         indent = body_line[: len(body_line) - len(body_line.lstrip(" \t"))]
         after, gap = cls.end_lineno or cls.lineno, "\n"
     head = "".join(lines[:after]).rstrip("\n")
-    block = _reindent(source, indent)
+    block = reindent(source, indent)
     new_head = f"{head}\n{gap}{block}\n" if head else f"{block}\n"
     first = new_head.count("\n") - block.count("\n")
     span = SymbolSpan(symbol, "added", 0, 0, first, first + block.count("\n"), indent)
     return new_head + "".join(lines[after:]), span
 
 
-def _dedent(text: str) -> str:
-    return _reindent(text.strip("\n"), "")
+def dedent(text: str) -> str:
+    """`text` without its blank first and last lines and its first line's indentation."""
+    return reindent(text.strip("\n"), "")
 
 
-def _reindent(block: str, indent: str) -> str:
+def reindent(block: str, indent: str) -> str:
     """`block` with its first line's indentation made `indent`, the other lines shifted alike
     (a model's text for a method often comes without the class's indentation)."""
     lines = block.split("\n")

@@ -95,12 +95,13 @@ def tool_specs(default_timeout_seconds: float) -> list[dict[str, Any]]:
             "Use this to change a file or to create a new one. old_text is text copied from"
             " the file (from read_file or from the file shown to you), new_text replaces it;"
             " old_text must occur once in the file: include nearby lines to make it unique."
-            " With replace_all=true every occurrence is replaced (a rename). For Python, symbol"
-            " names a function, class, method (Class.method), module-level variable or a"
-            " parameter's default (function.parameter): with an empty old_text, new_text"
-            " replaces that whole definition (or its default value); with old_text, only the"
-            " text inside it is replaced. To create a new file, give an empty old_text and the"
-            " whole file as new_text. The user is asked first.",
+            " With replace_all=true every occurrence is replaced (a rename). In a source file,"
+            " symbol names a function, class, method (Class.method; in Go Type.Method, in Rust"
+            " the impl's Type.method), module-level variable or, in Python, a parameter's"
+            " default (function.parameter): with an empty old_text, new_text replaces that"
+            " whole definition (or its default value); with old_text, only the text inside it"
+            " is replaced. To create a new file, give an empty old_text and the whole file as"
+            " new_text. The user is asked first.",
             {
                 "path": _path("The file, relative to the workspace folder, e.g. src/app.py."),
                 "old_text": {
@@ -110,8 +111,8 @@ def tool_specs(default_timeout_seconds: float) -> list[dict[str, Any]]:
                 "new_text": {"type": "string", "description": "Text to put in its place."},
                 "symbol": {
                     "type": "string",
-                    "description": "Python only: the definition to edit, e.g. main, Parser.run,"
-                    " slugify.max_length.",
+                    "description": "The definition to edit, e.g. main, Parser.run,"
+                    " slugify.max_length (a Python default).",
                 },
                 "replace_all": {"type": "boolean", "default": False},
             },
