@@ -1,5 +1,5 @@
 """Symbol-addressed edits of files in other languages than Python, located with the code
-package's tree-sitter definitions (`symbols_code`)."""
+package's tree-sitter definitions (`symbols.code`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Symbols by name in the other languages milk parses (JavaScript, TypeScript, Go, Rust,
-Java, …), from the code package's tree-sitter definitions: `symbols`' Python path, for them.
+Java, …), from the code package's tree-sitter definitions: `symbols.python`, for them.
 
 A definition is named by its dotted path: `Class.method` (a Go method by its receiver type,
 `Reader.Read`; a Rust one by its `impl`'s type, `Version.parse`; `::` and `#` work as `.`),
@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from milk_lsp.agents.local.replace import EditDoesNotApply
-from milk_lsp.agents.local.symbols import SymbolSpan, dedent, reindent
+from milk_lsp.agents.local.symbols.span import SymbolSpan, dedent, reindent
 from milk_lsp.code import Language, syntax_problems
 from milk_lsp.code.parse import Body, Extent, bodies, extents
 

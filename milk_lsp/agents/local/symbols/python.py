@@ -1,4 +1,4 @@
-"""Symbols by name, for edits a small model can address without quoting text.
+"""Symbols by name in Python (and the dispatch to `code` for the other languages).
 
 A small model rewrites a whole small function ("add a docstring to `_now`") far more reliably
 than it copies an exact `old_text`. `find_symbol` locates, with the standard `ast` module, a
@@ -8,40 +8,22 @@ assignment or a parameter's default (`function.parameter`), as a span of the fil
 function, class or method that does not exist yet, adds it at the end of its module or class.
 
 A file of another language milk parses (JavaScript, Go, Rust, Java, …; `where` names it) goes
-to `symbols_code`, which does the same with tree-sitter definitions (functions, types and
+to `symbols.code`, which does the same with tree-sitter definitions (functions, types and
 methods; no parameter defaults).
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
+from milk_lsp.agents.local.symbols.span import SymbolSpan, dedent, reindent
 
 if TYPE_CHECKING:
     from milk_lsp.code import Language
 
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-
-
-@dataclass(frozen=True)
-class SymbolSpan:
-    """Where a symbol's text is: `start`/`end` are offsets into the file's text, `first_line`
-    and `last_line` 1-based; `indent` is the indentation its first line has."""
-
-    name: str
-    kind: str
-    """function, class, method, assignment or default."""
-    start: int
-    end: int
-    first_line: int
-    last_line: int
-    indent: str
-    def_start: int = -1
-    """For a decorated definition, where its `def`/`class` line's text starts (-1: none)."""
-    def_line: int = 0
 
 
 def parse_module(text: str, where: str) -> ast.Module:
@@ -61,7 +43,7 @@ def find_symbol(text: str, symbol: str, where: str) -> SymbolSpan:
     the file has."""
     language = code_language(where)
     if language is not None:
-        from milk_lsp.agents.local.symbols_code import find_code_symbol
+        from milk_lsp.agents.local.symbols.code import find_code_symbol
 
         return find_code_symbol(text, symbol, where, language)
     tree = parse_module(text, where)
@@ -126,7 +108,7 @@ def replace_symbol(text: str, symbol: str, new_text: str, where: str) -> tuple[s
     the end of its module or class (the span is then where it went)."""
     language = code_language(where)
     if language is not None:
-        from milk_lsp.agents.local.symbols_code import replace_code_symbol
+        from milk_lsp.agents.local.symbols.code import replace_code_symbol
 
         return replace_code_symbol(text, symbol, new_text, where, language)
     try:
@@ -286,27 +268,6 @@ def _insert(text: str, symbol: str, new_text: str, where: str) -> tuple[str, Sym
     first = new_head.count("\n") - block.count("\n")
     span = SymbolSpan(symbol, "added", 0, 0, first, first + block.count("\n"), indent)
     return new_head + "".join(lines[after:]), span
-
-
-def dedent(text: str) -> str:
-    """`text` without its blank first and last lines and its first line's indentation."""
-    return reindent(text.strip("\n"), "")
-
-
-def reindent(block: str, indent: str) -> str:
-    """`block` with its first line's indentation made `indent`, the other lines shifted alike
-    (a model's text for a method often comes without the class's indentation)."""
-    lines = block.split("\n")
-    first = next((line for line in lines if line.strip()), "")
-    have = len(first) - len(first.lstrip(" \t"))
-    out = []
-    for line in lines:
-        if not line.strip():
-            out.append("")
-            continue
-        lead = len(line) - len(line.lstrip(" \t"))
-        out.append(indent + line[min(have, lead) :])
-    return "\n".join(out)
 
 
 def _line_starts(text: str) -> list[int]:
