@@ -63,6 +63,9 @@ class LocalConfig(_Section):
     """Sent as the request's `temperature` when set; unset, the model server's default."""
     text_tool_calls: bool = True
     """Run a reply that is only a tool call written as JSON text as that call (milk addition)."""
+    max_tokens: int | None = Field(default=2048, ge=16, le=1_048_576)
+    """The most tokens one local reply to a question may have, sent as `max_tokens`; a change
+    request's replies may have twice this; null: the model server's own cap (milk addition)."""
     memory_tags: bool = False
     """Ask the local model to write need/percept tags (small models echo the instructions;
     off, milk takes the goal from the user's requests)."""

@@ -324,7 +324,8 @@ async def test_a_plan_of_calls_runs_its_first_step_and_says_so(
     assert events[-1] == TurnDone()
     assert [name for _, name, _ in tools.calls] == ["read_file"]
     tool_message = server.requests[1]["messages"][-1]
-    assert "milk ran only the first call you wrote; 1 more were not run" in tool_message["content"]
+    # the reply was ended after its first call (`runaway`): the plan's rest never came
+    assert "milk ran the call you wrote and ended your reply there" in tool_message["content"]
 
 
 def test_past_tense_mentions_of_tools_are_not_described_calls() -> None:
@@ -611,7 +612,8 @@ async def test_a_long_answer_with_a_polite_cannot_is_an_answer(
 ) -> None:
     answer = (
         "I can't run the tests from here, but the failure is clear from the code: `greet` "
-        "returns 'hello' while the test expects 'Hello'. " + "Change the literal in greet. " * 20
+        "returns 'hello' while the test expects 'Hello'. "
+        + "".join(f"Step {n}: change the literal in greet, line {n}. " for n in range(20))
     )
     server.enqueue({"tool_calls": [READ_A]}, {"text": answer})
     events = await run_judged(agent, ScriptedJudge(), look_first=True)

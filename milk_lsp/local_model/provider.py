@@ -70,6 +70,7 @@ class LocalModels:
                     read_timeout_seconds=cfg.request_timeout_seconds,
                     text_tool_calls=cfg.text_tool_calls,
                     temperature=cfg.temperature,
+                    max_tokens=cfg.max_tokens,
                     door=self._door(),
                 )
             )

@@ -358,6 +358,7 @@ class _Handler(LoopbackHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         self.fake._stream_started()
+        sent = 0
         try:
             for number, data in enumerate(events):
                 if cut_after is not None and number >= int(cut_after):
@@ -371,6 +372,7 @@ class _Handler(LoopbackHandler):
                     return
                 try:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    sent += 1
                 except OSError:
                     self._client_gone()
                     return
@@ -382,7 +384,7 @@ class _Handler(LoopbackHandler):
             except OSError:
                 self._client_gone()
         finally:
-            self.fake._stream_ended()
+            self.fake._stream_ended(sent)
 
     def _client_gone(self) -> None:
         self.close_connection = True
@@ -555,6 +557,9 @@ class FakeOpenAIServer(ScriptedLoopbackServer):
         """Set: the server also answers as Ollama's native API (`_answer_ollama`): keys
         ``version``, ``loaded`` (the ``/api/ps`` entries), ``parameters`` (``/api/show``)."""
         self._disconnects = 0
+        self.events_sent: list[int] = []
+        """Per streamed answer, in order of their ends: the SSE events written before it
+        ended or the client hung up (a stream milk ended early wrote fewer)."""
         self._open_streams = 0
         self._changed = threading.Condition(self.lock)
         self._connections: set[socket.socket] = set()
@@ -620,9 +625,10 @@ class FakeOpenAIServer(ScriptedLoopbackServer):
             self._open_streams += 1
             self._changed.notify_all()
 
-    def _stream_ended(self) -> None:
+    def _stream_ended(self, sent: int = 0) -> None:
         with self._changed:
             self._open_streams -= 1
+            self.events_sent.append(sent)
             self._changed.notify_all()
 
     def _track(self, connection: socket.socket, *, add: bool) -> None:

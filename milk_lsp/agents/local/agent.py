@@ -9,9 +9,8 @@ again, until a reply has no tool calls (`TurnDone`), the model calls `escalate_t
 for cancellation; the client closes each response in `finally`, so a cancelled turn leaves
 no open stream behind.
 
-Streamed tool calls are merged leniently (`merge_tool_call_deltas`): servers differ in what
-they repeat and when they say they are done, so the loop goes by the tool calls it saw,
-never by `finish_reason`. See `shared/research/local-model.md` for the recorded shapes.
+Streamed tool calls are merged leniently (`merge_tool_call_deltas`); a reply that runs away
+(a loop, text after a call written as text) is ended as it streams (`runaway`).
 
 Small models (Qwen2.5-Coder behind llama.cpp, Ollama or vLLM) often write a tool call as
 text instead: a ```json block, bare JSON, or `<tool_call>`/`[tool_call]` tags. With
@@ -21,8 +20,7 @@ runnable call written among prose (`embedded_call`). Text that starts like a cal
 back while it still could be one (`TextCallGate`), so the JSON is never shown as an
 answer; any other text streams as it comes.
 
-All per-turn state lives in the generator's locals; the agent object only holds its client,
-so several sessions can run turns at once.
+Per-turn state lives in the generator's locals: several sessions can run turns at once.
 """
 
 from __future__ import annotations
@@ -76,8 +74,10 @@ from milk_lsp.agents.local.rounds import (
     new_call_id,
     plan_note,
     prepare_calls,
+    request_body,
     spec_names,
 )
+from milk_lsp.agents.local.runaway import RunawayWatch, end_reply
 from milk_lsp.agents.local.stream import (
     LocalModelError,
     Reply,
@@ -271,16 +271,7 @@ class LocalAgent:
                 yield NoticeEvent("info", look.notice)
         tool_outputs: list[str] = []
         while True:
-            body: dict[str, Any] = {
-                "model": model,
-                "messages": conversation,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-            }
-            if specs:
-                body["tools"] = specs
-            if self.settings.temperature is not None:
-                body["temperature"] = self.settings.temperature
+            body = request_body(model, conversation, specs, self.settings, change_requested)
             held: list[str] | None = None
             if require_call:  # the answer waits until the model has looked: none is shown
                 body["tool_choice"] = "required"
@@ -288,9 +279,12 @@ class LocalAgent:
             reply = Reply()
             paragraphs.new_reply()
             gate = TextCallGate(offered) if self.settings.text_tool_calls and offered else None
+            runaway, ended = RunawayWatch(offered, calls=gate is not None), None
             try:
                 async with aclosing(self.client.stream_reply(body, reply)) as stream:
                     async for event in stream:
+                        if isinstance(event, TextDelta):  # a loop, or text after a call, ends it
+                            event, ended = runaway.take(event)
                         if held is not None and isinstance(event, TextDelta):
                             held.append(event.text)
                         elif gate is not None and isinstance(event, TextDelta):
@@ -298,9 +292,13 @@ class LocalAgent:
                             if shown:
                                 yield paragraphs.delta(shown)
                         elif isinstance(event, TextDelta):
-                            yield paragraphs.delta(event.text)
+                            if event.text:
+                                yield paragraphs.delta(event.text)
                         else:
                             yield event
+                        if ended is not None:
+                            yield end_reply(reply, ended)
+                            break
             except LocalModelError as exc:
                 if require_call and refuses_tool_choice(exc.http_status, exc.message):
                     # The server refuses `tool_choice`: milk looks itself, and remembers.
@@ -326,7 +324,7 @@ class LocalAgent:
                     yield paragraphs.delta(gate.release())
             if reply.usage is not None:
                 yield usage_event(reply.usage)
-            plan_rest = 0
+            plan_rest, ended_at_call = 0, bool(ended and ended.call)
             if not merged and not text_calls and gate is not None:
                 embedded = embedded_call("".join(reply.text), offered)
                 if embedded is not None:  # shown already; run it rather than leave it inert
@@ -493,7 +491,7 @@ class LocalAgent:
                         {
                             "role": "tool",
                             "tool_call_id": call.id,
-                            "content": outcome.output + (plan_note(plan_rest) if plan_rest else ""),
+                            "content": outcome.output + plan_note(plan_rest, ended_at_call),
                         }
                     )
             if escalation is not None:

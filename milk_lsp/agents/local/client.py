@@ -61,6 +61,9 @@ class LocalSettings:
     """The longest silence from the server (between two reads) before the turn fails."""
     temperature: float | None = None
     """The sampling temperature sent with every request; None leaves the server's default."""
+    max_tokens: int | None = 2048
+    """The most tokens of a question's reply (a change request's: twice this); None: the
+    server's own cap (`rounds.request_body`)."""
     text_tool_calls: bool = True
     """Run a reply that is only a tool call written as text (a ```json block, bare JSON,
     `<tool_call>`/`[tool_call]` tags; small models do this) as that tool call."""

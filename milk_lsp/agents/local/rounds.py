@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from milk_lsp.agents.base import TextDelta
+from milk_lsp.agents.local.client import LocalSettings
 from milk_lsp.agents.local.tool_calls import MergedToolCall, parse_tool_arguments
 
 
@@ -96,12 +97,20 @@ class Paragraphs:
         return TextDelta(text)
 
 
-def plan_note(rest: int) -> str:
-    """Told to a model whose reply wrote several calls as text: only the first ran."""
-    return (
-        f"\n\n(milk ran only the first call you wrote; {rest} more were not run. Read this "
-        "result, then make the next call if you still need it.)"
-    )
+def plan_note(rest: int, ended: bool = False) -> str:
+    """Told to a model whose reply wrote several calls as text: only the first ran; or
+    (`ended`) whose reply milk ended after the call it wrote (`runaway`); else ""."""
+    if rest:
+        return (
+            f"\n\n(milk ran only the first call you wrote; {rest} more were not run. Read "
+            "this result, then make the next call if you still need it.)"
+        )
+    if ended:
+        return (
+            "\n\n(milk ran the call you wrote and ended your reply there. Read this result, "
+            "then make the next call if you still need it.)"
+        )
+    return ""
 
 
 def spec_names(specs: Iterable[Any]) -> Iterable[str]:
@@ -111,3 +120,29 @@ def spec_names(specs: Iterable[Any]) -> Iterable[str]:
         name = function.get("name") if isinstance(function, Mapping) else None
         if isinstance(name, str) and name:
             yield name
+
+
+def request_body(
+    model: str,
+    conversation: list[dict[str, Any]],
+    specs: list[dict[str, Any]],
+    settings: LocalSettings,
+    change_requested: bool,
+) -> dict[str, Any]:
+    """One streamed chat-completion request of the loop. Its `max_tokens` fits what is
+    asked: `settings.max_tokens` for a question's reply, twice that for a change request's
+    (an edit carries its new text), so a reply that rambles ends at milk's cap, not at the
+    server's (often the whole context)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": conversation,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if specs:
+        body["tools"] = specs
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.max_tokens:
+        body["max_tokens"] = settings.max_tokens * (2 if change_requested else 1)
+    return body

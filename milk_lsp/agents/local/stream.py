@@ -60,6 +60,8 @@ class Reply:
     usage: dict[str, Any] | None = None
     done: bool = False
     """`data: [DONE]` arrived (or a whole non-streamed completion was read)."""
+    stopped: str | None = None
+    """Why milk ended the request before the server did (`runaway`), in words."""
 
 
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
