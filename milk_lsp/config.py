@@ -57,6 +57,10 @@ class LocalConfig(_Section):
     api_key: str | None = Field(default=None, repr=False)
     """A secret: kept out of reprs and logs."""
     max_tool_rounds: int = Field(default=20, ge=1, le=1000)
+    turn_budget_seconds: float | None = Field(default=300.0, gt=0)
+    """The longest the local part of a turn may take (the user's answers to permission
+    questions not counted); past it, it is handed to Claude (route auto) or ends with the
+    `time_budget` signal; null: no bound (milk addition)."""
     request_timeout_seconds: float = Field(default=120.0, gt=0)
     """Longest silence from the model server before the turn fails (milk addition)."""
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)

@@ -114,6 +114,7 @@ class LocalSignal(enum.StrEnum):
     MODEL_UNREACHABLE = "model_unreachable"
     MODEL_ERROR = "model_error"
     CONTEXT_OVERFLOW = "context_overflow"
+    TIME_BUDGET = "time_budget"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,8 @@ class TurnHost:
         if local:  # Claude's agent reports its own statuses; the local loop leaves it to us
             self._status(request, ToolStatus.PENDING)
         try:
-            answer = await turn.ask(params, self._timeout)
+            with turn.local_clock.paused() if turn.local_clock else nullcontext():
+                answer = await turn.ask(params, self._timeout)
         except asyncio.CancelledError:
             # The turn was cancelled with the question open: the question is withdrawn
             # (the bridge cancels the client request) and the call counts as denied.

@@ -93,6 +93,8 @@ def failure(gave_up: LocalGaveUp, why_kept: str, door: Door = LSP) -> tuple[Fail
     advice = (
         f"raise {door.setting('local.maxToolRounds')}, or {door.escalate} instead"
         if gave_up.signal is LocalSignal.ROUND_LIMIT
+        else f"raise {door.setting('local.turnBudgetSeconds')}, or {door.escalate} instead"
+        if gave_up.signal is LocalSignal.TIME_BUDGET
         else f"{door.escalate}, or rephrase and try again"
     )
     message = f"The local model did not finish: {gave_up.detail}."

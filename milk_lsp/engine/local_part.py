@@ -42,6 +42,7 @@ from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import handoff
 from milk_lsp.engine.agent_host import TurnHost
+from milk_lsp.engine.local_clock import LocalClock
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
 from milk_lsp.local_model.provider import LocalModels
@@ -162,11 +163,13 @@ class LocalPart:
                 judge=judge,
                 check=tools if config.local.check_command else None,
             )
+            clock = turn.local_clock = LocalClock(config.local.turn_budget_seconds, progress)
             try:
-                async with aclosing(run) as events:
+                async with clock.bounded(), aclosing(run) as events:
                     async for event in events:
                         # the model as the turn ran on it: a failed turn forgets it after
                         turn.local_model = agent.model_in_use or turn.local_model
+                        clock.saw(event)
                         if isinstance(event, EscalationRequested | LocalGaveUp):
                             outcome = event
                             break
@@ -179,6 +182,10 @@ class LocalPart:
                             turn.apply(event)
             finally:  # the turn's info names the model, however the part ended
                 turn.local_model = agent.model_in_use or turn.local_model
+                turn.local_clock = None
+            if clock.ran_out:  # cancelled at the deadline: its stream and tools have stopped
+                outcome = clock.out_of_time()
+                turn.failure = None
         turn.flush_text()
         self._say_checks(turn, tools)
         broken = await self._put_back_broken(turn, tools)

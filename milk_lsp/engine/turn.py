@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from milk_lsp.agents.base import (
     AgentEvent,
@@ -41,6 +41,9 @@ from milk_lsp.system.redact import redact_value
 from milk_lsp.text import cut, one_line
 from milk_lsp.wire import PART_BREAK, StopReason, TurnError, build_update
 from milk_lsp.workspace.edit_preview import capped
+
+if TYPE_CHECKING:
+    from milk_lsp.engine.local_clock import LocalClock
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +186,8 @@ class Turn:
         self._percepts_seen = 0
         self.allowed_tools: set[str] = set()
         """Tools the user allowed for the whole session (shared with the session's turns)."""
+        self.local_clock: LocalClock | None = None
+        """The running local part's clock: a permission question pauses its budget."""
 
     # ---- updates ------------------------------------------------------------------------
 

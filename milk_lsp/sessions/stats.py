@@ -36,6 +36,7 @@ COST_DIGITS = 6
 _SIGNAL_WORDS = {
     MODEL_ASKED: "the model asked",
     "round_limit": "too many tool rounds",
+    "time_budget": "its time budget",
     "repeated_call": "a repeated call",
     "unknown_tool": "an unknown tool",
     "unrunnable_call": "a call it could not run",

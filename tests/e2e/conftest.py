@@ -42,7 +42,9 @@ class MilkClient(LanguageClient):
         self.updates: list[dict[str, Any]] = []
         self.permission_requests: list[dict[str, Any]] = []
         self.permission_answers: list[str] = []
-        """Answers given in order; "hang" leaves the question open."""
+        """Answers given in order; "hang" leaves the question open; "slow_<answer>" gives
+        <answer> after `permission_delay_seconds` (a user who takes their time)."""
+        self.permission_delay_seconds = 0.0
         self.message_requests: list[Any] = []
         self.message_answers: list[str | None] = []
         self.applied_edits: list[Any] = []
@@ -57,6 +59,15 @@ class MilkClient(LanguageClient):
 
     def turn_updates(self, turn_id: str) -> list[dict[str, Any]]:
         return [u for u in self.updates if u.get("turnId") == turn_id]
+
+    def progress_messages(self) -> list[str]:
+        """Every `message` of the work-done progress reports, in order per token."""
+        return [
+            message
+            for reports in self.progress_reports.values()
+            for report in reports
+            if isinstance(message := getattr(report, "message", None), str)
+        ]
 
     def kinds(self, turn_id: str) -> list[str]:
         return [u["kind"] for u in self.turn_updates(turn_id)]
@@ -111,6 +122,9 @@ def make_client() -> MilkClient:
         answer = ls.permission_answers.pop(0) if ls.permission_answers else "deny"
         if answer == "hang":
             await asyncio.sleep(3600)
+        if answer.startswith("slow_"):
+            await asyncio.sleep(ls.permission_delay_seconds)
+            answer = answer.removeprefix("slow_")
         return {"optionId": answer}
 
     @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)

@@ -102,6 +102,14 @@ SIGNALS: dict[str, Case] = {
     ),
     "failed_edit": Case([{"tool_calls": [BAD_EDIT]}, {"text": "Run sed yourself to rename it."}]),
     "empty_reply": Case([{"tool_calls": [READ]}, {"text": ""}]),
+    # issue 30: a reply slower than the local part's budget (about 4 tokens a second)
+    "time_budget": Case(
+        [
+            {"tool_calls": [READ]},
+            {"text": "hello.py greets. " * 40, "chunk_chars": 4, "delay": 0.25},
+        ],
+        {"turnBudgetSeconds": 2},
+    ),
     "model_unreachable": Case([], reason="local_unreachable"),
     "model_error": Case([{"status": 500, "body": "the server crashed"}]),
     "context_overflow": Case(
@@ -339,6 +347,38 @@ async def test_cancel_during_the_question_leaves_nothing_running(
     result = await asyncio.wait_for(chat_task, 10)
     assert result["stopReason"] == "cancelled"
     assert api.main_requests() == []
+    await no_leftovers(claude_env)
+
+
+async def test_a_local_part_past_its_budget_stops_its_stream_and_names_the_budget(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    """Route local: the turn ends `error` naming the budget and its setting; the model's
+    stream is closed at the deadline, not read to its end; the time the user took to answer
+    a permission question (longer than the budget) did not count."""
+    slow = {"text": "hello.py greets. " * 40, "chunk_chars": 4, "delay": 0.25}
+    good_edit = {
+        "name": "edit_file",
+        "arguments": {"path": "hello.py", "old_text": "'hello'", "new_text": "'hi'"},
+    }
+    openai.enqueue({"tool_calls": [good_edit]}, slow)
+    client = await start(harness, claude_env, "auto", turnBudgetSeconds=3)
+    client.permission_answers = ["slow_allow_once"]
+    client.permission_delay_seconds = 4.0
+    started = asyncio.get_running_loop().time()
+    result = await chat(client, claude_env, "make greet return 'hi'", route="local")
+    took = asyncio.get_running_loop().time() - started
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "time_budget", result["error"]
+    assert "3 s, local.turnBudgetSeconds" in result["error"]["message"]
+    assert openai.wait_for_disconnects(1)  # the stream was closed at the deadline
+    assert took < 4.0 + 3.0 + 5.0, took  # not the ~40 s the slow reply would take
+    assert api.main_requests() == []
+    progress = [m for m in client.progress_messages() if m.startswith("local model: ")]
+    assert progress and progress[-1].endswith(" tokens"), client.progress_messages()
+    assert client.permission_requests, "the edit was asked for (and answered after 4 s)"
+    # the 4 s answer did not count: the edit ran and the model was asked again
+    assert len(openai.requests) == 2, "the budget ran out while the user was answering"
     await no_leftovers(claude_env)
 
 
