@@ -116,10 +116,25 @@ class ModelCall:
     seconds: float = 0.0
     status: int = 0
     timings: dict[str, Any] = field(default_factory=dict)
+    chunks: int = 0
+    """SSE `data:` lines passed on (a llama.cpp stream sends about one token per line)."""
+    ended_by_client: bool = False
+    """milk closed the stream before llama.cpp finished it (no `timings` then)."""
 
     @property
     def prompt_n(self) -> int:
         return int(self.timings.get("prompt_n", 0))
+
+    @property
+    def generated(self) -> int:
+        """Tokens generated: llama.cpp's `predicted_n`, else the lines streamed."""
+        return int(self.timings.get("predicted_n", self.chunks))
+
+    @property
+    def generating_seconds(self) -> float:
+        """Seconds spent generating: llama.cpp's `predicted_ms`, else the call's time."""
+        predicted = self.timings.get("predicted_ms")
+        return float(predicted) / 1000 if predicted is not None else self.seconds
 
     @property
     def cache_n(self) -> int:
@@ -230,6 +245,9 @@ class TimingsProxy:
                 self._scan(call, pending + b"\n")
                 writer.write(b"0\r\n\r\n")
                 await writer.drain()
+        except ConnectionError:
+            call.ended_by_client = True
+            raise
         except httpx.HTTPError as exc:
             text = f"proxy: upstream failed: {exc!r}".encode()
             writer.write(
@@ -247,6 +265,7 @@ class TimingsProxy:
             text = line.strip()
             if text.startswith(b"data:"):
                 text = text[5:].strip()
+                call.chunks += text != b"[DONE]"
             if b'"timings"' not in text:
                 continue
             with contextlib.suppress(ValueError):

@@ -22,7 +22,10 @@ evaluated, and `cache_n`, those it reused from its cache.
 
 Per task it prints the verdict (right locally / handed to Claude / wrong / reported failure /
 timeout), whether a wrong result was silent (the turn ended `end_turn` without being right),
-the tools called, seconds and prompt tokens evaluated and cached; then the totals. Before the
+the tools called, seconds and prompt tokens evaluated and cached, the tokens generated, the
+replies milk ended early and why, and for a task handed to Claude the seconds until Claude
+started; then the totals, with the share of the time generating spent in replies that ran to
+the server's cap (`--n-predict`) and in replies milk ended. Before the
 tasks it measures the prefix cache: session A turn 1 (cold), A turn 2, then a new session B
 turn 1 in the same workspace and a session C turn 1 in a second workspace folder; target B1
 and C1 <= 15 % of A1's evaluated prompt tokens. After the tasks it prints `milk/stats` of the
@@ -77,10 +80,27 @@ PROJECTS: dict[str, Project] = {"slugify": SLUGIFY, "humanize": HUMANIZE, "cross
 class Turns:
     """Sends `milk/chat` turns with a deadline and keeps every `milk/update` by session."""
 
-    def __init__(self, milk: MilkLsp, workspace: Path, timeout: float) -> None:
+    def __init__(self, milk: MilkLsp, workspace: Path, timeout: float, n_predict: int) -> None:
         self.milk, self.workspace, self.timeout = milk, workspace, timeout
+        self.n_predict = n_predict
+        """The server's reply cap: a reply of that many tokens ran to it."""
         self.updates: dict[str, list[dict[str, Any]]] = {}
-        milk.on_update = lambda u: self.updates.setdefault(str(u.get("sessionId")), []).append(u)
+        self.arrived: dict[int, float] = {}
+        """`time.perf_counter()` when each update (by `id`) arrived."""
+        milk.on_update = self._keep
+
+    def _keep(self, update: dict[str, Any]) -> None:
+        self.arrived[id(update)] = time.perf_counter()
+        self.updates.setdefault(str(update.get("sessionId")), []).append(update)
+
+    def seconds_to_claude(self, session_id: str, turn_id: str | None) -> float | None:
+        """From the turn's start to its `escalated` update (None: Claude never started)."""
+        mine = [u for u in self.updates.get(session_id, []) if u.get("turnId") == turn_id]
+        started = next((u for u in mine if u.get("kind") == "turn_started"), None)
+        handed = next((u for u in mine if u.get("kind") == "escalated"), None)
+        if started is None or handed is None:
+            return None
+        return round(self.arrived[id(handed)] - self.arrived[id(started)], 1)
 
     async def new_session(self, workspace: Path | None = None) -> str:
         folder = workspace or self.workspace
@@ -192,6 +212,13 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
     result, timed_out, seconds = await turns.chat(session_id, task.prompt)
     calls = proxy.since(start)
     prompt_n, cache_n = sums(calls)
+    updates = turns.updates.get(session_id, [])
+    ended = [
+        str(u.get("message", "")).split(": ", 1)[-1]
+        for u in updates
+        if u.get("kind") == "notice"
+        and "ended the local model's reply early" in str(u.get("message"))
+    ]
     row = {
         "task": task.name,
         "kind": task.kind,
@@ -203,6 +230,15 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
         "modelCalls": len(calls),
         "promptEvaluated": prompt_n,
         "promptCached": cache_n,
+        "generated": sum(c.generated for c in calls),
+        "generatingSeconds": round(sum(c.generating_seconds for c in calls), 1),
+        "repliesAtCap": sum(c.generated >= turns.n_predict for c in calls),
+        "secondsAtCap": round(
+            sum(c.generating_seconds for c in calls if c.generated >= turns.n_predict), 1
+        ),
+        "repliesEnded": ended,
+        "secondsEnded": round(sum(c.generating_seconds for c in calls if c.ended_by_client), 1),
+        "secondsToClaude": turns.seconds_to_claude(session_id, result.get("turnId")),
     }
     # a task the local model did not get right keeps its whole reply (the JSON is where
     # its failure is read)
@@ -211,10 +247,14 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
     print(
         f"{task.name:<20} {task.kind:<8} {row['verdict']:<17} "
         f"{'SILENT' if row['silent'] else 'NEEDLESS' if row['needless'] else '':<8} "
-        f"{row['seconds']:>6.1f} {len(calls):>5} {prompt_n:>7} {cache_n:>7}  "
-        f"{', '.join(row['tools']) or '-'}",
+        f"{row['seconds']:>6.1f} {len(calls):>5} {prompt_n:>7} {cache_n:>7} "
+        f"{row['generated']:>6} {len(ended):>5}  {', '.join(row['tools']) or '-'}",
         flush=True,
     )
+    for why in ended:
+        print(f"{'':<20} ^ milk ended a reply: {why}", flush=True)
+    if row["secondsToClaude"] is not None:
+        print(f"{'':<20} ^ Claude started after {row['secondsToClaude']:.1f} s", flush=True)
     if row["verdict"] not in RIGHT:
         why = row["error"] or row["check"]
         said = " ".join(row["reply"].split())[:160]
@@ -327,7 +367,19 @@ def totals(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
         "seconds": round(seconds, 1),
         "promptEvaluated": sum(r["promptEvaluated"] for r in rows),
         "promptCached": sum(r["promptCached"] for r in rows),
+        "generated": sum(r["generated"] for r in rows),
+        "generatingSeconds": round(sum(r["generatingSeconds"] for r in rows), 1),
+        "repliesAtCap": sum(r["repliesAtCap"] for r in rows),
+        "secondsAtCap": round(sum(r["secondsAtCap"] for r in rows), 1),
+        "repliesEnded": sum(len(r["repliesEnded"]) for r in rows),
+        "secondsEnded": round(sum(r["secondsEnded"] for r in rows), 1),
     }
+    to_claude = sorted(
+        r["secondsToClaude"]
+        for r in rows
+        if r["kind"] == "claude" and r["secondsToClaude"] is not None
+    )
+    out["medianSecondsToClaude"] = to_claude[len(to_claude) // 2] if to_claude else None
     print(
         f"\nended right: {right}/{len(rows)} = {out['endedRightPercent']} % (target >= 75 %): "
         f"{count['right locally']} right locally, {count['handed to Claude']} handed to Claude; "
@@ -347,6 +399,15 @@ def totals(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     print(
         f"total {seconds:.0f} s for the tasks; prompt tokens evaluated {out['promptEvaluated']}, "
         f"reused from the cache {out['promptCached']}"
+    )
+    spent = out["generatingSeconds"] or 1.0
+    at_cap, ended = 100 * out["secondsAtCap"] / spent, 100 * out["secondsEnded"] / spent
+    print(
+        f"generated {out['generated']} tokens in {out['generatingSeconds']:.0f} s; "
+        f"{out['repliesAtCap']} replies ran to the server's cap ({at_cap:.0f} % of the time "
+        f"generating; target 0), {out['repliesEnded']} ended early by milk ({ended:.0f} %); "
+        f"median seconds until Claude started on Claude-sized tasks: "
+        f"{out['medianSecondsToClaude']} (target <= 60)"
     )
     return out
 
@@ -421,12 +482,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "serverTree": tree_commit(tree),
         }
         await milk.start()
-        turns = Turns(milk, scratch.workspace, args.turn_timeout)
+        turns = Turns(milk, scratch.workspace, args.turn_timeout, args.n_predict)
         if not args.no_prefix_cache:
             report["prefixCache"] = await prefix_cache(turns, proxy, sdist)
         print(
             f"\n{'task':<20} {'kind':<8} {'verdict':<17} {'silent':<8} {'secs':>6} {'calls':>5} "
-            f"{'prompt':>7} {'cached':>7}  tools"
+            f"{'prompt':>7} {'cached':>7} {'tokens':>6} {'ended':>5}  tools"
         )
         started = time.perf_counter()
         rows = [await run_task(task, turns, proxy, sdist) for task in tasks]
