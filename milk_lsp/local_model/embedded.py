@@ -31,6 +31,7 @@ from typing import Any, Literal
 from milk_lsp.agents.base import FailureReason
 from milk_lsp.agents.local.stream import LocalModelError
 from milk_lsp.config import LocalConfig
+from milk_lsp.local_model import prompt_cache
 from milk_lsp.local_model.download import (
     HUB_INSTALL_HINT,
     DownloadProgress,
@@ -277,6 +278,11 @@ class EmbeddedServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._listeners: list[tuple[Progress | None, Notice | None]] = []
         self._last_progress = ""
+        self._slots: Path | None = None
+        """Where the prompt cache's slot files are (`prompt_cache`); None: not kept."""
+        self._slot_saved = False
+        self.restored_tokens: int | None = None
+        """Prompt tokens the last start restored from a saved slot (None: none)."""
 
     @property
     def alias(self) -> str:
@@ -364,6 +370,11 @@ class EmbeddedServer:
             self.state, self.error = "failed", problem.message
             raise problem
         self.state, self.error = "loading", None
+        try:
+            self._slots = prompt_cache.slot_dir()
+        except OSError as exc:  # no cache folder: every start reads the prompt afresh
+            logger.info("prompt cache: no folder for it: %r", exc)
+            self._slots = None
         started = time.monotonic()
         try:
             url = await self._spawn_and_wait()
@@ -377,10 +388,31 @@ class EmbeddedServer:
             raise
         self.load_seconds = time.monotonic() - started
         self.base_url, self.state = f"{url}/v1", "running"
+        self.restored_tokens = await self._restore_prompt(url)
         logger.info("embedded model %s loaded in %.1f s at %s", self.alias, self.load_seconds, url)
         if self._users == 0:
             self._arm_idle()
         return self.base_url
+
+    async def remember_prompt(self) -> None:
+        """After a local turn: save the slot (milk's static prompt and that turn) once per
+        model file and version, so the next start of the engine restores it."""
+        if self._slot_saved or self._slots is None or self.base_url is None:
+            return
+        self._slot_saved = True
+        name = prompt_cache.slot_name(self.model_path, self.settings.context_size)
+        saved = await prompt_cache.save(self.base_url.removesuffix("/v1"), self._slots, name)
+        if saved:
+            logger.info("prompt cache: saved %d tokens as %s", saved, name)
+
+    async def _restore_prompt(self, origin: str) -> int | None:
+        if self._slots is None:
+            return None
+        name = prompt_cache.slot_name(self.model_path, self.settings.context_size)
+        restored = await prompt_cache.restore(origin, self._slots, name)
+        if restored:
+            logger.info("prompt cache: restored %d tokens from %s", restored, name)
+        return restored
 
     async def _obtain_model(self) -> str:
         """`local.modelPath`, or the Hub model's file: from the cache, else downloaded with
@@ -442,6 +474,8 @@ class EmbeddedServer:
         command += ["--threads", str(self.settings.threads)]
         command += ["--ctx", str(self.settings.context_size)]
         command += ["--n-predict", str(self.settings.max_reply_tokens)]
+        if self._slots is not None:
+            command += ["--slot-dir", str(self._slots)]
         env = {**os.environ, EMBEDDED_RUN_ENV: new_run_token()}
         self._stderr.clear()
         proc = await asyncio.create_subprocess_exec(

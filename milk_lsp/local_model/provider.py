@@ -126,7 +126,10 @@ class LocalModels:
                 if dropped is not None:
                     await dropped.aclose()
             if server is not None:
-                server.release()
+                try:
+                    await server.remember_prompt()  # once: the next start restores it
+                finally:
+                    server.release()
 
     async def _point_at(self, base_url: str) -> None:
         """Drop the agent when it talks to another server (the embedded one restarted on a

@@ -3,6 +3,7 @@
 Started by `milk_lsp.local_model.embedded.EmbeddedServer` as a child of milk-lsp, never by hand::
 
     python -m milk_lsp.local_model.serve MODEL.gguf --alias NAME --threads N --ctx N --n-predict N
+        [--slot-dir DIR]
 
 Binds 127.0.0.1 on a port the OS chooses, uses the GGUF's own chat template with tool
 calling on (`use_jinja`, llama-server's ``--jinja``), then prints exactly one line
@@ -28,9 +29,12 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
-def params_for(model: str, alias: str, *, threads: int, ctx: int, n_predict: int) -> Any:
+def params_for(
+    model: str, alias: str, *, threads: int, ctx: int, n_predict: int, slot_dir: str = ""
+) -> Any:
     """xllamacpp's server parameters: 127.0.0.1 on an OS-chosen port, one slot, the GGUF's
-    own chat template with tool calling on. Raises `ImportError` without xllamacpp."""
+    own chat template with tool calling on, slots saved to and restored from `slot_dir`
+    (`prompt_cache`). Raises `ImportError` without xllamacpp."""
     import xllamacpp  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     params = xllamacpp.CommonParams()
@@ -45,6 +49,8 @@ def params_for(model: str, alias: str, *, threads: int, ctx: int, n_predict: int
     params.cpuparams_batch.n_threads = threads
     params.use_jinja = True
     params.ui = False
+    if slot_dir:  # llama.cpp joins it to a file name as it is: the separator is ours
+        params.slot_save_path = os.path.join(slot_dir, "")
     return params
 
 
@@ -76,10 +82,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--ctx", type=int, required=True)
     parser.add_argument("--n-predict", type=int, required=True, help="reply cap (tokens)")
+    parser.add_argument("--slot-dir", default="", help="where slots are saved and restored")
     args = parser.parse_args()
     try:
         params = params_for(
-            args.model, args.alias, threads=args.threads, ctx=args.ctx, n_predict=args.n_predict
+            args.model,
+            args.alias,
+            threads=args.threads,
+            ctx=args.ctx,
+            n_predict=args.n_predict,
+            slot_dir=args.slot_dir,
         )
     except ImportError as exc:
         _say(f"FAILED xllamacpp cannot be imported: {exc}")

@@ -229,3 +229,36 @@ async def test_a_turn_cancelled_during_the_load_ends_and_the_load_serves_the_nex
     after = await chat(client, {"sessionId": session_id, "text": "Say hi."})
     answered(client, after)
     assert len(engines_of(server_pid(client))) == 1  # the load went on: one engine
+
+
+def first_usage(client: MilkClient, result: dict[str, Any]) -> dict[str, Any]:
+    """The turn's first `usage` update: its first model request's prompt, split into the
+    tokens evaluated (`inputTokens`) and those read from the cache (`cacheReadTokens`)."""
+    usage = [u for u in client.turn_updates(result["turnId"]) if u["kind"] == "usage"]
+    assert usage, "the engine reported no usage"
+    return usage[0]
+
+
+async def test_the_prompt_cache_outlives_a_restart(tmp_path: Path, smollm2_gguf: Path) -> None:
+    """Issue 30, item 4: after the engine stops (idle here, an editor restart alike), its
+    first turn evaluates at most 15 % of the prompt tokens the cold start evaluated: milk's
+    static prompt comes back from the slot saved after the first turn."""
+    env = embedded_env(tmp_path, smollm2_gguf, idleStopSeconds=1)
+    env.extra_env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    harness = Harness(env)
+    try:
+        client = await harness.start()
+        first = await chat(client, {"text": "Say hi."})
+        answered(client, first)
+        cold = first_usage(client, first)
+        assert cold["inputTokens"] > 200, cold  # milk's system prompt and tools, evaluated
+        slots = list((tmp_path / "cache" / "milk-lsp" / "slots").glob("prefix-*.bin"))
+        assert len(slots) == 1 and (slots[0].stat().st_mode & 0o777) == 0o600, slots
+        await gone_within(engines_of(server_pid(client)), 10.0)
+        again = await chat(client, {"text": "Say hello."})
+        answered(client, again)
+        warm = first_usage(client, again)
+        assert warm["inputTokens"] <= 0.15 * cold["inputTokens"], (cold, warm)
+        assert warm.get("cacheReadTokens", 0) >= 0.85 * cold["inputTokens"], (cold, warm)
+    finally:
+        await harness.close()
