@@ -118,6 +118,8 @@ class LocalModels:
         self._holders[key] = self._holders.get(key, 0) + 1
         try:
             yield agent
+            if server is not None:  # once, after a part that ended (not a cancelled one)
+                await server.remember_prompt()
         finally:
             self._holders[key] -= 1
             if self._holders[key] == 0:
@@ -126,10 +128,7 @@ class LocalModels:
                 if dropped is not None:
                     await dropped.aclose()
             if server is not None:
-                try:
-                    await server.remember_prompt()  # once: the next start restores it
-                finally:
-                    server.release()
+                server.release()
 
     async def _point_at(self, base_url: str) -> None:
         """Drop the agent when it talks to another server (the embedded one restarted on a
