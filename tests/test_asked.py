@@ -9,7 +9,11 @@ import pytest
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal
 from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
-from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, requested_change
+from milk_lsp.agents.local.judge.edit_intent import (
+    edits_elsewhere,
+    no_new_file,
+    requested_change,
+)
 from milk_lsp.agents.local.judge.grounding import about_workspace, question_names
 from milk_lsp.agents.local.judge.grounding.hints import (
     asks_where_defined,
@@ -279,3 +283,27 @@ def test_a_copy_of_milks_look_is_judged_by_what_it_found() -> None:
     nothing = "search_text {'pattern': 'a|b'}:\nNo matches for 'a|b' in ."
     ended = _watch().final_reply(nothing, reasoned=False)
     assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.NO_ANSWER
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Add the inverse of every formatter in number.py as a new module with tests.",
+        "Lege die Umkehrfunktionen in einem neuen Modul an.",
+        "Crée un nouveau fichier parse.js avec les fonctions inverses.",
+        "逆関数を新しいモジュールに追加してください。",
+        "Добавь обратные функции в новый модуль.",
+    ],
+)
+def test_a_request_for_a_new_file_with_none_created_is_not_done(request_text: str) -> None:
+    changed = {"src/number.py": ("x = 1\n", "x = 2\n")}
+    said = no_new_file(request_text, changed)
+    assert said is not None and "src/number.py" in said
+    created = {**changed, "src/parse.py": (None, "def parse(): ...\n")}
+    assert no_new_file(request_text, created) is None
+
+
+def test_a_request_naming_no_new_file_is_not_asked_for_one() -> None:
+    changed = {"src/number.py": ("x = 1\n", "x = 2\n")}
+    assert no_new_file("Make intcomma accept floats in number.py", changed) is None
+    assert no_new_file("Add the inverse as a new module", {}) is None  # nothing edited

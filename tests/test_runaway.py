@@ -142,7 +142,9 @@ async def test_a_written_call_then_2000_tokens_of_repetition_is_ended_and_run(
 async def test_a_looping_answer_is_ended_and_judged_as_it_was_kept(
     server: FakeOpenAIServer,
 ) -> None:
-    server.enqueue({"text": "x = 1 is in a.py.\n" + "And so on and so forth.\n" * 300})
+    server.enqueue(
+        {"text": "x = 1 is in a.py.\n" + "And so on and so forth.\n" * 300, "delay": 0.001}
+    )
     agent = LocalAgent(settings_for(server))
     try:
         events = await collect(agent, StandInTools())

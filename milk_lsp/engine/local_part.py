@@ -33,10 +33,11 @@ from milk_lsp.agents.local.judge.edit_intent import (
     asks_for_change,
     edits_elsewhere,
     made_change,
+    no_new_file,
     unmade_change,
 )
 from milk_lsp.agents.local.judge.grounding import about_workspace
-from milk_lsp.agents.local.judge.grounding.hints import change_hinted
+from milk_lsp.agents.local.judge.grounding.hints import asks_for_new_file, change_hinted
 from milk_lsp.agents.local.judge.read_first import focus_names, read_first
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.doors import LSP, Door
@@ -191,7 +192,7 @@ class LocalPart:
         broken = await self._put_back_broken(turn, tools)
         if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
             outcome = broken
-        if outcome is None and (change or hinted):
+        if outcome is None and (change or hinted or asks_for_new_file(user_ask)):
             outcome = await self._unmade_change(turn, tools, user_ask, focus_names(user_ask, index))
         elif change and _given_up_early(outcome):
             outcome = await self._ended_after_the_change(turn, tools, user_ask, outcome)
@@ -248,7 +249,11 @@ class LocalPart:
         not do what was asked (`edit_not_made`). Those edits are put back, as broken ones are:
         whoever goes on (Claude, the user) starts from the files as the user left them."""
         edited = await _edited_texts(tools)
-        why = unmade_change(user_ask, edited) or edits_elsewhere(user_ask, edited, names)
+        why = (
+            unmade_change(user_ask, edited)
+            or no_new_file(user_ask, edited)
+            or edits_elsewhere(user_ask, edited, names)
+        )
         if why is None:
             return None
         restored = await tools.restore_edited()

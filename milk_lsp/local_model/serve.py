@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, NoReturn
 
 
@@ -50,7 +51,7 @@ def params_for(
     params.use_jinja = True
     params.ui = False
     if slot_dir:  # llama.cpp joins it to a file name as it is: the separator is ours
-        params.slot_save_path = os.path.join(slot_dir, "")
+        params.slot_save_path = str(Path(slot_dir)) + os.sep
     return params
 
 

@@ -885,6 +885,13 @@ def broke(ask: str, path: str, old: str, new: str, done: str) -> Wrong:
     return Wrong(Bad(ask, script), "edit_broke_file", BROKEN, ("allow_once",) * 3)
 
 
+def elsewhere(ask: str, path: str, old: str, new: str, done: str) -> Wrong:
+    """A good edit (allowed) of a file that was there, when the request asks for a new
+    file or module, then done (humanize's bench: "Edited src/humanize/number.py")."""
+    script = [edit(path, old, new), say(done), say(done)]
+    return Wrong(Bad(ask, script), "edit_not_made", NOT_MADE, ("allow_once",) * 2)
+
+
 def denied(ask: str, path: str, old: str, new: str, done: str) -> Wrong:
     """A good edit the user denies, then a claim that it was made (again after a nudge)."""
     script = [edit(path, old, new), say(done), say(done), say(done)]
@@ -1076,6 +1083,20 @@ BAD: dict[str, Wrong] = {
         "NewString 関数はどのファイルに定義されていますか？",
         search("NewString"),
         "`NewString` は `README.md` に定義されています。",
+    ),
+    "new-module-js-en-edited-index": elsewhere(
+        "Add a limitFunction helper as a new module limit-function.js, with tests.",
+        "index.js",
+        "\tlet rejectOnClear = false;\n",
+        "\tlet rejectOnClear = false; // see limitFunction\n",
+        "Done: added limitFunction.",
+    ),
+    "new-module-py-de-edited-isoduration": elsewhere(
+        "Lege die Umkehrfunktion von duration_isoformat in einem neuen Modul an.",
+        "isodate/isoduration.py",
+        "def duration_isoformat(",
+        "def duration_isoformat(  # Umkehrung: parse_duration\n",
+        "Erledigt.",
     ),
     # ---- (c) a change claimed and not made -----------------------------------------------
     "claimed-js-en-could-you": claimed(

@@ -17,7 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from milk_lsp.agents.local.judge.grounding.hints import CHANGE, CHANGE_INTO, straight_quotes
+from milk_lsp.agents.local.judge.grounding.hints import (
+    CHANGE,
+    CHANGE_INTO,
+    asks_for_new_file,
+    straight_quotes,
+)
 
 _QUOTED_CHANGE = re.compile(
     rf"""(["'])(?P<old>[^"'\n]{{1,200}})\1\s*(?:{CHANGE_INTO})\s*(["'])(?P<new>[^"'\n]{{1,200}})\3""",
@@ -118,6 +123,20 @@ def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]
     return (
         f'the request asks to {verb} "{wanted.old}" to "{wanted.new}", but the local model\'s'
         f' edits left "{wanted.old}" as it was in {files}'
+    )
+
+
+def no_new_file(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
+    """The request asks for a new file or module (a hint, `NEW_FILE`) and the turn's edits
+    created none, only changed files that were there: in words, else None."""
+    if not edited or not asks_for_new_file(request):
+        return None
+    if any(before is None and now is not None for before, now in edited.values()):
+        return None
+    files = ", ".join(edited)
+    return (
+        "the request asks for a new file or module, but the local model's edits created "
+        f"none (they changed {files})"
     )
 
 

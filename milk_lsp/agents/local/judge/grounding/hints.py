@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-_NO_SPACES = frozenset({"zh", "ja", "ko"})
+NO_SPACES = frozenset({"zh", "ja", "ko"})
+"""The languages written without spaces between words: their stems match anywhere."""
 
 WHERE_DEFINED: Mapping[str, tuple[str, ...]] = {
     "en": (
@@ -441,24 +442,27 @@ QUOTE_PAIRS: tuple[tuple[str, str], ...] = (
 """How languages quote a text: a message's quoted text is code or a text to change."""
 
 
-LINE_PLACES: Mapping[str, tuple[str, ...]] = {
-    "en": ("line", "lines", "l."),
-    "de": ("zeile", "zeilen"),
-    "fr": ("ligne", "lignes"),
-    "es": ("línea", "líneas", "linea", "lineas"),
-    "pt": ("linha", "linhas"),
-    "it": ("riga", "righe", "linea"),
-    "nl": ("regel", "regels"),
-    "pl": ("linia", "linii", "wiersz"),
-    "ru": ("строка", "строке", "строки", "строк"),
-    "uk": ("рядок", "рядку", "рядки"),
-    "zh": ("第", "行"),
-    "ja": ("行", "行目"),
-    "ko": ("줄", "행"),
+NEW_FILE: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        "new module",
+        "new file",
+        "new test file",
+        "new script",
+        "new package",
+        "new class file",
+    ),
+    "de": ("neues modul", "neue datei", "neuen datei", "neuen modul"),
+    "fr": ("nouveau module", "nouveau fichier", "nouveaux fichiers"),
+    "es": ("nuevo módulo", "nuevo modulo", "nuevo archivo", "nuevo fichero"),
+    "pt": ("novo módulo", "novo modulo", "novo arquivo"),
+    "it": ("nuovo modulo", "nuovo file"),
+    "ru": ("новый модуль", "новый файл", "новом модуле", "новом файле"),
+    "zh": ("新模块", "新文件", "新的模块", "新的文件"),
+    "ja": ("新しいモジュール", "新しいファイル", "新規ファイル"),
+    "ko": ("새 모듈", "새 파일"),
 }
-"""The words that make the number beside them a place in a file ("line 42", "Zeile 42",
-"第42行", "42行目"), not a value stated about the code."""
-
+"""The request asks for a file that is not there yet ("as a new module", "in einer neuen
+Datei"): a turn whose edits created none did not do it."""
 
 CHANGE_INTO = (
     r"\bto\b|\binto\b|\bwith\b|\bby\b|->|=>|\u2192|\bin\b|\bzu\b|\bdurch\b|\bmit\b|"
@@ -483,7 +487,7 @@ def quoted_pattern(body: str = r"[^\n]{1,200}?") -> str:
 _PATTERNS: dict[int, re.Pattern[str]] = {}
 
 
-def _pattern(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
+def pattern_of(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
     """One pattern for all of a table's languages, made on first use (off start-up) and
     kept (the tables are module constants)."""
     made = _PATTERNS.get(id(table))
@@ -494,10 +498,10 @@ def _pattern(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
 
 def _compiled(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
     spaced = {
-        stem for language, stems in table.items() if language not in _NO_SPACES for stem in stems
+        stem for language, stems in table.items() if language not in NO_SPACES for stem in stems
     }
     unspaced = {
-        stem for language, stems in table.items() if language in _NO_SPACES for stem in stems
+        stem for language, stems in table.items() if language in NO_SPACES for stem in stems
     }
     words = "|".join(re.escape(stem) for stem in sorted(spaced, key=len, reverse=True))
     parts = [rf"(?<!\w)(?:{words})"]
@@ -513,21 +517,21 @@ _LONG_VERBS = frozenset(
 
 def asks_where_defined(question: str) -> bool:
     """The question asks which file holds a definition, in one of the table's languages."""
-    return _pattern(WHERE_DEFINED).search(question) is not None
+    return pattern_of(WHERE_DEFINED).search(question) is not None
 
 
 def asks_about_cli_options(question: str) -> bool:
     """The question is about the options of a command line."""
     return (
-        _pattern(CLI_OPTIONS).search(question) is not None
-        and _pattern(CLI_NAMES).search(question) is not None
+        pattern_of(CLI_OPTIONS).search(question) is not None
+        and pattern_of(CLI_NAMES).search(question) is not None
     )
 
 
 def change_hinted(request: str) -> bool:
     """A verb of a change request stands somewhere in `request` (a hint, see the module),
     also with one typo in a longer one ("chnage", "renmae")."""
-    if _pattern(CHANGE).search(request) is not None:
+    if pattern_of(CHANGE).search(request) is not None:
         return True
     words = {word.lower() for word in re.findall(r"\w{5,}", request)}
     return any(one_edit(word, verb) for word in words for verb in _LONG_VERBS)
@@ -556,28 +560,19 @@ def one_edit(a: str, b: str) -> bool:
 
 def about_this_project(text: str) -> bool:
     """The text speaks of "this project" (or "my code", "dieses Projekt", "この…")."""
-    return _pattern(THIS_PROJECT).search(text) is not None
+    return pattern_of(THIS_PROJECT).search(text) is not None
 
 
-_AFTER_NUMBER = tuple(stem for language in _NO_SPACES for stem in LINE_PLACES[language])
-
-
-def line_place_around(before: str, after: str) -> bool:
-    """Whether a number between `before` and `after` is a line of a file: a word of
-    `LINE_PLACES` right before it, or (Chinese, Japanese, Korean) right after it."""
-    tail = before.rstrip(" \t:#~")[-8:]
-    found = list(_pattern(LINE_PLACES).finditer(tail))
-    if found and found[-1].end() == len(tail):
-        return True
-    head = after.lstrip()[:2]
-    return any(head.startswith(stem) for stem in _AFTER_NUMBER)
+def asks_for_new_file(request: str) -> bool:
+    """The request asks for a new file or module (see `NEW_FILE`)."""
+    return pattern_of(NEW_FILE).search(request) is not None
 
 
 def says_done(answer: str) -> bool:
     """The answer says a change is made (see `DONE`)."""
-    return _pattern(DONE).search(answer) is not None
+    return pattern_of(DONE).search(answer) is not None
 
 
 def says_cannot(answer: str) -> bool:
     """The reply says the model cannot answer (see `CANNOT`)."""
-    return _pattern(CANNOT).search(answer) is not None
+    return pattern_of(CANNOT).search(answer) is not None

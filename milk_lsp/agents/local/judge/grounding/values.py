@@ -19,7 +19,7 @@ Pure: the files are asked through a callable.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from milk_lsp.agents.local.judge.grounding.asked import code_shaped
 from milk_lsp.agents.local.judge.grounding.claims import (
@@ -28,7 +28,7 @@ from milk_lsp.agents.local.judge.grounding.claims import (
     code_spans,
     split_fences,
 )
-from milk_lsp.agents.local.judge.grounding.hints import line_place_around
+from milk_lsp.agents.local.judge.grounding.hints import NO_SPACES, pattern_of
 from milk_lsp.code.numbers import literal_values
 
 _NOT_AFTER = r"(?<![\w.,$#/:\-\u2013@])"
@@ -62,6 +62,39 @@ _CONSTANTS = frozenset(
 and a year; a kibibyte, a mebibyte, a gibibyte."""
 _PRODUCT = re.compile(r"(?<![\w.])(\d[\d_]*(?:\.\d+)?)\s*\*\s*(\d[\d_]*(?:\.\d+)?)(?![\w.])")
 """A product the code writes out (`60 * 1000`, `24 * 60 * 60`: its first two factors)."""
+
+
+LINE_PLACES: Mapping[str, tuple[str, ...]] = {
+    "en": ("line", "lines", "l."),
+    "de": ("zeile", "zeilen"),
+    "fr": ("ligne", "lignes"),
+    "es": ("línea", "líneas", "linea", "lineas"),
+    "pt": ("linha", "linhas"),
+    "it": ("riga", "righe", "linea"),
+    "nl": ("regel", "regels"),
+    "pl": ("linia", "linii", "wiersz"),
+    "ru": ("строка", "строке", "строки", "строк"),
+    "uk": ("рядок", "рядку", "рядки"),
+    "zh": ("第", "行"),
+    "ja": ("行", "行目"),
+    "ko": ("줄", "행"),
+}
+"""The words that make the number beside them a place in a file ("line 42", "Zeile 42",
+"第42行", "42行目"), not a value stated about the code."""
+
+
+_AFTER_NUMBER = tuple(stem for language in NO_SPACES for stem in LINE_PLACES[language])
+
+
+def line_place_around(before: str, after: str) -> bool:
+    """Whether a number between `before` and `after` is a line of a file: a word of
+    `LINE_PLACES` right before it, or (Chinese, Japanese, Korean) right after it."""
+    tail = before.rstrip(" \t:#~")[-8:]
+    found = list(pattern_of(LINE_PLACES).finditer(tail))
+    if found and found[-1].end() == len(tail):
+        return True
+    head = after.lstrip()[:2]
+    return any(head.startswith(stem) for stem in _AFTER_NUMBER)
 
 
 def stated_values(
