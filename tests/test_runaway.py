@@ -55,8 +55,6 @@ def test_calls_written_one_after_another_are_all_kept() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        '{"name": "rm_rf", "arguments": {"path": "/"}} is a call of no offered tool. ' * 2
-        + "Then words that go on without a loop, as an answer does.",
         "```python\n" + "\n".join(f"assert f({n}) == {n * n}" for n in range(120)) + "\n```",
         "| a | b |\n|---|---|\n" + "".join(f"| {n} | {n * 2} |\n" for n in range(100)),
         "=" * 60 + "\nTitle\n" + "=" * 60 + "\nSome text that goes on and on.",
@@ -153,3 +151,44 @@ async def test_a_looping_answer_is_ended_and_judged_as_it_was_kept(
     assert events[-1] == TurnDone()
     assert server.wait_for_disconnects(1)
     assert server.events_sent[0] < 300 * 24 // 3
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "search_text {'pattern': 'commandConvert'}",
+        'read_file({"path": "a.py"})',
+        "`read_file` {'path': 'a.py'}",
+    ],
+)
+def test_a_call_written_as_the_tool_s_name_is_ended_at_its_arguments(call: str) -> None:
+    """crossenv's where-command-live: milk's look copied as text, with made-up results
+    after it, to the server's cap."""
+    text = call + ":\nsrc/command.js:4: module.exports = commandConvert\n" * 20
+    stop, _ = stream(RunawayWatch((*OFFERED, "search_text")), text)
+    assert stop is not None and stop.call and text[: stop.keep] == call
+
+
+def test_a_call_of_a_tool_not_offered_ends_the_reply_too_without_a_run() -> None:
+    """crossenv's sigint-code-de: a call of a tool the turn did not offer, then a made-up
+    `<tool_response>` with a whole file, to the cap."""
+    call = '{{"name": "edit_file", "arguments": {"path": "src/index.js", "old_text": "a"}}'
+    text = call + "\n\nThe file's text is:\n" + "const x = require('y')\n" * 40
+    stop, fed = stream(RunawayWatch(OFFERED), text)
+    assert stop is not None and not stop.call and fed < len(call) + 16
+    assert text[: stop.keep].endswith('"a"}}')
+
+
+def test_a_made_up_tool_response_ends_the_reply_before_it() -> None:
+    text = 'I read it.\n<tool_response>\nThe file says "x".\n</tool_response>'
+    stop, _ = stream(RunawayWatch(OFFERED), text, 3)
+    assert stop is not None and text[: stop.keep] == "I read it.\n"
+
+
+def test_an_example_call_of_another_api_inside_an_answer_is_read_to_its_end() -> None:
+    text = (
+        'Tools are called as JSON: {"name": "get_weather", "arguments": {"city": "Oslo"}} is '
+        "what the model sends, and the client answers with the result in the next message; "
+        "see `dispatch()` in server.py, which looks the name up in its table and calls it."
+    )
+    assert stream(RunawayWatch(OFFERED), text) == (None, len(text))

@@ -5,20 +5,22 @@ made-up result, a plan), and one that loops repeats a line until the server's ca
 with Qwen2.5-Coder-1.5B on two cores, such replies were 80 % of the time spent generating.
 `RunawayWatch` reads the reply's text as it arrives and says when to end the request:
 
-* a complete tool call written as text (`{"name": …, "arguments": …}` of an offered tool,
-  bare, fenced or in tags) followed by anything but its closing fence or tag: the reply is
-  cut at the call's end and the call runs;
+* a complete tool call written as text (`{"name": …, "arguments": …}` bare, fenced or in
+  tags, or the tool's name and its arguments at the reply's start, `search_text {'pattern':
+  …}`) followed by anything but its closing fence or tag or another call: the reply is cut
+  at the call's end; a call of an offered tool runs, one of another tool at the reply's
+  start is judged as the unrunnable call it is (a call shown inside an answer is left);
 * the text's end repeating itself: the same block of at least `MIN_PERIOD` characters three
   times or more in a row, `MIN_REPEATED_CHARS` in all (whitespace-only blocks aside);
-* a chat template's special token (`<|im_start|>`, `<|eot_id|>`, `<end_of_turn>`): the
-  model writes the conversation's next turns itself; the reply is cut before it.
+* a chat template's special token (`<|im_start|>`, `<|eot_id|>`, `<end_of_turn>`) or a
+  tool result's tag (`<tool_response>`): the model writes the conversation on itself (the
+  user's next message, a made-up result of its own call); the reply is cut before it.
 
 Pure: it looks at text only; the agent ends the request and judges what was kept.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -36,12 +38,17 @@ CHECK_EVERY_CHARS = 96
 _CALL_SHAPE = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,80})"\s*,\s*"(?:arguments|parameters)"\s*:')
 _SPECIAL_TOKEN = re.compile(
     r"<\|(?:im_start|im_end|endoftext|eot_id|start_header_id|end_header_id|begin_of_text|"
-    r"end|user|assistant|system)\|>|<(?:start|end)_of_turn>|\[/?INST\]"
+    r"end|user|assistant|system)\|>|<(?:start|end)_of_turn>|\[/?INST\]|"
+    r"<(?:tool_response|tool_result)>"
 )
+"""A chat template's turn marks, and the tag of a tool's result: the model writes the
+conversation on (a made-up result of its own call, the user's next message)."""
+_NAMED_CALL = re.compile(r"\s*`?([A-Za-z_]\w*)`?\s*(?::\s*|\(\s*)?(?=\{)")
+"""A call written as the tool's name and its arguments (`search_text {'pattern': 'x'}`,
+`read_file({"path": "a.py"})`) at the start of a reply."""
 _CLOSERS = ("```", "</tool_call>", "[/tool_call]", "</tools>")
 _OPENERS = ("```", "<tool_call>", "[tool_call]", "<tools>", "{")
 _CLOSER = re.compile(r"(?:\s*(?:```|</tool_call>|\[/tool_call\]|</tools>))+")
-_JSON = json.JSONDecoder()
 _TAIL_CHARS = 24
 """The end of the text kept to find a special token split over two pieces."""
 
@@ -73,8 +80,12 @@ class RunawayWatch:
         """Where a call-shaped object starts in the text, once one has."""
         self._call_end: int | None = None
         self._named = False
-        """`"name"` has been written: a call may be taking shape."""
+        """`"name"` has been written, or the reply opens with a tool's name and `{`: a call
+        may be taking shape."""
         self._search_from = 0
+        self._runs = False
+        """The call taking shape is to an offered tool, written so that it can be run."""
+        self._named_end: re.Match[str] | None = None
 
     def feed(self, piece: str) -> Stop | None:
         """Take the next piece of the reply's text; a `Stop` when the request should end."""
@@ -91,7 +102,11 @@ class RunawayWatch:
             if not self._text()[:at].strip():  # markup as the whole answer: judged as such
                 at += len(special.group())
             return Stop(f"it wrote chat-template markup ({special.group()})", max(0, at))
-        self._named = self._named or '"name"' in recent
+        self._named = (
+            self._named
+            or '"name"' in recent
+            or ("{" in recent and self._size < 200 and bool(_NAMED_CALL.match(self._text())))
+        )
         if self._calls and self._named:
             stop = self._after_call(self._text())
             if stop is not None:
@@ -123,26 +138,34 @@ class RunawayWatch:
         return self._pieces[0]
 
     def _after_call(self, text: str) -> Stop | None:
-        """Complete written calls to offered tools with text after them that is neither a
-        closing fence or tag nor another call: keep the text to the last call's end (and
-        its closer)."""
+        """Complete calls written as text (JSON anywhere, or the tool's name and its
+        arguments at the start) with text after them that is neither a closing fence or
+        tag nor another call: keep the text to the last call's end (and its closer). A call
+        of an offered tool is run; one of another is judged as the unrunnable call it is."""
         while True:
             if self._call_at is None:
-                match = _CALL_SHAPE.search(text, self._search_from)
-                if match is None:
-                    return None
-                if match.group(1) not in self._offered:
-                    self._calls = False  # a call of no offered tool: not run, not stopped for
-                    return None
-                self._call_at = match.start()
+                named = _NAMED_CALL.match(text) if self._search_from == 0 else None
+                if named is not None and named.group(1) in self._offered:
+                    self._call_at, self._runs = named.end(), True
+                    self._named_end = named
+                else:
+                    match = _CALL_SHAPE.search(text, self._search_from)
+                    if match is None:
+                        return None
+                    self._call_at, self._named_end = match.start(), None
+                    self._runs = match.group(1) in self._offered
+                    opening = text[: match.start()].strip(" \n`{<>[]").removesuffix("json")
+                    if not self._runs and opening.replace("tool_call", "").strip():
+                        self._calls = False  # an example of a call inside an answer
+                        return None
             if self._call_end is None:
-                try:
-                    value, end = _JSON.raw_decode(text, self._call_at)
-                except (ValueError, RecursionError):
+                end = _value_end(text, self._call_at)
+                if end is None:
                     return None  # not complete yet (or never: then no stop for it)
-                if not parse_text_tool_calls(json.dumps(value), self._offered):
-                    self._calls = False
-                    return None
+                if self._named_end is not None and text.startswith(")", end):
+                    end += 1
+                written = text[:end] if self._named_end is not None else text[self._call_at : end]
+                self._runs = self._runs and bool(parse_text_tool_calls(written, self._offered))
                 self._call_end = end
             closer = _CLOSER.match(text, self._call_end)
             keep = closer.end() if closer is not None else self._call_end
@@ -154,6 +177,8 @@ class RunawayWatch:
                     return None  # another call may be taking shape
                 self._search_from, self._call_at, self._call_end = keep, None, None
                 continue
+            if not self._runs:
+                return Stop("it went on after a call it could not make", keep)
             return Stop("it went on after a complete tool call written as text", keep, call=True)
 
     @property
@@ -161,6 +186,30 @@ class RunawayWatch:
         """A written call has begun and is not complete yet (its text may repeat: a file's
         lines in `new_text`)."""
         return self._call_at is not None and self._call_end is None
+
+
+def _value_end(text: str, start: int) -> int | None:
+    """The end of the JSON object or Python dict at `start` (quotes of either kind kept
+    apart), or None while it is not closed."""
+    depth, quote, escaped = 0, "", False
+    for at in range(start, len(text)):
+        char = text[at]
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return at + 1
+    return None
 
 
 def repeating_period(text: str) -> int | None:
