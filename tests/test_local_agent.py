@@ -1356,3 +1356,19 @@ async def test_finish_beside_another_call_waits_for_its_result(
     assert [name for _, name, _ in tools.calls] == ["read_file"]
     assert text_of(events) == "a.py prints hello."
     assert events[-1] == TurnDone()
+
+
+def test_a_written_call_with_code_s_own_backslashes_is_read_as_the_code() -> None:
+    """crossenv's normalize-default: a regex copied into `old_text` with `\\$` and `\\w`
+    as the code writes them (JSON knows no `\\$`); the call reads them as the code."""
+    written = (
+        '```json\n{"name": "edit_file", "arguments": {"path": "src/command.js", '
+        '"old_text": "const re = /\\$(\\\\w+)|\\${(\\\\w+)}/g", "new_text": "x"}}\n```'
+    )
+    calls = parse_text_tool_calls(written, ["edit_file"])
+    assert calls is not None
+    assert json.loads(calls[0].arguments)["old_text"] == "const re = /\\$(\\w+)|\\${(\\w+)}/g"
+    assert (
+        parse_text_tool_calls('{"name": "edit_file", "arguments": {"a": "\\q"', ["edit_file"])
+        is None
+    )

@@ -185,7 +185,16 @@ def parse_text_tool_calls(text: str, offered: Collection[str]) -> list[MergedToo
     object, or a JSON string holding one), and else only `type` ("function") and `id` (ignored:
     the loop gives the call its own id). Anything else, such as prose around the JSON, is None.
     """
-    return _walk_text_calls(text.strip(), offered, complete=True)
+    calls = _walk_text_calls(text.strip(), offered, complete=True)
+    if calls is None and "\\" in text:
+        # code copied into a JSON string with its own backslashes (`\$`, `\d`): JSON knows
+        # no such escape; read each as the backslash and the character it is in the code
+        fixed = _INVALID_ESCAPE.sub(r"\1\\\\", text.strip())
+        calls = _walk_text_calls(fixed, offered, complete=True) if fixed != text.strip() else None
+    return calls
+
+
+_INVALID_ESCAPE = re.compile(r'(?<!\\)((?:\\\\)*)\\(?=[^"\\/bfnrtu])')
 
 
 def _walk_text_calls(
