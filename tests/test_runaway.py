@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from milk_lsp.agents.base import NoticeEvent, TurnDone
+from milk_lsp.agents.base import NoticeEvent, TurnDone, UsageEvent
 from milk_lsp.agents.local.agent import LocalAgent
 from milk_lsp.agents.local.runaway import RunawayWatch, Stop, repeating_period
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -151,6 +151,9 @@ async def test_a_looping_answer_is_ended_and_judged_as_it_was_kept(
     assert events[-1] == TurnDone()
     assert server.wait_for_disconnects(1)
     assert server.events_sent[0] < 300 * 24 // 3
+    # the server's usage never came: milk's estimate stands in for it
+    usage = [event for event in events if isinstance(event, UsageEvent)]
+    assert len(usage) == 1 and usage[0].input_tokens > 0 and usage[0].output_tokens > 0
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,8 @@ from tests.test_store_faults import fill, mount_tmpfs, unmount
 
 pytestmark = pytest.mark.e2e
 
-BIG_ANSWER = "y" * 1_500_000
+BIG_ANSWER = " ".join(f"word{n}" for n in range(160_000))
+"""About 1.5 MB of text that does not repeat itself (a loop would be ended as it streams)."""
 HEADROOM = 96 * 1024
 MAX_PAGES = 48
 """For `max_page_count`: the first small turn fits (a dozen pages), 1.5 MB does not."""

@@ -297,7 +297,7 @@ class LocalAgent:
                         else:
                             yield event
                         if ended is not None:
-                            yield end_reply(reply, ended)
+                            yield end_reply(reply, ended, body, runaway.pieces)
                             break
             except LocalModelError as exc:
                 if require_call and refuses_tool_choice(exc.http_status, exc.message):

@@ -24,8 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from milk_lsp.agents.base import NoticeEvent, TextDelta
+from milk_lsp.agents.local.context_window import estimate_prompt_tokens
 from milk_lsp.agents.local.stream import Reply
 from milk_lsp.agents.local.tool_calls import parse_text_tool_calls
 
@@ -83,6 +85,7 @@ class RunawayWatch:
         """`"name"` has been written, or the reply opens with a tool's name and `{`: a call
         may be taking shape."""
         self._search_from = 0
+        self._count = 0
         self._runs = False
         """The call taking shape is to an offered tool, written so that it can be run."""
         self._named_end: re.Match[str] | None = None
@@ -92,6 +95,7 @@ class RunawayWatch:
         if not piece:
             return None
         start = self._size
+        self._count += 1
         recent = self._tail + piece
         self._pieces.append(piece)
         self._size += len(piece)
@@ -122,6 +126,11 @@ class RunawayWatch:
                 f"it repeated itself ({_quoted(text[at - period : at])} again and again)", at
             )
         return None
+
+    @property
+    def pieces(self) -> int:
+        """Streamed pieces of text so far (a server streams about one token each)."""
+        return self._count
 
     def take(self, event: TextDelta) -> tuple[TextDelta, Stop | None]:
         """`feed` for a streamed piece: the part of it to keep (all of it, unless the reply
@@ -243,10 +252,17 @@ def _quoted(block: str) -> str:
     return f"“{words[:40]}…”" if len(words) > 40 else f"“{words}”"
 
 
-def end_reply(reply: Reply, stop: Stop) -> NoticeEvent:
+def end_reply(reply: Reply, stop: Stop, body: dict[str, Any], pieces: int) -> NoticeEvent:
     """The reply as milk ended it (its text cut to what `stop` keeps, and why), and the
-    user's one quiet line about it."""
+    user's one quiet line about it. The server's usage never comes for a request ended
+    early: milk's estimate stands in (the prompt as `context_window` counts it, a token a
+    streamed piece), so the turn's usage is not lost."""
     reply.text[:] = ["".join(reply.text)[: stop.keep]]
     reply.stopped = stop.why
     reply.done = True
+    if reply.usage is None:
+        reply.usage = {
+            "prompt_tokens": estimate_prompt_tokens(body),
+            "completion_tokens": pieces,
+        }
     return NoticeEvent("info", f"milk ended the local model's reply early: {stop.why}")
