@@ -79,7 +79,9 @@ async def test_chat_turn_streams_from_the_real_model(
     assert "".join(deltas) == result["text"]
     assert result["text"].strip(), "the model answered nothing"
     usage = [u for u in updates if u["kind"] == "usage"]
-    assert usage, [(u["kind"], u.get("message") or u.get("delta")) for u in updates if u["kind"] != "text"]
+    assert usage, [
+        (u["kind"], u.get("message") or u.get("delta")) for u in updates if u["kind"] != "text"
+    ]
     # input tokens exclude the part llama.cpp reused from its prompt cache
     assert usage[-1]["inputTokens"] + (usage[-1].get("cacheReadTokens") or 0) > 0
     assert usage[-1]["outputTokens"] > 0
