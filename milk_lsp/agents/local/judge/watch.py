@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
 from milk_lsp.agents.local.judge.grounding.hints import says_cannot, says_done
+from milk_lsp.agents.local.judge.grounding.verdict import unbacked_claims
 from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,
     decode_loose_object,
@@ -468,20 +469,9 @@ class TurnWatch:
                 LocalSignal.NO_ANSWER,
                 f"the local model said it could not answer: {_short(visible)}",
             )
-        if grounded is not None and grounded.missing:
-            names = ", ".join(grounded.missing[:4])
-            return self.gave_up(
-                LocalSignal.UNGROUNDED_ANSWER,
-                f"the answer names {names}, which milk found neither in what the local model "
-                "looked at nor in the workspace",
-            )
-        if grounded is not None and grounded.values:
-            shown = ", ".join(grounded.values[:4])
-            return self.gave_up(
-                LocalSignal.UNGROUNDED_ANSWER,
-                f"the answer states {shown} about the code, a value nothing the local model "
-                "looked at shows",
-            )
+        unbacked = unbacked_claims(grounded.missing, grounded.values) if grounded else None
+        if unbacked is not None:
+            return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, unbacked)
         if grounded is not None and grounded.claims and self._tried and not self._found_something:
             if self._change_denied:
                 return self.gave_up(

@@ -111,6 +111,22 @@ def ungrounded(
     return tuple(missing)
 
 
+def unbacked_claims(names: Sequence[str], values: Sequence[str]) -> str | None:
+    """Why an answer is ungrounded, in words: the names nothing backs, else the values it
+    states about the code that nothing backs; None when there are neither."""
+    if names:
+        return (
+            f"the answer names {', '.join(names[:4])}, which milk found neither in what the "
+            "local model looked at nor in the workspace"
+        )
+    if values:
+        return (
+            f"the answer states {', '.join(values[:4])} about the code, a value nothing the "
+            "local model looked at shows"
+        )
+    return None
+
+
 def _indexed_path(index: WorkspaceIndex | None, path: str) -> bool:
     return index is not None and index.has_path(path)
 
