@@ -18,9 +18,8 @@ from milk_lsp.agents.local.judge.grounding import about_workspace, question_name
 from milk_lsp.agents.local.judge.grounding.hints import (
     asks_where_defined,
     change_hinted,
-    says_cannot,
-    says_done,
 )
+from milk_lsp.agents.local.judge.grounding.said import says_cannot, says_done
 from milk_lsp.agents.local.judge.read_first import read_first
 from milk_lsp.agents.local.judge.watch import TurnWatch
 from milk_lsp.workspace.index import WorkspaceIndex

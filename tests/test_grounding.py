@@ -227,6 +227,18 @@ RIGHT = {
         "is computed by `add` in calc.py."
     ),
     "markdown link": "See [the report](pkg/report.py) and **calc.py**.",
+    # issue 29: denials and proposals in other languages (`grounding.said`)
+    "denied de": (
+        "Eine Funktion `compute_total()` gibt es hier nicht, und `utils.py` existiert nicht;"
+        " die Summe berechnet `add` in calc.py."
+    ),
+    "denied fr": "`utils.py` n'existe pas ; la somme est calculée par `add` dans calc.py.",
+    "denied es": "`utils.py` no existe; la suma la calcula `add` en calc.py.",
+    "denied ru": "Файл `utils.py` не существует; сумму считает `add` в calc.py.",
+    "denied zh": "没有 `utils.py` 这个文件；求和由 calc.py 中的 `add` 完成。",
+    "denied ja": "`utils.py` というファイルは存在しません。合計は calc.py の `add` が計算します。",
+    "proposed de": "Lege zum Beispiel `utils.py` neu an und rufe dort `add` aus calc.py auf.",
+    "proposed ru": "Например, создайте `utils.py` и вызовите в нём `add` из calc.py.",
 }
 
 

@@ -904,3 +904,35 @@ async def test_an_edit_made_already_says_when_it_is_inside_what_the_request_name
     outcome = await named.call("t2", "edit_file", elsewhere)
     assert "this edit was made already; nothing to change." in outcome.output
     assert not outcome.made_already
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "again"),
+    [
+        (
+            "src/now.js",
+            "function now() {\n  // Now.\n  return 1\n}\n\nconst X = 1\n",
+            ("function now() {\n  return 1", "function now() {\n  // Now.\n  return 1"),
+        ),
+        (
+            "now.go",
+            "package now\n\nfunc Now() int {\n\t// Now.\n\treturn 1\n}\n\nvar X = 1\n",
+            ("func Now() int {\n\treturn 1", "func Now() int {\n\t// Now.\n\treturn 1"),
+        ),
+    ],
+)
+async def test_an_edit_made_already_is_placed_in_any_language_milk_parses(
+    root: Path, host: FakeHost, name: str, text: str, again: tuple[str, str]
+) -> None:
+    """Issue 29: the names around an edit come from the code package, not Python alone."""
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text(text)
+    symbol = "now" if name.endswith(".js") else "Now"
+    named = WorkspaceTools(root, host, focus=[symbol])
+    old, new = again
+    outcome = await named.call("t1", "edit_file", {"path": name, "old_text": old, "new_text": new})
+    assert f"this edit was made already, inside {symbol} as the request asks" in outcome.output
+    assert outcome.made_already
+    elsewhere = {"path": name, "old_text": "X = 0", "new_text": "X = 1"}
+    outcome = await named.call("t2", "edit_file", elsewhere)
+    assert not outcome.made_already

@@ -115,6 +115,9 @@ class LocalSignal(enum.StrEnum):
     MODEL_ERROR = "model_error"
     CONTEXT_OVERFLOW = "context_overflow"
     TIME_BUDGET = "time_budget"
+    WIDE_REQUEST = "wide_request"
+    """A change reaching more of the workspace than a local model does well; handed to
+    Claude before the local model started (`judge.scope`)."""
 
 
 @dataclass(frozen=True)

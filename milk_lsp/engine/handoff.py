@@ -65,9 +65,13 @@ def reason_text(gave_up: LocalGaveUp) -> str:
 
 def brief(gave_up: LocalGaveUp, user_ask: str) -> str:
     """What Claude is told about the local agent's attempt (the escalation brief)."""
+    opening = (
+        "milk handed this request to you before the local model tried it"
+        if gave_up.signal is LocalSignal.WIDE_REQUEST
+        else "The local model could not finish this request and milk handed it to you"
+    )
     lines = [
-        f"The local model could not finish this request and milk handed it to you "
-        f"({gave_up.signal.value}): {gave_up.detail}",
+        f"{opening} ({gave_up.signal.value}): {gave_up.detail}",
         f"The user asked: {' '.join(user_ask.split())}",
     ]
     if gave_up.tried:

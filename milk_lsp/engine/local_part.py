@@ -39,6 +39,7 @@ from milk_lsp.agents.local.judge.edit_intent import (
 from milk_lsp.agents.local.judge.grounding import about_workspace
 from milk_lsp.agents.local.judge.grounding.hints import asks_for_new_file, change_hinted
 from milk_lsp.agents.local.judge.read_first import focus_names, read_first
+from milk_lsp.agents.local.judge.scope import reach
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import handoff
@@ -117,6 +118,16 @@ class LocalPart:
         system = prompts.local_system_prompt(plan.offer_escalation)
         index = await indexed
         change = asks_for_change(user_ask)
+        wide = self._claude_sized(plan, config.local.hand_off, user_ask, index, change)
+        if wide is not None:
+            turn.notice(
+                "info", f"milk handed this turn to Claude before the local model started: {wide}."
+            )
+            return LocalGaveUp(
+                LocalSignal.WIDE_REQUEST,
+                f"{wide}, more than the local model does well; milk handed it to Claude before"
+                " the local model started",
+            )
         tools = WorkspaceTools(
             Path(session.workspace_folder),
             TurnHost(turn, config.claude.permission_timeout_seconds),
@@ -220,6 +231,18 @@ class LocalPart:
         pending = [] if local_part is None else [local_part.record(turn.turn_id)]
         session.last_local_summary = self._sessions.local_brick(session, pending)
         return hand_off
+
+    def _claude_sized(
+        self, plan: Plan, mode: str, user_ask: str, index: WorkspaceIndex, change: bool
+    ) -> str | None:
+        """Why a change request goes to Claude before the local model starts (None: it
+        does not): on route `auto` with `local.handOff: "auto"` and Claude at hand, a change
+        reaching the whole workspace or several files at once (`judge.scope`)."""
+        if not plan.watches_local or mode != "auto" or self._claude_path() is None:
+            return None
+        if not (change or change_hinted(user_ask)):
+            return None
+        return reach(user_ask, index).reason() or None
 
     async def _put_back_broken(self, turn: Turn, tools: WorkspaceTools) -> LocalGaveUp | None:
         """Files the local model's edits left broken (it was told, and did not fix them) are

@@ -37,6 +37,7 @@ _SIGNAL_WORDS = {
     MODEL_ASKED: "the model asked",
     "round_limit": "too many tool rounds",
     "time_budget": "its time budget",
+    "wide_request": "a request reaching too much of the workspace",
     "repeated_call": "a repeated call",
     "unknown_tool": "an unknown tool",
     "unrunnable_call": "a call it could not run",

@@ -434,3 +434,52 @@ async def test_a_good_local_turn_is_untouched(
     assert result.get("escalated") is None
     assert client.permission_requests == []
     assert api.main_requests() == []
+
+
+WIDE_ASK = "Portiere das ganze Projekt nach TypeScript, mit Tests für jedes Modul."
+
+
+async def test_a_claude_sized_change_reaches_claude_before_the_local_model(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    """Issue 30: a change reaching the whole workspace goes to Claude at once (route auto,
+    `handOff: "auto"`): no local request, the user told why, Claude told milk sent it."""
+    api.enqueue({"text": CLAUDE_ANSWER})
+    client = await start(harness, claude_env, "auto")
+    result = await chat(client, claude_env, WIDE_ASK)
+    assert result["stopReason"] == "end_turn", result
+    assert result["agent"] == "claude"
+    assert result["escalated"]["by"] == "fallback"
+    assert result["escalated"]["signal"] == "wide_request"
+    assert "whole workspace" in result["escalated"]["reason"]
+    assert openai.requests == [], "the local model was never asked"
+    notices = [u for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any("before the local model started" in n["message"] for n in notices), notices
+    appended = appended_system_text(api.main_requests()[-1])
+    assert "milk handed this request to you before the local model tried it" in appended
+    assert f"The user asked: {WIDE_ASK}" in appended
+    stats = await request(client, "milk/stats", {"workspaceFolder": claude_env.workspace.as_uri()})
+    assert stats["total"]["handedOffBySignal"] == {"wide_request": 1}, stats
+    assert "a request reaching too much of the workspace" in stats["text"]
+    await no_leftovers(claude_env)
+
+
+@pytest.mark.parametrize(
+    ("hand_off", "route"), [("ask", "auto"), ("off", "auto"), ("auto", "local")]
+)
+async def test_a_claude_sized_change_stays_local_unless_hand_off_is_automatic(
+    hand_off: str,
+    route: str,
+    harness: Harness,
+    claude_env: Env,
+    api: FakeAnthropicAPI,
+    openai: FakeOpenAIServer,
+) -> None:
+    """Asked first, hand-off off, or the user's own route `local`: the local model tries."""
+    openai.enqueue({"text": "I cannot port a whole project."})
+    client = await start(harness, claude_env, hand_off)
+    client.permission_answers = ["deny"]
+    result = await chat(client, claude_env, WIDE_ASK, route=route)
+    assert len(openai.requests) >= 1, "the local model was asked"
+    assert (result.get("escalated") or {}).get("signal") != "wide_request", result
+    assert api.main_requests() == []

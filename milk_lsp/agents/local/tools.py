@@ -47,7 +47,7 @@ from milk_lsp.agents.local.replace import (
     split_lines,
 )
 from milk_lsp.agents.local.run_hints import module_run_hint
-from milk_lsp.agents.local.symbols import symbol_line_range
+from milk_lsp.agents.local.symbols import symbol_line_range, symbols_work_for
 from milk_lsp.agents.local.tool_arguments import BadArgument, ToolArguments, ToolFailed
 from milk_lsp.agents.local.tool_specs import (
     EDIT_FILE,
@@ -350,11 +350,12 @@ class WorkspaceTools:
         )
 
     def _named_around(self, where: str, text: str, line: int) -> str | None:
-        """The definition the request names that holds `line` of a Python file, if any."""
-        if not where.endswith((".py", ".pyi")):
+        """The definition the request names that holds `line` of the file, if any (in
+        every language the code package parses)."""
+        if not symbols_work_for(where):
             return None
         for name in self._focus:
-            lines = symbol_line_range(text, name)
+            lines = symbol_line_range(text, name, where)
             if lines is not None and lines[0] <= line <= lines[1]:
                 return name
         return None

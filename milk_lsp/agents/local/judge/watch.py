@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
-from milk_lsp.agents.local.judge.grounding.hints import says_cannot, says_done
+from milk_lsp.agents.local.judge.grounding.said import says_cannot, says_done
 from milk_lsp.agents.local.judge.grounding.verdict import unbacked_claims
 from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,

@@ -97,6 +97,8 @@ def asked(message: str, index: WorkspaceIndex) -> Asked:
                 names.setdefault(name, None)
             if not written_as_code and token in lookup.exact and len(token) < PLAIN_MIN:
                 short.append(token)
+            if "." in token and (named := index.file_for(token)) is not None:
+                files.setdefault(named, None)  # `number.py`, `__main__.py`: a file's name
             stem = token.lower()
             if written_as_code and stem in stems:
                 for path in stems[stem]:

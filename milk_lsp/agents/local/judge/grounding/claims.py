@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from milk_lsp.agents.local.judge.grounding.said import proposed_or_denied
 from milk_lsp.agents.local.judge.grounding.vocabulary import (
     ATTRIBUTE_LIKE,
     CONVENTIONAL_FILES,
@@ -75,28 +76,6 @@ LINE_PLACE = re.compile(r"(?::\d+){1,2}$|#L\d+(?:-L?\d+)?$")
 SENTENCE_END = re.compile(r"(?<!\b\w)[.!?](?=\s)|[\u3002\uff01\uff1f]|\n")
 """The end of a sentence, not of `e.g.` or `i.e.` (and the full stops of Chinese and
 Japanese, which need no space after them)."""
-_PROPOSAL = re.compile(
-    r"\b(?:creat(?:e|es|ed|ing)|add(?:ing)?\s+an?|sav(?:e|ing)(?:\s+\w+){0,2}\s+as|"
-    r"e\.g|for\s+example|for\s+instance|suppose|say\s+you\s+have|"
-    r"if\s+you\s+(?:have|had|want|need)|something\s+like|example|called\s+something\s+like|"
-    r"rename(?:d)?\s+(?:[\w'-]+\s+){0,3}?to|would\s+(?:be|look)|hypothetical|"
-    r"you\s+(?:could|can|might|may|should|would)\s+(?:also\s+)?"
-    r"(?:add|create|write|define|introduce|implement))\b",
-    re.IGNORECASE,
-)
-"""Before a claim in its sentence: the answer proposes the thing, it does not assert it."""
-_NEGATED_BEFORE = re.compile(
-    r"\b(?:no|not|never|without|cannot|can't|couldn't|didn't|doesn't|don't|isn't|aren't|"
-    r"wasn't|nor)\s+(?:(?!but\b)[\w'-]+\s+){0,4}$",
-    re.IGNORECASE,
-)
-_NEGATED_AFTER = re.compile(
-    r"^[\s`'\")\]]*(?:[\w'-]+\s+){0,3}?(?:(?:does|do|did|is|are|was|were)\s*(?:not|n't)\s+"
-    r"(?:exist|found|defined|present|there|appear|seem|in\b)|(?:is|are|was|were)\s+"
-    r"(?:missing|absent|undefined|not\s+there)|(?:not\s+found|missing|doesn't|don't)|"
-    r"(?:but\s+)?(?:found|find|got|returned)\s+(?:nothing|no\s+match))",
-    re.IGNORECASE,
-)
 _CODE_NOUN = (
     r"(?:function|method|class|module|variable|constant|field|attribute|option|flag|"
     r"command|file|folder|directory|package|test|fixture|decorator|property|parameter|"
@@ -229,12 +208,9 @@ def _hedged(text: str, start: int, end: int) -> bool:
     cut_at = 0
     for found in SENTENCE_END.finditer(before):
         cut_at = found.end()
-    before = before[cut_at:]
-    if _PROPOSAL.search(before) or _NEGATED_BEFORE.search(before):
-        return True
     line_end = text.find("\n", end)
     after = text[end : line_end if line_end != -1 else len(text)][:80]
-    return _NEGATED_AFTER.match(after) is not None
+    return proposed_or_denied(before[cut_at:], after)
 
 
 class _Collector:

@@ -106,6 +106,9 @@ CHANGE: Mapping[str, tuple[str, ...]] = {
         "modify",
         "move",
         "optimize",
+        "port ",
+        "ported",
+        "porting",
         "redesign",
         "refactor",
         "remove",
@@ -133,6 +136,8 @@ CHANGE: Mapping[str, tuple[str, ...]] = {
         "schreibe",
         "mach",
         "verschiebe",
+        "portiere",
+        "migriere",
     ),
     "fr": (
         "change",
@@ -145,6 +150,8 @@ CHANGE: Mapping[str, tuple[str, ...]] = {
         "réécris",
         "fais",
         "déplace",
+        "porte ",
+        "migre ",
     ),
     "es": (
         "cambia",
@@ -202,193 +209,25 @@ CHANGE: Mapping[str, tuple[str, ...]] = {
         "替换",
         "修复",
         "改一下",
+        "移植",
+        "迁移",
     ),
-    "ja": ("変更", "修正", "追加", "削除", "名前を", "置き換え", "書き換え", "直して", "にして"),
-    "ko": ("변경", "수정", "추가", "삭제", "이름을", "바꿔"),
+    "ja": (
+        "変更",
+        "修正",
+        "追加",
+        "削除",
+        "名前を",
+        "置き換え",
+        "書き換え",
+        "直して",
+        "にして",
+        "移植",
+    ),
+    "ko": ("변경", "수정", "추가", "삭제", "이름을", "바꿔", "포팅"),
 }
 """Verbs of a request to change the code, anywhere in it ("Could you change …", "Make inc
 return …", "Переименуй …"). A hint: a turn so asked is judged by the workspace diff."""
-
-DONE: Mapping[str, tuple[str, ...]] = {
-    "en": (
-        "done:",
-        "done.",
-        "done!",
-        "done,",
-        "i changed",
-        "i've changed",
-        "i have changed",
-        "i added",
-        "i've added",
-        "i have added",
-        "i updated",
-        "i've updated",
-        "i have updated",
-        "i renamed",
-        "i've renamed",
-        "i removed",
-        "i've removed",
-        "i replaced",
-        "i've replaced",
-        "i fixed",
-        "i've fixed",
-        "i modified",
-        "i've modified",
-        "i made the change",
-        "has been changed",
-        "has been updated",
-        "has been added",
-        "has been renamed",
-        "has been removed",
-        "has been fixed",
-        "have been made",
-        "now returns",
-    ),
-    "de": (
-        "erledigt",
-        "fertig:",
-        "fertig.",
-        "fertig!",
-        "ich habe",
-        "habe ich",
-        "wurde geändert",
-        "wurde hinzugefügt",
-        "wurde umbenannt",
-        "wurde entfernt",
-        "wurde ersetzt",
-    ),
-    "fr": (
-        "terminé",
-        "c'est fait",
-        "j'ai modifié",
-        "j'ai changé",
-        "j'ai ajouté",
-        "j'ai renommé",
-        "j'ai supprimé",
-        "j'ai remplacé",
-        "j'ai corrigé",
-    ),
-    "es": (
-        "listo:",
-        "listo.",
-        "listo!",
-        "hecho:",
-        "hecho.",
-        "he cambiado",
-        "he modificado",
-        "he añadido",
-        "he agregado",
-        "he renombrado",
-        "he eliminado",
-        "he reemplazado",
-        "he corregido",
-        "cambié",
-        "modifiqué",
-        "añadí",
-        "agregué",
-        "renombré",
-        "eliminé",
-    ),
-    "pt": (
-        "pronto:",
-        "pronto.",
-        "pronto!",
-        "feito:",
-        "feito.",
-        "alterei",
-        "mudei",
-        "modifiquei",
-        "adicionei",
-        "renomeei",
-        "removi",
-        "substituí",
-        "corrigi",
-    ),
-    "it": ("fatto:", "fatto.", "ho modificato", "ho aggiunto", "ho rinominato", "ho rimosso"),
-    "ru": (
-        "готово",
-        "сделано:",
-        "сделано.",
-        "изменил",
-        "поменял",
-        "добавил",
-        "переименовал",
-        "удалил",
-        "заменил",
-        "исправил",
-    ),
-    "uk": ("готово", "змінив", "додав", "перейменував", "видалив"),
-    "zh": (
-        "已修改",
-        "已更改",
-        "已添加",
-        "已删除",
-        "已重命名",
-        "已替换",
-        "已修复",
-        "已完成",
-        "改好了",
-    ),
-    "ja": (
-        "変更しました",
-        "追加しました",
-        "削除しました",
-        "修正しました",
-        "置き換えました",
-        "完了しました",
-    ),
-    "ko": ("변경했습니다", "추가했습니다", "삭제했습니다", "수정했습니다", "완료"),
-}
-"""An answer saying the change is made ("Done: I added …", "Готово", "変更しました"). A hint:
-with no file changed it is a claim the workspace contradicts."""
-
-CANNOT: Mapping[str, tuple[str, ...]] = {
-    "en": (
-        "beyond you",
-        "beyond me",
-        "beyond my",
-        "i can't",
-        "i cannot",
-        "i can not",
-        "i'm unable",
-        "i am unable",
-        "i'm not able",
-        "i am not able",
-        "i don't have access",
-        "i do not have access",
-        "i don't have enough",
-        "i do not have enough",
-        "i don't know",
-        "i do not know",
-        "more context",
-    ),
-    "de": (
-        "ich kann nicht",
-        "kann ich nicht",
-        "nicht möglich",
-        "bin nicht in der lage",
-        "weiß ich nicht",
-        "weiß ich leider nicht",
-        "ich weiß nicht",
-        "mehr kontext",
-    ),
-    "fr": (
-        "je ne peux pas",
-        "je suis incapable",
-        "impossible de",
-        "je ne sais pas",
-        "plus de contexte",
-    ),
-    "es": ("no puedo", "no soy capaz", "no es posible", "no lo sé", "no sé", "más contexto"),
-    "pt": ("não posso", "não consigo", "não é possível", "não sei", "mais contexto"),
-    "it": ("non posso", "non riesco", "non lo so", "più contesto"),
-    "ru": ("не могу", "не удалось", "невозможно", "не знаю", "больше контекста"),
-    "uk": ("не можу", "неможливо", "не знаю"),
-    "zh": ("无法", "不能", "做不到", "不知道", "更多上下文"),
-    "ja": ("できません", "わかりません", "分かりません", "不可能"),
-    "ko": ("할 수 없", "모르겠"),
-}
-"""A reply saying the model cannot answer ("The task is beyond you", "Ich kann nicht")."""
 
 THIS_PROJECT: Mapping[str, tuple[str, ...]] = {
     "en": (
@@ -463,6 +302,100 @@ NEW_FILE: Mapping[str, tuple[str, ...]] = {
 }
 """The request asks for a file that is not there yet ("as a new module", "in einer neuen
 Datei"): a turn whose edits created none did not do it."""
+
+WHOLE_WORKSPACE: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        "whole package",
+        "whole project",
+        "whole codebase",
+        "whole library",
+        "entire package",
+        "entire project",
+        "entire codebase",
+        "every module",
+        "every file",
+        "all modules",
+        "all the modules",
+        "all files",
+        "all the files",
+        "across the package",
+        "across the project",
+        "across the codebase",
+    ),
+    "de": (
+        "ganze paket",
+        "ganzen paket",
+        "ganze projekt",
+        "ganzen projekt",
+        "alle module",
+        "jedes modul",
+        "alle dateien",
+        "jede datei",
+        "im gesamten",
+    ),
+    "fr": (
+        "tout le paquet",
+        "tout le projet",
+        "tous les modules",
+        "chaque module",
+        "tous les fichiers",
+        "chaque fichier",
+    ),
+    "es": (
+        "todo el paquete",
+        "todo el proyecto",
+        "todos los módulos",
+        "todos los modulos",
+        "cada módulo",
+        "cada modulo",
+        "todos los archivos",
+    ),
+    "pt": (
+        "todo o pacote",
+        "todo o projeto",
+        "todos os módulos",
+        "todos os modulos",
+        "cada módulo",
+        "todos os arquivos",
+    ),
+    "it": ("tutto il pacchetto", "tutto il progetto", "tutti i moduli", "ogni modulo"),
+    "ru": (
+        "весь пакет",
+        "весь проект",
+        "все модули",
+        "каждый модуль",
+        "всех модул",
+        "все файлы",
+        "всём проекте",
+        "всем проекте",
+    ),
+    "zh": ("整个包", "整个项目", "所有模块", "每个模块", "所有文件"),
+    "ja": (
+        "パッケージ全体",
+        "プロジェクト全体",
+        "全モジュール",
+        "すべてのモジュール",
+        "全ファイル",
+        "すべてのファイル",
+    ),
+    "ko": ("패키지 전체", "프로젝트 전체", "모든 모듈", "모든 파일"),
+}
+"""The request is about the whole workspace ("port the whole package", "in allen Modulen"):
+a change of that reach is Claude-sized (`judge.scope`)."""
+
+TESTS: Mapping[str, tuple[str, ...]] = {
+    "en": ("tests", "test suite", "unit test", "test case"),
+    "de": ("tests", "testfälle", "unittests"),
+    "fr": ("tests", "cas de test"),
+    "es": ("pruebas", "tests"),
+    "pt": ("testes", "tests"),
+    "it": ("test ",),
+    "ru": ("тесты", "тестов", "тестами"),
+    "zh": ("测试",),
+    "ja": ("テスト",),
+    "ko": ("테스트",),
+}
+"""The request asks for tests too: one more thing it will change (`judge.scope`)."""
 
 CHANGE_INTO = (
     r"\bto\b|\binto\b|\bwith\b|\bby\b|->|=>|\u2192|\bin\b|\bzu\b|\bdurch\b|\bmit\b|"
@@ -568,11 +501,11 @@ def asks_for_new_file(request: str) -> bool:
     return pattern_of(NEW_FILE).search(request) is not None
 
 
-def says_done(answer: str) -> bool:
-    """The answer says a change is made (see `DONE`)."""
-    return pattern_of(DONE).search(answer) is not None
+def asks_for_whole_workspace(request: str) -> bool:
+    """The request speaks of the whole workspace (see `WHOLE_WORKSPACE`)."""
+    return pattern_of(WHOLE_WORKSPACE).search(request) is not None
 
 
-def says_cannot(answer: str) -> bool:
-    """The reply says the model cannot answer (see `CANNOT`)."""
-    return pattern_of(CANNOT).search(answer) is not None
+def asks_for_tests(request: str) -> bool:
+    """The request asks for tests as well (see `TESTS`)."""
+    return pattern_of(TESTS).search(request) is not None
