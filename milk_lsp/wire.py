@@ -354,6 +354,12 @@ class TurnNotice(WireModel):
     message: str
 
 
+class NeedSet(WireModel):
+    need: str
+    before: str
+    before_at: int
+
+
 class TurnInfo(WireModel):
     """How a stored turn ended, so a reloaded chat shows what the live one did."""
 
@@ -371,6 +377,8 @@ class TurnInfo(WireModel):
     """The `turn_started` reason (why the turn went to its agent), as shown live."""
     notices: list[TurnNotice] | None = None
     """The turn's notices other than its error, in order, as shown live."""
+    need_set: NeedSet | None = None
+    """The goal this turn set, and the one before it (an undo puts that back)."""
 
 
 class SessionGetResult(WireModel):

@@ -6,7 +6,9 @@ with O_NOFOLLOW, so one swapped in meanwhile is never entered, and symlinks, soc
 devices are not files here. It skips every `.git`, the checkpoint store when it lies in
 the workspace, and what `.gitignore` files (root and nested, negations included) and
 `.git/info/exclude` leave out; an ignored directory is not entered, so, as in git, a
-negation cannot bring back a file below it.
+negation cannot bring back a file below it. Editors' scratch files (`EDITOR_SCRATCH`: Emacs'
+`#parser.py#`, Vim's `.parser.py.swp` and `4913`) are never part of a checkpoint, so never
+a turn's change that an undo would delete.
 """
 
 from __future__ import annotations
@@ -43,6 +45,26 @@ _MAX_DECISIONS = 200_000
 
 ToRead = dict[Parts, list[tuple[str, os.stat_result]]]
 """Files to read, by directory: (name, stat seen by the walk)."""
+
+
+EDITOR_SCRATCH = GitIgnoreSpec.from_lines(
+    [
+        "\\#*#",  # Emacs auto-save (a leading # is escaped: it starts a comment)
+        ".#*",  # Emacs lock
+        "*~",  # Emacs, Vim, gedit backups
+        "*.swp",  # Vim swap files
+        "*.swo",
+        "*.swx",
+        "4913",  # Vim's check that it may write a directory
+        ".*.kate-swp",  # Kate
+    ]
+)
+"""File names editors write beside the files being edited: never a turn's change."""
+
+
+def editor_scratch(name: str) -> bool:
+    """Whether the file `name` (no folder) is an editor's scratch file."""
+    return EDITOR_SCRATCH.match_file(name)
 
 
 class TooManyFiles(Exception):
@@ -211,6 +233,8 @@ class Scanner:
                             continue
                         if not entry.is_file(follow_symlinks=False):
                             continue  # symlinks, sockets, FIFOs, devices
+                        if editor_scratch(name):
+                            continue
                         if ignores.layers and ignores.ignored(path, False):
                             continue
                         info = entry.stat(follow_symlinks=False)

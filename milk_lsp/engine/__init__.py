@@ -30,6 +30,7 @@ from milk_lsp.engine.turn import ClientBridge
 from milk_lsp.errors import EngineError, busy
 from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.prompts import local as prompts
+from milk_lsp.sessions.model import Session
 from milk_lsp.sessions.service import Sessions
 from milk_lsp.sessions.store import SessionStore
 from milk_lsp.wire import ChatParams, EscalateParams, TurnResult
@@ -149,7 +150,21 @@ class Engine:
         if self.is_busy(session_id):
             raise busy(session_id)
         session = await self.sessions.get(session_id)
-        return await self.changes.undo(session, turn_id, force)
+        restored = await self.changes.undo(session, turn_id, force)
+        if restored:
+            await self._drop_undone_need(session, turn_id)
+        return restored
+
+    async def _drop_undone_need(self, session: Session, turn_id: str) -> None:
+        """An undone turn's goal is no longer the session's: the goal before it comes back
+        (`:MilkEscalate` with no text must not carry on with an undone request)."""
+        info = await self.sessions.turn_info(session.id, turn_id) or {}
+        need_set = info.get("needSet")
+        if not isinstance(need_set, dict) or need_set.get("need") != session.current_need:
+            return
+        session.current_need = str(need_set.get("before") or "")
+        session.current_need_set_at = int(need_set.get("beforeAt") or 0)
+        await self.sessions.save(session)
 
     async def last_undoable_turn(self, session_id: str) -> str | None:
         return await self.changes.last_undoable_turn(session_id)

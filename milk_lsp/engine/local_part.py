@@ -109,8 +109,10 @@ class LocalPart:
         history = [record for record in history if record.turn_id != turn.turn_id]
         memory_tags = config.local.memory_tags
         goal = session.current_need
-        if not memory_tags and (not session.current_need or asks_for_change(user_ask)):
-            turn.set_need(user_ask)  # no tags from the model: a new request is the goal
+        if not memory_tags and (
+            not session.current_need or asks_for_change(user_ask) or change_hinted(user_ask)
+        ):
+            turn.set_need(user_ask)  # no tags from the model: the latest request is the goal
             goal = ""  # ...and the request itself says it
         notes = prompts.session_notes(
             session.escalation_nonce, goal, percepts, memory_tags=memory_tags

@@ -390,4 +390,8 @@ def _turn_info(
         info["routeReason"] = turn.route_reason_shown
     if turn.notices_shown:
         info["notices"] = list(turn.notices_shown)
+    session = turn.session
+    if turn.need_before is not None and session is not None:
+        before, before_at = turn.need_before
+        info["needSet"] = {"need": session.current_need, "before": before, "beforeAt": before_at}
     return info

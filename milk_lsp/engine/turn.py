@@ -187,6 +187,9 @@ class Turn:
         self.allowed_tools: set[str] = set()
         """Tools the user allowed for the whole session (shared with the session's turns)."""
         self.local_clock: LocalClock | None = None
+        self.need_before: tuple[str, int] | None = None
+        """The session's goal (and where it was set) before this turn set a new one: an
+        undo of the turn puts it back."""
         """The running local part's clock: a permission question pauses its budget."""
 
     # ---- updates ------------------------------------------------------------------------
@@ -271,6 +274,8 @@ class Turn:
         if session is not None:
             need = cut(one_line(need), NEED_MAX_CHARS)
             if need and need != session.current_need:
+                if self.need_before is None:
+                    self.need_before = (session.current_need, session.current_need_set_at)
                 session.current_need = need
                 if self._user_record is not None:
                     session.current_need_set_at = self._user_record.position

@@ -385,19 +385,29 @@ async def test_a_local_part_past_its_budget_stops_its_stream_and_names_the_budge
 async def test_route_local_never_hands_off_but_reports_the_failure(
     harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
 ) -> None:
-    openai.enqueue({"tool_calls": [READ], "repeat": 3}, {"text": ""})
+    openai.enqueue({"tool_calls": [READ], "repeat": 4}, {"text": ""})
     client = await start(harness, claude_env, "auto")
     result = await chat(client, claude_env, "what does hello.py do?", route="local")
-    # three identical calls are not cut short on route local; the empty end is reported
+    # four identical calls are not cut short on route local; the empty end is reported
     calls = [
         u
         for u in client.turn_updates(result["turnId"])
         if u["kind"] == "tool_call" and u["status"] == "completed"
     ]
-    assert len(calls) == 3
+    assert len(calls) == 4
     assert result["stopReason"] == "error"
     assert result["error"]["reason"] == "local_failed"
     assert result["error"]["data"]["signal"] == "empty_reply"
+    # issue 31: the user is told at the third identical call, once
+    warned = [
+        u["message"]
+        for u in client.turn_updates(result["turnId"])
+        if u["kind"] == "notice" and "the same call 3 times" in u["message"]
+    ]
+    assert warned == [
+        'The local model made the same call 3 times: read_file {"path": "hello.py"}. It may be'
+        " stuck; cancel the turn or send it to Claude."
+    ]
     assert api.main_requests() == []
 
 

@@ -384,3 +384,60 @@ async def test_milk_lsp_undo_from_the_terminal(
     again = await asyncio.to_thread(undo_from_terminal, env, "--turn", first["turnId"])
     assert again.returncode == 0, again.stderr
     assert f"milk: undid turn {first['turnId']}: nothing left to restore" in again.stdout
+
+
+async def test_the_goal_follows_the_latest_request_and_an_undone_one_is_dropped(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """Issue 31: a change asked in any language becomes the goal; undoing its turn puts the
+    goal before it back (`milk/escalate` without text carries on with the session's goal)."""
+    openai.enqueue(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
+        {"text": "hello.py defines greet(), which returns 'hello'."},
+    )
+    first = await chat(client, "what does hello.py do?")
+    sid = first["sessionId"]
+
+    async def goal() -> str | None:
+        got = await request(client, "milk/session/get", {"sessionId": sid})
+        need: str | None = got["session"].get("currentNeed")
+        return need
+
+    assert await goal() == "what does hello.py do?"
+    client.permission_answers.append("allow_once")
+    openai.enqueue({"tool_calls": [EDIT]}, {"text": "Erledigt: greet gibt 'hi there' zurück."})
+    asked = "Ändere greet in hello.py, damit es 'hi there' zurückgibt"
+    change = await chat(client, asked, sid)
+    assert change["stopReason"] == "end_turn", change
+    assert await goal() == asked
+    openai.enqueue({"text": "It returns the greeting 'hi there' now (see hello.py)."})
+    await chat(client, "and what does it return now?", sid)
+    assert await goal() == asked, "a question does not replace the request"
+    ids = {"sessionId": sid, "turnId": change["turnId"]}
+    assert (await request(client, "milk/turn/undo", ids))["restored"]
+    assert await goal() == "what does hello.py do?"
+    got = await request(client, "milk/session/get", {"sessionId": sid})
+    need_set = [info.get("needSet") for info in got["turnInfo"]]
+    assert need_set[1] == {"need": asked, "before": "what does hello.py do?", "beforeAt": 1}
+    assert need_set[2] is None
+
+
+async def test_editor_scratch_files_are_never_a_turns_change(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """Issue 31: Emacs' auto-save and lock files, Vim's swap files and its `4913` probe,
+    written while a turn runs, are not listed as its changes, and its undo leaves them."""
+    ws = env.workspace
+    scratch = ["#hello.py#", ".#hello.py", "hello.py~", ".hello.py.swp", "4913"]
+    script = "printf 'made\\n' > made.txt && " + " && ".join(
+        f"printf 'scratch' > '{name}'" for name in scratch
+    )
+    client.permission_answers.append("allow_once")
+    openai.enqueue({"tool_calls": [command(script)]}, {"text": "Ran it."})
+    result = await chat(client, "run the build step")
+    assert result["stopReason"] == "end_turn", result
+    assert [Path(c["uri"]).name for c in result["changes"]] == ["made.txt"]
+    ids = {"sessionId": result["sessionId"], "turnId": result["turnId"]}
+    await request(client, "milk/turn/undo", ids)
+    assert not (ws / "made.txt").exists()
+    assert all((ws / name).read_text() == "scratch" for name in scratch)

@@ -469,6 +469,9 @@ class LocalAgent:
                         yield ToolResultEvent(call.id, f"not run: {stop.detail}", True)
                         yield stop
                         return
+                    repeated = watch.repeat_notice(call.name, call.arguments)
+                    if repeated is not None:
+                        yield NoticeEvent("warning", repeated)
                     outcome = Outcome("")
                     async with aclosing(self._run_tool(call, tools, offer_escalation)) as steps:
                         async for step in steps:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
-from milk_lsp.agents.local.judge.grounding.said import says_cannot, says_done
+from milk_lsp.agents.local.judge.grounding.said import says_cannot, says_done, says_where_to_look
 from milk_lsp.agents.local.judge.grounding.verdict import unbacked_claims
 from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,
@@ -94,24 +94,7 @@ _FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})", re.MULTILINE)
 _ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
 """Chat-template markup a confused model writes into its answer."""
 _USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
-_NO_ANSWER = re.compile(
-    r"\bI(?:'m| am)? (?:sorry|afraid)\b[^.\n]{0,40}\b(?:can(?:no|')t|do(?:n't| not)|unable|"
-    r"not able)\b|\bI (?:do(?:n't| not) have|lack) (?:enough|sufficient|the) (?:information|"
-    r"context|access)\b|\bI (?:can(?:no|')t|am unable to|am not able to) (?:answer|determine|"
-    r"find|access|see|tell)\b|\bcould you (?:please )?(?:provide|share|clarify)\b",
-    re.IGNORECASE,
-)
-"""A reply that says the model could not answer ("I'm sorry, but I don't have enough
-information"): its own verdict of failure, taken as one. Only a short reply counts: a long
-answer with a polite "I can't run it, but here is the fix" is an answer."""
 _NO_ANSWER_CHARS = 600
-_DEFLECTION = re.compile(
-    r"\bonce you (?:find|locate|have found|have located)\b|\byou (?:can|could|will need to|"
-    r"need to|should) (?:search (?:for|the)|look (?:for|up)|locate|grep)\b",
-    re.IGNORECASE,
-)
-"""A reply that tells the user how to find the answer instead of giving it ("you can search
-for … Once you find the code, …"): with no claim about the workspace it answered nothing."""
 
 
 def _short(text: str, limit: int = _SHORT_CHARS) -> str:
@@ -319,6 +302,17 @@ class TurnWatch:
             )
         return None
 
+    def repeat_notice(self, name: str, arguments: dict[str, Any] | None) -> str | None:
+        """On route `local` (no cut short) a call made the `REPEAT_LIMIT`th time runs, and
+        the user is told once that the model repeats itself."""
+        if self.cut_short or self._calls[_call_key(name, arguments)] != REPEAT_LIMIT:
+            return None
+        return (
+            f"The local model made the same call {REPEAT_LIMIT} times:"
+            f" {_call_line(name, arguments)}. It may be stuck; cancel the turn or"
+            " send it to Claude."
+        )
+
     def after_call(
         self,
         name: str,
@@ -458,8 +452,8 @@ class TurnWatch:
         if grounded is not None and grounded.misplaced:
             return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.misplaced)
         claims = grounded.claims if grounded is not None else 0
-        deflects = claims == 0 and not edited and _DEFLECTION.search(visible) is not None
-        cannot = _NO_ANSWER.search(visible) is not None or says_cannot(visible)
+        deflects = claims == 0 and not edited and says_where_to_look(visible)
+        cannot = says_cannot(visible)
         unaddressed = grounded is not None and grounded.unaddressed
         only_code = unaddressed and _FENCE.search(visible) is not None
         if ((cannot or deflects) and len(visible) < _NO_ANSWER_CHARS) or (

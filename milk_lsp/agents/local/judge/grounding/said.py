@@ -311,14 +311,68 @@ _CJK_GAP = 12
 denial ("`parse_time` という関数は存在しません")."""
 
 
+CANNOT_ANSWER: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        r"I(?:'m| am)? (?:sorry|afraid)\b[^.\n]{0,40}\b(?:can(?:no|')t|do(?:n't| not)|unable|"
+        r"not able)",
+        r"I (?:do(?:n't| not) have|lack) (?:enough|sufficient|the) (?:information|context|access)",
+        r"I (?:can(?:no|')t|am unable to|am not able to) (?:answer|determine|find|access|see|tell)",
+        r"could you (?:please )?(?:provide|share|clarify)",
+    ),
+}
+"""`CANNOT` where a stem is not enough ("I'm sorry, but I don't have enough information"):
+the model's own verdict of failure. Only a short reply counts (`judge.watch`): a long
+answer with a polite "I can't run it, but here is the fix" is an answer."""
+
+WHERE_TO_LOOK: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        r"once you (?:find|locate|have found|have located)",
+        r"you (?:can|could|will need to|need to|should) (?:search (?:for|the)|look (?:for|up)|"
+        r"locate|grep)",
+    ),
+    "de": (
+        r"sobald du (?:\w+ ){0,4}?(?:findest|gefunden hast)",
+        r"(?:du kannst|du solltest|sie können) (?:\w+ ){0,4}?(?:suchen|nachsehen|nachschauen)",
+    ),
+    "fr": (
+        r"une fois que vous (?:aurez )?trouvé",
+        r"vous (?:pouvez|devez|devriez) (?:re)?chercher",
+    ),
+    "es": (r"una vez que (?:lo )?encuentre", r"puedes? buscar"),
+    "ru": (r"как только (?:вы )?найд[её]те", r"(?:вы )?можете (?:поискать|найти)"),
+    "zh": ("你可以搜索", "你可以查找", "找到之后"),
+    "ja": ("検索してください", "探してください", "見つけたら"),
+}
+"""A reply that tells the user how to find the answer instead of giving it ("you can search
+for … Once you find the code, …"): with no claim about the workspace it answered nothing."""
+
+
 def says_done(answer: str) -> bool:
     """The answer says a change is made (see `DONE`)."""
     return pattern_of(DONE).search(answer) is not None
 
 
 def says_cannot(answer: str) -> bool:
-    """The reply says the model cannot answer (see `CANNOT`)."""
-    return pattern_of(CANNOT).search(answer) is not None
+    """The reply says the model cannot answer (see `CANNOT`, `CANNOT_ANSWER`)."""
+    return pattern_of(CANNOT).search(answer) is not None or bool(
+        _phrases(CANNOT_ANSWER).search(answer)
+    )
+
+
+def says_where_to_look(answer: str) -> bool:
+    """The reply tells the user where to look instead of answering (see `WHERE_TO_LOOK`)."""
+    return _phrases(WHERE_TO_LOOK).search(answer) is not None
+
+
+_PHRASES: dict[int, re.Pattern[str]] = {}
+
+
+def _phrases(table: Mapping[str, tuple[str, ...]]) -> re.Pattern[str]:
+    """A table of phrases as one pattern, made on first use and kept (module constants)."""
+    made = _PHRASES.get(id(table))
+    if made is None:
+        made = _PHRASES[id(table)] = _fragments(table, r"\b(?:{})\b", "{}")
+    return made
 
 
 def proposed_or_denied(before: str, after: str) -> bool:
