@@ -39,12 +39,26 @@ class Door:
             return f"the milk.{key} setting"
         if self.name == "nvim":
             return f"{_lua_path(key)} in require('milk').setup()"
-        if self.name == "lsp":
-            return f"milk.{key} (the server's initializationOptions or workspace settings)"
+        if self.name == "lsp":  # as docs/editors/ tells plain-LSP users to set them
+            shown = _config_file_shown()
+            return f"{key} in milk's config.json ({shown}) or in the server's initializationOptions"
         flag = self._flags.get(key)
         if flag is not None:
             return f"{flag} (or {key} in milk's config.json)"
         return f"{key} in milk's config.json"
+
+
+def _config_file_shown() -> str:
+    """Where milk's config.json is, `~` for the home folder."""
+    from pathlib import Path
+
+    from milk_lsp.config import config_file  # off start-up
+
+    path = config_file()
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _lua_path(key: str) -> str:

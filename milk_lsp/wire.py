@@ -452,6 +452,15 @@ class ClaudeStatus(WireModel):
     error: str | None = None
     skip_permissions: bool | None = None
     """Set (true) only when `claude.skipPermissions` is on, so the user sees it."""
+    logged_in: bool | None = None
+    """Asked with `checkLogin`: what `claude auth status` says (null: it could not tell)."""
+    login_detail: str | None = None
+    """Asked with `checkLogin`: how it is logged in, or why it could not tell."""
+
+
+class StatusParams(WireModel):
+    check_login: bool = False
+    """Also ask `claude auth status` (a second or two): for a health check, not a status bar."""
 
 
 class Status(WireModel):

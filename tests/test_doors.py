@@ -22,7 +22,8 @@ MILK = {"milk": {"requestPermission": True}}
 BASE_URL = {
     "vscode": "the milk.local.baseUrl setting",
     "nvim": "settings = { ['local'] = { baseUrl = … } } in require('milk').setup()",
-    "lsp": "milk.local.baseUrl (the server's initializationOptions or workspace settings)",
+    # issue 31: a plain-LSP user sets milk in config.json or initializationOptions (docs/editors)
+    "lsp": "local.baseUrl in milk's config.json (",
     "terminal": "--base-url (or local.baseUrl in milk's config.json)",
     "acp": "local.baseUrl in milk's config.json",
 }
@@ -83,7 +84,7 @@ async def test_the_unreachable_model_message_names_the_doors_setting(door: doors
         await client.aclose()
     assert not reachable and message is not None
     assert "connection refused" in message
-    assert message.endswith(f"start Ollama/llama-server or set {BASE_URL[door.name]}")
+    assert f"start Ollama/llama-server or set {BASE_URL[door.name]}" in message
     if door is not doors.VSCODE:
         assert BASE_URL["vscode"] not in message  # VS Code's words, elsewhere wrong
 

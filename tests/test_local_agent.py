@@ -1240,7 +1240,9 @@ async def test_held_text_is_shown_when_the_stream_drops(
 async def test_long_text_call_is_shown_then_run(
     server: FakeOpenAIServer, agent: LocalAgent
 ) -> None:
-    text = '{"name": "read_file", "arguments": {"path": "' + "x" * 9000 + '"}}'
+    # 9,000 characters that do not repeat (a block repeated on and on is a runaway)
+    path = "/".join(f"d{n}" for n in range(1800))
+    text = '{"name": "read_file", "arguments": {"path": "' + path + '"}}'
     server.enqueue({"text": text, "chunk_chars": 500}, {"text": "done"})
     tools = StandInTools()
     events = await collect(agent, tools)

@@ -65,8 +65,34 @@ def test_a_reply_that_does_not_run_away_is_read_to_its_end(text: str) -> None:
 
 
 def test_a_long_call_s_repeated_text_is_not_a_loop() -> None:
-    text = '{"name": "read_file", "arguments": {"path": "' + "x" * 9000 + '"}}'
+    lines = "".join(f"    row_{n} = compute({n})\\n" + "    check()\\n" * 40 for n in range(12))
+    text = '{"name": "read_file", "arguments": {"path": "' + lines + '"}}'
     assert stream(RunawayWatch(OFFERED), text, 500) == (None, len(text))
+
+
+def test_a_call_whose_text_loops_on_and_on_is_ended_inside_it() -> None:
+    """Measured (crossenv bench): an argument written on to the server's cap."""
+    text = '{"name": "read_file", "arguments": {"path": "' + "src/a.js" * 1000 + '"}}'
+    stop, fed = stream(RunawayWatch(OFFERED), text, 16)
+    assert stop is not None and not stop.call
+    assert "inside a tool call" in stop.why
+    assert fed < 2000 + 200
+
+
+@pytest.mark.parametrize("blank", ["\n", " ", "\n\n  \t"])
+def test_a_written_call_then_blank_space_runs_the_call_and_ends_the_reply(blank: str) -> None:
+    """Measured (crossenv bench): a call written as text, then newlines to the cap."""
+    text = f"```json\n{READ_A}\n```" + blank * 3000
+    stop, fed = stream(RunawayWatch(OFFERED), text)
+    assert stop is not None and stop.call, stop
+    assert stop.keep == len(f"```json\n{READ_A}\n```")
+    assert fed < 240 + 96 + 100
+
+
+def test_an_answer_then_blank_space_is_ended_after_the_answer() -> None:
+    text = "It is in src/a.js." + " " * 4000
+    stop, _ = stream(RunawayWatch(OFFERED), text)
+    assert stop is not None and not stop.call and stop.keep == len("It is in src/a.js.")
 
 
 @pytest.mark.parametrize(

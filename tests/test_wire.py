@@ -126,6 +126,7 @@ BAD_PARAMS: list[tuple[type[wire.WireModel], Any, str]] = [
     (wire.TurnParams, {"sessionId": "s", "turnId": ""}, "turnId"),
     (wire.TurnUndoParams, {"sessionId": "s", "turnId": "t", "force": "maybe"}, "force"),
     (wire.StatsParams, {"workspaceFolder": 3}, "workspaceFolder"),
+    (wire.StatusParams, {"checkLogin": [True]}, "checkLogin"),
     (wire.ContextParams, {}, "sessionId"),
     (wire.ContextParams, {"sessionId": "s", "reason": 1}, "reason"),
     (wire.RequestPermissionParams, {**_PERMISSION, "agent": "gpt"}, "agent"),

@@ -126,9 +126,12 @@ class Engine:
 
     # ---- what the doors show --------------------------------------------------------
 
-    async def status(self) -> wire.Status:
-        """`milk/status`: the local model's server and `claude`, checked now."""
-        return await collect_status(self._settings, self.local_models, self.door)
+    async def status(self, *, check_login: bool = False) -> wire.Status:
+        """`milk/status`: the local model's server and `claude` (its login too when
+        `check_login`), checked now."""
+        return await collect_status(
+            self._settings, self.local_models, self.door, check_login=check_login
+        )
 
     async def context_preview(self, session_id: str, reason: str | None) -> wire.ContextPreview:
         """`milk/context`: exactly what the next escalation would hand Claude."""

@@ -149,20 +149,19 @@ class TurnRunner:
         self, session: Session, turn: Turn, text: str, plan: Plan, display_text: str
     ) -> tuple[StopReason, Escalated | None]:
         """The agents' parts of the turn: how it stopped, and the escalation if any."""
-        title = "milk: Claude" if plan.agent is Agent.CLAUDE else "milk: local"
         escalated: Escalated | None = None
         by: Literal["user", "agent", "fallback"]
         try:
-            with suppress(TimeoutError):  # a client that never answers gets no progress
-                turn.progress_token = await asyncio.wait_for(
-                    self._bridge.progress_begin(title), PROGRESS_CREATE_SECONDS
-                )
+            await self._progress_begin(turn, plan.agent)
             if plan.agent is Agent.LOCAL:
                 outcome = await self._local.run(session, turn, text, plan, display_text)
                 hand_off = await self._local.hand_off(session, turn, plan, outcome, display_text)
                 if hand_off is None:
                     return ("error" if turn.failure else "end_turn"), None
                 by, reason, signal = hand_off.by, hand_off.reason, hand_off.signal
+                # a progress title cannot change: the local one ends, Claude's begins
+                self._bridge.progress_end(turn.progress_token, "handed to Claude")
+                await self._progress_begin(turn, Agent.CLAUDE)
             else:
                 by, reason, signal = plan.escalated_by or "user", plan.escalation_reason, None
             escalated = Escalated(by=by, reason=reason, signal=signal)
@@ -185,6 +184,15 @@ class TurnRunner:
         if turn.failure is not None:
             stop = "error"
         return stop, escalated
+
+    async def _progress_begin(self, turn: Turn, agent: Agent) -> None:
+        """The turn's work-done progress, titled by the agent that runs it now."""
+        title = "milk: Claude" if agent is Agent.CLAUDE else "milk: local"
+        turn.progress_token = None
+        with suppress(TimeoutError):  # a client that never answers gets no progress
+            turn.progress_token = await asyncio.wait_for(
+                self._bridge.progress_begin(title), PROGRESS_CREATE_SECONDS
+            )
 
     async def _finish(
         self,

@@ -10,6 +10,7 @@ from typing import Any
 
 from milk_lsp import __version__, wire
 from milk_lsp.agents.claude.cli import cli_version, not_found_message, resolve_cli
+from milk_lsp.agents.claude.login import claude_login
 from milk_lsp.agents.local.context_window import context_warning
 from milk_lsp.config import MilkConfig
 from milk_lsp.doors import LSP, Door
@@ -22,19 +23,23 @@ STATUS_ATTEMPTS = 3
 
 
 async def collect_status(
-    settings: Callable[[], MilkConfig], models: LocalModels, door: Door = LSP
+    settings: Callable[[], MilkConfig],
+    models: LocalModels,
+    door: Door = LSP,
+    *,
+    check_login: bool = False,
 ) -> wire.Status:
     """Checked again when the settings change during the check: the answer is of one set of
     settings, and the old local client (which the change closes) is not used after. The
     fixes are worded for the front door (`door`)."""
     provider = await models.provider()
     if provider == "embedded":
-        return await _embedded_status(settings(), models, door)
+        return await _embedded_status(settings(), models, door, check_login)
     for attempt in range(STATUS_ATTEMPTS):
         config = settings()
         try:
             (reachable, model, local_error), claude = await asyncio.gather(
-                models.agent.probe(), _claude_status(config, door)
+                models.agent.probe(), _claude_status(config, door, check_login)
             )
             context = await _server_context(models, model, door) if reachable else {}
         except RuntimeError:  # httpx: the client was closed by the settings change
@@ -72,13 +77,15 @@ async def _server_context(models: LocalModels, model: str | None, door: Door) ->
     }
 
 
-async def _embedded_status(config: MilkConfig, models: LocalModels, door: Door) -> wire.Status:
+async def _embedded_status(
+    config: MilkConfig, models: LocalModels, door: Door, check_login: bool = False
+) -> wire.Status:
     """The embedded engine is not started for a status: a stopped one is reachable when its
     model could load (the engine installed, the file a GGUF or one to download); a running
     one is probed."""
     settings = EmbeddedSettings.of(config.local)
     server = models.embedded
-    claude_task = asyncio.ensure_future(_claude_status(config, door))
+    claude_task = asyncio.ensure_future(_claude_status(config, door, check_login))
     planned = await asyncio.to_thread(planned_model, settings)
     model_path = server.model_path if server is not None and server.model_path else planned.path
     base_url, model = "", Path(model_path).stem or planned.name or None
@@ -114,7 +121,9 @@ async def _embedded_status(config: MilkConfig, models: LocalModels, door: Door) 
     )
 
 
-async def _claude_status(config: MilkConfig, door: Door) -> wire.ClaudeStatus:
+async def _claude_status(
+    config: MilkConfig, door: Door, check_login: bool = False
+) -> wire.ClaudeStatus:
     settings = claude_settings(config.claude)
     resolved = resolve_cli(settings)
     skip = True if settings.skip_permissions else None
@@ -127,12 +136,15 @@ async def _claude_status(config: MilkConfig, door: Door) -> wire.ClaudeStatus:
         )
     version = await cli_version(resolved.path)
     error = None if version else f"{resolved.path} did not answer --version"
+    login = await claude_login(resolved.path, settings, Path.cwd()) if check_login else None
     return wire.ClaudeStatus(
         path=resolved.path,
         found=True,
         version=version,
         error=error,
         skip_permissions=skip,
+        logged_in=None if login is None else login.logged_in,
+        login_detail=None if login is None else login.detail or None,
     )
 
 

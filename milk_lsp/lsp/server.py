@@ -313,8 +313,8 @@ async def on_context(ls: MilkServer, params: Any) -> dict[str, Any]:
 
 @server.feature(wire.STATUS)
 async def on_status(ls: MilkServer, params: Any) -> dict[str, Any]:
-    await _parsed(ls, wire.WireModel, params if isinstance(params, dict) else {})
-    status = await ls.engine.status()
+    parsed = await _parsed(ls, wire.StatusParams, params if isinstance(params, dict) else {})
+    status = await ls.engine.status(check_login=parsed.check_login)
     return status.to_wire()
 
 

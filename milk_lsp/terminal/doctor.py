@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from milk_lsp.agents.claude.login import claude_login, login_lines
 from milk_lsp.config import load_sources
 from milk_lsp.doors import TERMINAL
 from milk_lsp.engine import Engine
 from milk_lsp.engine.claude_part import claude_settings
 from milk_lsp.engine.status import describe
-from milk_lsp.terminal.claude_login import claude_login, login_lines
 
 
 class _NoEditor:

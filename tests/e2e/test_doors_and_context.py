@@ -36,7 +36,7 @@ BASE_URL = {
     "vscode": "set the milk.local.baseUrl setting",
     "nvim": "set settings = { ['local'] = { baseUrl = … } } in require('milk').setup()",
     "terminal": "set --base-url (or local.baseUrl in milk's config.json)",
-    "lsp": "set milk.local.baseUrl (the server's initializationOptions or workspace settings)",
+    "lsp": "set local.baseUrl in milk's config.json (",
 }
 ESCALATE = {
     "vscode": "ask Claude (the Escalate button)",
@@ -99,6 +99,8 @@ async def test_each_door_names_its_own_setting_and_way_to_claude(
     assert result["stopReason"] == "error", result
     assert result["error"]["reason"] == "local_unreachable"
     assert BASE_URL[door] in result["error"]["message"], result["error"]
+    if door == "lsp":  # the file the server reads, as the user finds it
+        assert f"config.json ({env.root}/config/milk/config.json)" in result["error"]["message"]
     if door != "vscode":
         assert "milk.local.baseUrl setting" not in result["error"]["message"]
     await harness.stop(client)

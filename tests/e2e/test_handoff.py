@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
 from tests.e2e.conftest import Env, Harness, MilkClient, request
 from tests.e2e.test_escalation import (
@@ -169,6 +170,14 @@ async def test_each_signal_hands_the_turn_to_claude(
     assert f"The user asked: {case.ask}" in appended
     kinds = client.kinds(result["turnId"])
     assert kinds[-1] == "turn_ended" and kinds.count("turn_ended") == 1
+    # issue 31: the local progress ends at the hand-off and Claude's has its own title
+    begun = [
+        report.title
+        for reports in client.progress_reports.values()
+        for report in reports
+        if isinstance(report, types.WorkDoneProgressBegin)
+    ]
+    assert begun == ["milk: local", "milk: Claude"], begun
     await no_leftovers(claude_env)
 
 

@@ -256,8 +256,12 @@ async def test_message_request_fallback_shows_a_unified_diff(
     assert result["stopReason"] == "end_turn"
     [question] = client.message_requests
     path = env.workspace / "hello.py"
-    # one short line, who asks for what first (issue 20 item 18); the diff is in the transcript
-    assert question.message == "The local model asks to edit hello.py (+1 -1) with edit_file."
+    # the diff, then one short line, who asks for what (issue 20 item 18; issue 31: the diff
+    # is in view when the choices open, and a one-line area keeps the question)
+    assert question.message == (
+        "--- a/hello.py\n+++ b/hello.py\n@@ -1,2 +1,2 @@\n def greet():\n-    return 'hello'\n"
+        "+    return 'hi there'\n\nThe local model asks to edit hello.py (+1 -1) with edit_file."
+    )
     transcript = env.storage / "transcripts" / f"{result['sessionId']}.md"
     for _ in range(100):  # written on disk just after the turn's end
         text = await asyncio.to_thread(transcript.read_text)

@@ -145,8 +145,10 @@ async def test_a_permission_question_is_one_line_and_the_transcript_has_the_diff
     )
     started = await ask(editor, "milk.ask", "say bonjour")
     [edit_question, run_question] = editor.message_requests
-    assert edit_question.message == (
-        "The local model asks to edit hello.py (+1 -1) with edit_file."
+    assert edit_question.message.startswith("--- a/hello.py\n+++ b/hello.py\n")
+    assert "+    return 'bonjour'\n" in edit_question.message
+    assert edit_question.message.endswith(
+        "\n\nThe local model asks to edit hello.py (+1 -1) with edit_file."
     )
     assert run_question.message == "The local model asks to run `touch x.txt`."
     assert edit_question.type == types.MessageType.Warning

@@ -23,7 +23,11 @@ end
 
 H.run(function()
   H.start_openai()
-  H.setup_milk({ settings = { claude = { path = H.bundled_claude() } } })
+  -- An API key is a login to Claude Code (`claude auth status`); no request is made with it.
+  local logged_in = H.server_env({ ANTHROPIC_API_KEY = 'sk-test' })
+  local saved_key = vim.env.ANTHROPIC_API_KEY
+  vim.env.ANTHROPIC_API_KEY = nil -- the developer's own key never counts here
+  H.setup_milk({ settings = { claude = { path = H.bundled_claude() } }, cmd_env = logged_in })
 
   -- 1. Server present (no client running yet: the check starts one just for itself).
   local text = checkhealth()
@@ -34,6 +38,7 @@ H.run(function()
   H.check('OK milk/status with protocol version 1', text:find('OK milk/status answered: milk%-lsp [%d.]+, protocol version 1') ~= nil, text)
   H.check('OK local model reachable', text:find('OK reachable: ' .. vim.pesc(H.openai), 1) ~= nil, text)
   H.check('OK Claude found', text:find('OK found: ' .. vim.pesc(H.bundled_claude())) ~= nil, text)
+  H.check('OK Claude logged in (its key)', text:find(', logged in via API key', 1, true) ~= nil, text)
   H.check('OK storage', text:find('OK sessions are stored in ' .. vim.pesc(H.storage)) ~= nil, text)
   H.check('the check left no client running', #vim.lsp.get_clients({ name = 'milk' }) == 0)
   H.check('routing numbers: none yet', text:find('milk: routing numbers', 1, true) ~= nil
@@ -63,6 +68,13 @@ H.run(function()
     and text:find('budgetUsd = …', 1, true) ~= nil and text:find('the daily budget of $0.0000 is reached', 1, true) ~= nil, text)
   H.check('unreachable local model is a WARNING', text:find('WARNING not reachable: http://127.0.0.1:9/v1', 1, true) ~= nil, text)
   H.check('missing claude is a WARNING', text:find('WARNING not found: ', 1, true) ~= nil, text)
+
+  -- 3a. Claude Code found but logged out (issue 31: it said "OK found"): a WARNING with the fix.
+  H.setup_milk({ settings = { claude = { path = H.bundled_claude() } }, cmd_env = H.server_env() })
+  text = checkhealth()
+  vim.env.ANTHROPIC_API_KEY = saved_key
+  H.check('logged-out Claude is a WARNING naming the fix', text:find('but not logged in', 1, true) ~= nil
+    and text:find('auth login', 1, true) ~= nil and text:find('OK found: ', 1, true) == nil, text)
 
   -- 3b. The embedded engine (milk runs llama.cpp itself) is named with its state.
   H.setup_milk({ settings = { ['local'] = { provider = 'embedded', modelPath = H.tmp .. '/no-model.gguf' } } })

@@ -13,6 +13,13 @@ end
 
 H.run(function()
   H.setup_milk()
+  -- issue 31: the local model's and Claude's headers differ in the default colorscheme
+  local function fg(group)
+    return vim.api.nvim_get_hl(0, { name = group, link = false }).fg
+  end
+  H.check('local and Claude headers have their own colours', fg('MilkAgentLocal') ~= nil
+    and fg('MilkAgentClaude') ~= nil and fg('MilkAgentLocal') ~= fg('MilkAgentClaude'),
+    { ['local'] = fg('MilkAgentLocal'), claude = fg('MilkAgentClaude') })
   local chat = require('milk.chat')
   local sid, tid = 'sess-synthetic', 'turn-1'
   local seq = 0

@@ -11,7 +11,9 @@ with Qwen2.5-Coder-1.5B on two cores, such replies were 80 % of the time spent g
   at the call's end; a call of an offered tool runs, one of another tool at the reply's
   start is judged as the unrunnable call it is (a call shown inside an answer is left);
 * the text's end repeating itself: the same block of at least `MIN_PERIOD` characters three
-  times or more in a row, `MIN_REPEATED_CHARS` in all (whitespace-only blocks aside);
+  times or more in a row, `MIN_REPEATED_CHARS` in all (whitespace-only blocks aside), or
+  `IN_CALL_REPEATED_CHARS` inside a call still being written; or blank space on and on
+  (`BLANK_RUN_CHARS`);
 * a chat template's special token (`<|im_start|>`, `<|eot_id|>`, `<end_of_turn>`) or a
   tool result's tag (`<tool_response>`): the model writes the conversation on itself (the
   user's next message, a made-up result of its own call); the reply is cut before it.
@@ -34,6 +36,12 @@ from milk_lsp.agents.local.tool_calls import parse_text_tool_calls
 MIN_PERIOD = 8
 MAX_PERIOD = 600
 MIN_REPEATED_CHARS = 240
+IN_CALL_REPEATED_CHARS = 2000
+"""A written call's text may repeat (a file's lines in `new_text`); this much of one block
+again and again is a loop all the same (measured: an argument looping to the cap)."""
+BLANK_RUN_CHARS = 240
+"""Blank space this long at the reply's end is a runaway too (measured: a call written as
+text, then newlines to the cap)."""
 CHECK_EVERY_CHARS = 96
 """New text between two looks for a loop or a call (each look is linear in the text)."""
 
@@ -119,13 +127,27 @@ class RunawayWatch:
             return None
         self._checked = self._size
         text = self._text()
-        period = None if self.in_call else repeating_period(text)
+        kept = text.rstrip()
+        if len(text) - len(kept) >= BLANK_RUN_CHARS:
+            return self._blank_run(kept)
+        in_call = self.in_call
+        period = repeating_period(text, IN_CALL_REPEATED_CHARS if in_call else MIN_REPEATED_CHARS)
         if period is not None:
             at = _loop_start(text, period)
+            where = " inside a tool call" if in_call else ""
             return Stop(
-                f"it repeated itself ({_quoted(text[at - period : at])} again and again)", at
+                f"it repeated itself{where} ({_quoted(text[at - period : at])} again and again)",
+                at,
             )
         return None
+
+    def _blank_run(self, kept: str) -> Stop:
+        """Blank space on and on: the text before it is kept, and a complete call written
+        as text just before it runs."""
+        end = self._call_end
+        after = "" if end is None else _CLOSER.sub("", kept[end:], count=1).strip()
+        runs = self._calls and self._runs and end is not None and not after
+        return Stop("it wrote blank space on and on", len(kept), call=runs)
 
     @property
     def pieces(self) -> int:
@@ -221,9 +243,9 @@ def _value_end(text: str, start: int) -> int | None:
     return None
 
 
-def repeating_period(text: str) -> int | None:
+def repeating_period(text: str, min_chars: int = MIN_REPEATED_CHARS) -> int | None:
     """The length of the block the end of `text` repeats (three times or more in a row,
-    `MIN_REPEATED_CHARS` in all), or None."""
+    `min_chars` in all), or None."""
     size = len(text)
     for period in range(MIN_PERIOD, min(MAX_PERIOD, size // 3) + 1):
         block = text[size - period :]
@@ -234,7 +256,7 @@ def repeating_period(text: str) -> int | None:
         while at - period >= 0 and text[at - period : at] == block:
             copies += 1
             at -= period
-            if copies >= 3 and copies * period >= MIN_REPEATED_CHARS:
+            if copies >= 3 and copies * period >= min_chars:
                 return period
     return None
 

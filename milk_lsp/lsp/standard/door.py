@@ -24,7 +24,7 @@ from milk_lsp.engine.views import session_info
 from milk_lsp.errors import EngineError
 from milk_lsp.lsp.standard import commands as cmds
 from milk_lsp.lsp.standard.progress import StatusThrottle, status_words
-from milk_lsp.lsp.standard.questions import permission_question
+from milk_lsp.lsp.standard.questions import question_with_diff
 from milk_lsp.lsp.standard.sync import DocumentPort, TranscriptBook, TranscriptSync, write_atomic
 from milk_lsp.lsp.standard.transcript import (
     NEXT_ROUTE_KIND,
@@ -143,9 +143,9 @@ class StandardDoor:
         self.book.on_update(update)
 
     def question_text(self, params: dict[str, Any]) -> str:
-        """The `showMessageRequest` message: who asks for what, files relative to the
-        workspace of the session's folder."""
-        return permission_question(params, self._last_folder)
+        """The `showMessageRequest` message: an edit's diff, then who asks for what, files
+        relative to the workspace of the session's folder."""
+        return question_with_diff(params, self._last_folder)
 
     async def _reveal(self, path: Path, line: int) -> object:
         if not self._client.shows_documents():

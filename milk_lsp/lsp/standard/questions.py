@@ -3,8 +3,9 @@
 `window/showMessageRequest` (eglot shows it in the minibuffer, where a long message is cut
 from the start) and the terminal get one short sentence that starts with who asks and for
 what: "The local model asks to edit calc.py (+1 -1) with edit_file." The change itself
-belongs where there is room: the transcript shows the diff (`transcript.py`), the terminal
-prints it below the question. Pure: no pygls.
+goes where there is room: the transcript shows the diff (`transcript.py`), the terminal
+prints it below the question, and `window/showMessageRequest` carries it before the
+sentence (`question_with_diff`). Pure: no pygls.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from milk_lsp import wire
 from milk_lsp.text import cut, one_line, short_json
-from milk_lsp.workspace.edit_preview import line_counts
+from milk_lsp.workspace.edit_preview import line_counts, wire_edit_diff
 from milk_lsp.workspace.paths import shown_uri
 
 QUESTION_MAX_CHARS = 160
@@ -36,6 +37,19 @@ def permission_question(params: dict[str, Any], workspace: str | Path | None) ->
     if is_own_question(params):
         return cut(one_line(str(params["description"])), QUESTION_MAX_CHARS)
     return cut(f"{asker(params)} asks to {action(params, workspace)}.", QUESTION_MAX_CHARS)
+
+
+def question_with_diff(params: dict[str, Any], workspace: str | Path | None) -> str:
+    """The `window/showMessageRequest` message: for an edit, the unified diff of each file
+    first and the sentence last, so the change is in view when the choices open (Neovim
+    shows the whole message) and the question is what a one-line area keeps (eglot's
+    minibuffer cuts a long message from the start)."""
+    sentence = permission_question(params, workspace)
+    edits = [e for e in params.get("edits") or [] if isinstance(e, dict)]
+    if not edits or is_own_question(params):
+        return sentence
+    diffs = "\n".join(wire_edit_diff(edit, workspace) for edit in edits)
+    return f"{diffs}\n\n{sentence}"
 
 
 def action(params: dict[str, Any], workspace: str | Path | None) -> str:

@@ -330,6 +330,27 @@ local function scenario()
     and vim.fn.filereadable(ws .. '/made-by-milk.txt') == 0, { err = uerr, result = undone })
   check('the transcript notes the undo', wait_transcript('Undid turn', 10000), transcript_text())
 
+  -- 3b. An edit's question carries its unified diff before the sentence (issue 31: in view
+  -- when vim.ui.select opens); denied here, so the file stays as it was.
+  vim.fn.writefile({ 'one', 'keep' }, ws .. '/notes.txt')
+  script_openai({
+    { tool_calls = { { name = 'edit_file', arguments = { path = 'notes.txt', old_text = 'one', new_text = 'two' } } } },
+    { text = 'The edit of notes.txt was denied, so nothing changed.' },
+  })
+  before = #selects
+  answer = choose('Deny')
+  vim.lsp.buf.execute_command({ command = 'milk.ask', arguments = { 'in notes.txt change one to two' } })
+  wait(60000, function()
+    return #selects > before
+  end)
+  local edit_ask = selects[before + 1]
+  local prompt = edit_ask and edit_ask.prompt or ''
+  check('the edit question shows the diff first', prompt:find('--- a/notes.txt\n+++ b/notes.txt\n', 1, true) == 1
+    and prompt:find('\n-one\n+two\n', 1, true) ~= nil, prompt)
+  check('the edit question ends with who asks for what',
+    vim.endswith(prompt, '\n\nThe local model asks to edit notes.txt (+1 -1) with edit_file.'), prompt)
+  check('the denied edit left notes.txt', wait_turn_end() and vim.deep_equal(vim.fn.readfile(ws .. '/notes.txt'), { 'one', 'keep' }))
+
   -- 4. A diagnostic from another tool (a linter's namespace): Neovim sends code actions only
   -- the client's own diagnostics, so they are passed as the code action's context.
   local lint = vim.api.nvim_create_namespace('a-linter')

@@ -10,8 +10,11 @@ local function start_section(name)
 end
 
 --- Ask a running milk client for `method` (`milk/status`, `milk/stats`).
-local function ask_client(client, method, timeout)
-  local res, err = require('milk.client').call(client, 'request_sync', method, vim.empty_dict(), timeout)
+--- A health check asks for the Claude login too (`claude auth status`, a second or two).
+local STATUS_PARAMS = { checkLogin = true }
+
+local function ask_client(client, method, timeout, params)
+  local res, err = require('milk.client').call(client, 'request_sync', method, params or vim.empty_dict(), timeout)
   if not res then
     return nil, err or 'no answer'
   end
@@ -78,7 +81,7 @@ local function status_from_new_server(cfg, timeout)
   local status, stats, stats_err
   if init then
     rpc.notify('initialized', vim.empty_dict())
-    status, err = call(methods.STATUS, vim.empty_dict())
+    status, err = call(methods.STATUS, STATUS_PARAMS)
     if status then
       stats, stats_err = call(methods.STATS, vim.empty_dict())
     end
@@ -158,7 +161,7 @@ function M.check()
   local status, err, init, stats, stats_err
   local timeout = config.options.health_timeout_ms
   if running then
-    status, err = ask_client(running, methods.STATUS, timeout)
+    status, err = ask_client(running, methods.STATUS, timeout, STATUS_PARAMS)
     stats, stats_err = ask_client(running, methods.STATS, timeout)
     init = running.initialized and { capabilities = running.server_capabilities } or nil
     vim.health.info(('a milk client is running (id %d, root %s)'):format(running.id, tostring(client_mod.root_of(running))))
@@ -204,7 +207,19 @@ function M.check()
   start_section('milk: Claude Code')
   local c = status.claude or {}
   if c.found then
-    vim.health.ok('found: ' .. tostring(c.path) .. (opt(c.version) and (' (' .. c.version .. ')') or ''))
+    local found = 'found: ' .. tostring(c.path) .. (opt(c.version) and (' (' .. c.version .. ')') or '')
+    if c.loggedIn == false then
+      vim.health.warn(found .. ', but not logged in: escalations to Claude would fail with "Not logged in"', {
+        'Run `' .. tostring(c.path) .. ' auth login` (or start `claude` once and log in), or export ANTHROPIC_API_KEY before starting Neovim',
+      })
+    elseif c.loggedIn == true then
+      vim.health.ok(found .. ', logged in' .. (opt(c.loginDetail) and (' ' .. c.loginDetail) or ''))
+    else
+      vim.health.ok(found)
+      if opt(c.loginDetail) then
+        vim.health.info('could not check the login: ' .. c.loginDetail)
+      end
+    end
   else
     vim.health.warn('not found: ' .. tostring(c.path) .. (opt(c.error) and (': ' .. c.error) or ''), {
       'Install Claude Code (the `claude` CLI) or set settings.claude.path',

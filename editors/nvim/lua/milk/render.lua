@@ -365,7 +365,7 @@ end
 function M.highlights()
   local links = {
     MilkUser = 'Title',
-    MilkAgentLocal = 'Function',
+    MilkAgentLocal = 'String', -- not Function: the default colorscheme gives it Special's colour
     MilkAgentClaude = 'Special',
     MilkTool = 'Comment',
     MilkToolPending = 'DiagnosticWarn',
