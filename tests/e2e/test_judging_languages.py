@@ -845,6 +845,42 @@ async def test_a_good_answer_on_real_code_is_kept(name: str, route: str, servers
     assert got["turns"][-1]["status"] == "ok"
 
 
+HONEST_AFTER_DENIAL = {
+    "ms-en": (
+        "Make parse in index.js accept strings up to 200 characters",
+        ("index.js", "if (str.length > 100) {", "if (str.length > 200) {"),
+        "You denied the edit of `index.js`, so `parse` still stops at 100 characters.",
+    ),
+    "py-de": (
+        'Ändere in isodate/isotzinfo.py den Standardwert von format in tz_isoformat auf "%z".',
+        (
+            "isodate/isotzinfo.py",
+            'def tz_isoformat(dt, format="%Z"):',
+            'def tz_isoformat(dt, format="%z"):',
+        ),
+        "Die Änderung an `isodate/isotzinfo.py` wurde abgelehnt; `tz_isoformat` bleibt wie es ist.",
+    ),
+    "go-ja": (
+        "null.go の UnmarshalBinary のエラーメッセージを「bad length」に変えてください。",
+        ("null.go", '"invalid UUID (got %d bytes)"', '"bad length (got %d bytes)"'),
+        "`null.go` の編集は拒否されたので、`UnmarshalBinary` のメッセージは変わっていません。",
+    ),
+}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("name", list(HONEST_AFTER_DENIAL))
+async def test_an_honest_answer_after_a_denied_edit_is_kept(name: str, servers: Servers) -> None:
+    """Issue 31 (seen in plain Neovim): the user said no, the answer says so and names the
+    file; that is a true answer, not one "as if the edit had run"."""
+    ask, (path, old, new), answer = HONEST_AFTER_DENIAL[name]
+    project = name.split("-", 1)[0]
+    script = [edit(path, old, new), say(answer)]
+    _, result = await run_turn(servers, project, script, ask, "auto", permissions=("deny",))
+    assert result["stopReason"] == "end_turn", turn_note(name, result)
+    assert result["text"].endswith(answer)
+
+
 # ---- bad cases ----------------------------------------------------------------------------
 
 GROUNDING = frozenset({"ungrounded_answer"})

@@ -438,6 +438,8 @@ class TurnWatch:
         unmade = self._claimed_but_unmade(visible, claimed_change)
         if unmade is not None:
             return unmade
+        if self._change_denied and not self._changed:
+            return None  # the user said no, and the answer does not claim the change: true
         if self.change_requested and not (self._changed or self._change_denied):
             if self._may_nudge_for_change():
                 self._change_nudged = True
@@ -467,12 +469,6 @@ class TurnWatch:
         if unbacked is not None:
             return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, unbacked)
         if grounded is not None and grounded.claims and self._tried and not self._found_something:
-            if self._change_denied:
-                return self.gave_up(
-                    LocalSignal.EDIT_NOT_MADE,
-                    f"the user denied the local model's {self._denied()}, and the answer "
-                    "speaks of the workspace as if it had run",
-                )
             return self.gave_up(
                 LocalSignal.UNGROUNDED_ANSWER,
                 "the answer is about the workspace, but every look the local model took failed "
@@ -489,7 +485,8 @@ class TurnWatch:
         """A request that asks (or may ask) for a change, no file changed, and an answer
         saying the change is made: the workspace contradicts it. After a denied edit that
         is said in those words; otherwise the model gets one request to make the change."""
-        asked = self.change_requested or self.change_hinted
+        # a denied edit is evidence enough that a change was wanted, in any wording
+        asked = self.change_requested or self.change_hinted or self._change_denied
         if self._changed or not (claimed or (asked and says_done(answer))):
             return None
         if self._change_denied:
