@@ -230,7 +230,7 @@ async function modelAway(t) {
   const url = proxy.url();
   await proxy.down();
   await setSettings(t, { 'milk.local.baseUrl': url, 'milk.local.handOff': 'ask' });
-  const unreachable = await until(async () => /model unreachable/.test(await status.innerText()), 'status: model unreachable', 15000).catch(() => false);
+  const unreachable = await until(async () => /model server down/.test(await status.innerText()), 'status: model server down', 15000).catch(() => false);
   check('the status bar says the model is unreachable when it is', unreachable);
 
   // item 3: the hand-off question when there is no local answer
@@ -275,11 +275,11 @@ async function modelAway(t) {
 
   // item 1: back without a turn (the timer), then back with a successful turn
   await proxy.up();
-  const cleared = await until(async () => !/unreachable/.test(await status.innerText()), 'the status bar to clear by itself', 25000).then(() => true, () => false);
+  const cleared = await until(async () => !/model server down/.test(await status.innerText()), 'the status bar to clear by itself', 25000).then(() => true, () => false);
   check('the status bar clears by itself once the model server is back (re-checked while unreachable)', cleared, await status.innerText());
   await proxy.down();
   await setSettings(t, { 'milk.local.handOff': 'off' }); // a settings change re-reads the status
-  await until(async () => /model unreachable/.test(await status.innerText()), 'status: unreachable again', 15000).catch(() => undefined);
+  await until(async () => /model server down/.test(await status.innerText()), 'status: model server down again', 15000).catch(() => undefined);
   await proxy.up();
   await script(OPENAI_URL, [{ text: 'Yes, I am back.' }]);
   await chat.fill('#input', 'Back now?');
@@ -287,9 +287,9 @@ async function modelAway(t) {
   await until(async () => (await statusOf(chat, 'Back now?')) === 'ok', 'the local turn', 60000);
   const after = await until(async () => {
     const s = await status.innerText();
-    return /unreachable/.test(s) ? undefined : s;
+    return /model server down/.test(s) ? undefined : s;
   }, 'the status after a successful turn', 3000).catch(async () => status.innerText());
-  check('a successful local turn clears "model unreachable" at once', !/unreachable/.test(after), after);
+  check('a successful local turn clears "model server down" at once', !/model server down/.test(after), after);
   return proxy;
 }
 

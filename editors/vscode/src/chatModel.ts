@@ -456,6 +456,27 @@ export function isRunning(state: ChatState): boolean {
   return state.turns.some((t) => t.status === 'running');
 }
 
+/**
+ * Who works on a running turn now: Claude from the hand-off on (the `escalated` update),
+ * even before Claude's first word; undefined while the server has not started the turn.
+ */
+export function workingAgent(turn: Pick<TurnView, 'status' | 'agent' | 'escalated'>): AgentName | undefined {
+  if (turn.status !== 'running') return undefined;
+  return turn.agent ?? (turn.escalated ? 'claude' : undefined);
+}
+
+/** The running turn's line under it and the chat's state line. */
+export function workingText(turn: Pick<TurnView, 'status' | 'agent' | 'escalated'>): { turn: string; state: string } {
+  switch (workingAgent(turn)) {
+    case 'claude':
+      return { turn: 'Claude is working…', state: 'Claude is answering…' };
+    case 'local':
+      return { turn: 'local model is working…', state: 'local model is answering…' };
+    default:
+      return { turn: 'waiting for the server…', state: 'waiting for the server…' };
+  }
+}
+
 // ---- formatting helpers shared by the webview and the extension -------------------------
 
 export function formatUsage(u: Usage | undefined): string {

@@ -88,11 +88,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 <div id="route" class="route" hidden></div>
 <main id="log" aria-live="polite"></main>
 <footer id="composer">
-  <textarea id="input" rows="3" placeholder="Ask milk… (Enter to send, Shift+Enter for a new line)" aria-label="Message"></textarea>
+  <textarea id="input" rows="3" placeholder="Ask milk… (Enter to send, Shift+Enter for a new line, ↑ for your last message, Esc to cancel)" aria-label="Message"></textarea>
   <div class="row">
     <span id="state" class="state">idle</span>
     <span class="spacer"></span>
-    <button id="cancel" class="secondary" title="Cancel the running turn" disabled>Cancel</button>
+    <button id="cancel" class="secondary" title="Cancel the running turn (Esc in the message box)" disabled>Cancel</button>
     <button id="escalate" class="secondary" title="Hand this session to Claude (with the text above, if any)">Escalate</button>
     <button id="send" title="Send (Enter)">Send</button>
   </div>

@@ -25,6 +25,29 @@ import {
   type Update,
 } from './methods';
 import type { ServerState, ToWebview } from './viewMessages';
+import type { LocalDown } from './statusModel';
+
+/** The permission question that asks whether Claude takes over a failed local part. */
+export const HAND_OFF_TOOL = 'hand_off_to_claude';
+/** The hand-off signal of a model server that cannot be reached. */
+export const MODEL_UNREACHABLE = 'model_unreachable';
+
+/**
+ * What a finished turn says about the model server: `down` (the turn failed on it, or was
+ * handed to Claude because of it), `up` (the local model answered: a local turn that worked,
+ * or a hand-off after the model replied), or undefined (it does not tell: Claude alone ran,
+ * or the model answered with an error).
+ */
+export function modelServerSeen(r: Pick<TurnResult, 'agent' | 'error' | 'escalated' | 'stopReason'>): 'down' | 'up' | undefined {
+  if (r.error?.reason === 'local_unreachable' || r.error?.data?.signal === MODEL_UNREACHABLE || r.escalated?.signal === MODEL_UNREACHABLE) return 'down';
+  if (r.escalated) {
+    if (r.escalated.by === 'agent') return 'up';
+    if (r.escalated.by === 'fallback' && r.escalated.signal && r.escalated.signal !== 'model_error') return 'up';
+    return undefined;
+  }
+  if (r.agent === 'local' && !r.error && r.stopReason === 'end_turn') return 'up';
+  return undefined;
+}
 
 export interface Disposable {
   dispose(): void;
@@ -46,6 +69,8 @@ export interface ControllerHost {
   onTurnResult?(result: TurnResult): void;
   /** where the next message of the active session goes changed */
   onRouteChanged?(): void;
+  /** every `milk/update` (any session), after the controller took it in */
+  onUpdate?(update: Update): void;
   log?(line: string): void;
 }
 
@@ -111,6 +136,13 @@ export class ChatController {
   routeOverride: 'local' | undefined;
   /** the `milk.route` setting: the server routes a message without a route by it */
   routeSetting: Route | undefined;
+  /**
+   * A turn found the model server down (its error, its hand-off, or the hand-off question):
+   * the status bar warns until a later turn runs locally or a status finds it reachable.
+   */
+  localDown: LocalDown | undefined;
+  /** +1 each time localDown is set: a status asked before that does not clear it */
+  private localDownSeq = 0;
 
   constructor(private readonly host: ControllerHost) {}
 
@@ -193,6 +225,31 @@ export class ChatController {
         break;
     }
     if (u.sessionId === this.activeSessionId) this.host.post({ type: 'update', update: localizeUpdate(u) });
+    this.host.onUpdate?.(u);
+  }
+
+  /** The model server was found down (`detail`: what the server said). */
+  markLocalDown(detail?: string): void {
+    this.localDown = { detail: detail ? vscodeSettingNames(detail) : undefined };
+    this.localDownSeq++;
+  }
+
+  /**
+   * A permission question: the hand-off question of a local part that could not reach the
+   * model server marks it down at once (before the user answers, before Claude runs).
+   * True when it did.
+   */
+  noteQuestion(p: { tool: string; input?: Record<string, unknown> | null }): boolean {
+    if (p.tool !== HAND_OFF_TOOL || p.input?.signal !== MODEL_UNREACHABLE) return false;
+    this.markLocalDown(typeof p.input.detail === 'string' ? p.input.detail : undefined);
+    return true;
+  }
+
+  /** What a finished turn says about the model server (`modelServerSeen`). */
+  private noteModelServer(r: TurnResult): void {
+    const seen = modelServerSeen(r);
+    if (seen === 'down') this.markLocalDown(r.error?.reason === 'local_unreachable' ? r.error.message : (r.escalated?.reason ?? r.error?.message));
+    else if (seen === 'up') this.localDown = undefined;
   }
 
   /** Where the next message goes as shown: the session's route, unless `milk.route` names
@@ -291,8 +348,11 @@ export class ChatController {
   }
 
   async status(): Promise<Status> {
+    const seq = this.localDownSeq;
     const s = await this.request<Status>(Methods.STATUS, {});
     this.lastStatus = s;
+    // reachable again: the warning a turn left goes (unless a turn found it down meanwhile)
+    if (s?.local?.reachable && seq === this.localDownSeq) this.localDown = undefined;
     this.localModel = s?.local?.model ?? undefined;
     this.postMeta();
     return s;
@@ -318,6 +378,7 @@ export class ChatController {
     this.busyChanged();
     try {
       const result = localizeResult(await this.request<TurnResult>(method, params));
+      this.noteModelServer(result);
       if (result.sessionId === this.activeSessionId) {
         this.host.post({ type: 'result', result });
         if (result.nextRoute !== undefined) this.setNextRoute(result.nextRoute);

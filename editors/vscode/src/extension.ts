@@ -8,8 +8,9 @@ import { insertAnswerCode, openAnswerFile } from './answerActions';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { changesText, errorActions, errorSetting, relativeTime, sessionDescription, sessionTitle } from './chatModel';
 import { buildServerSettings, classifyChange, CLIENT_SETTING_KEYS, MACHINE_PATH_KEYS, SERVER_SETTING_KEYS } from './config';
-import { ChatController, describeError } from './controller';
+import { ChatController, describeError, modelServerSeen } from './controller';
 import { discoverServer, notFoundMessage, type DiscoveryResult, type ServerCommand } from './discovery';
+import { DoctorView } from './doctorView';
 import { createMilkClient } from './languageClient';
 import {
   Methods,
@@ -22,7 +23,7 @@ import { displayPath } from './paths';
 import { permissionAnswer, permissionPrompt, REVIEW_LABEL, STOP_LABEL } from './permission';
 import { DiffReview, DOC_SCHEME, ReadOnlyDocs } from './review';
 import { ServerInstaller } from './serverInstall';
-import { doctorReport, statusBarView } from './statusModel';
+import { doctorReport, embeddedEngineMissing, embeddedEngineOffer, statusBarView } from './statusModel';
 import type { FromWebview } from './viewMessages';
 
 /** how often the status is re-read while the local model is unreachable (it may come back) */
@@ -49,6 +50,7 @@ export class MilkExtension implements vscode.Disposable {
   readonly chatView: ChatViewProvider;
   readonly statusItem: vscode.StatusBarItem;
   readonly docs = new ReadOnlyDocs();
+  readonly doctorView: DoctorView;
   readonly review: DiffReview;
   readonly installer: ServerInstaller;
   client: LanguageClient | undefined;
@@ -58,6 +60,8 @@ export class MilkExtension implements vscode.Disposable {
   private restarts: number[] = [];
   /** re-reads the status while the local model is unreachable */
   private recheck: ReturnType<typeof setInterval> | undefined;
+  /** the offer to install the embedded engine was made (once per server start) */
+  private embeddedOffered = false;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('milk', { log: true });
@@ -68,8 +72,14 @@ export class MilkExtension implements vscode.Disposable {
       onBusyChanged: () => this.updateStatusBar(),
       onTurnResult: (r) => this.onTurnResult(r),
       onRouteChanged: () => this.updateStatusBar(),
+      onUpdate: (u) => {
+        // milk handed the turn to Claude because the local part failed: if the model server
+        // is down, the status bar says so now, not after Claude's answer
+        if (u.kind === 'escalated' && u.by === 'fallback' && !this.controller.localDown) void this.refreshStatus();
+      },
       log: (l) => this.output.info(l),
     });
+    this.doctorView = new DoctorView((l) => this.output.info(l));
     this.review = new DiffReview(this.docs, () => workspaceFolderUri(), (l) => this.output.info(l));
     this.installer = new ServerInstaller(context.extensionUri.fsPath, context.globalStorageUri.fsPath, this.output, (q) => this.openSettings(q));
     this.statusItem = vscode.window.createStatusBarItem('milk.status', vscode.StatusBarAlignment.Right, 100);
@@ -84,6 +94,7 @@ export class MilkExtension implements vscode.Disposable {
       this.statusItem,
       vscode.window.registerWebviewViewProvider(VIEW_ID, this.chatView, { webviewOptions: { retainContextWhenHidden: true } }),
       vscode.workspace.registerTextDocumentContentProvider(DOC_SCHEME, this.docs),
+      this.doctorView.register(),
       vscode.workspace.onDidChangeConfiguration((e) => void this.onConfigurationChanged(e)),
       this.review,
       ...this.registerCommands(),
@@ -134,6 +145,7 @@ export class MilkExtension implements vscode.Disposable {
 
   private async doStart(): Promise<void> {
     this.serverCommand = undefined;
+    this.embeddedOffered = false;
     this.controller.setServerState('starting');
     this.updateStatusBar();
     let found = await this.discover();
@@ -218,6 +230,10 @@ export class MilkExtension implements vscode.Disposable {
     void this.installer.offer(async () => this.installing()).then((outcome) => {
       if (outcome === 'installed') return this.restart();
       if (outcome === 'failed') this.installFailed();
+      if (outcome === 'no-python' && this.installer.pythonProblem) {
+        this.controller.setServerState('failed', this.installer.pythonProblem);
+        this.updateStatusBar();
+      }
       return undefined;
     });
   }
@@ -300,6 +316,20 @@ export class MilkExtension implements vscode.Disposable {
       this.output.warn(`milk/status failed: ${describeError(err).message}`);
     }
     this.updateStatusBar();
+    this.offerEmbeddedEngine();
+  }
+
+  /**
+   * milk's own server (its venv) without the embedded engine that `milk.local.provider`
+   * wants: offer to install it there (pip in that venv), then restart. Once per start.
+   */
+  private offerEmbeddedEngine(): void {
+    const s = this.controller.lastStatus;
+    if (this.embeddedOffered || this.serverCommand?.source !== 'installed' || !embeddedEngineMissing(s) || !s) return;
+    this.embeddedOffered = true;
+    void this.installer.offerEmbeddedEngine(embeddedEngineOffer(s)).then(async (installed) => {
+      if (installed) await this.restart();
+    });
   }
 
   /** The routing numbers in the status bar tooltip (when the server has `milk/stats`). */
@@ -324,6 +354,7 @@ export class MilkExtension implements vscode.Disposable {
       nextRoute: this.controller.shownRoute,
       routeOverride: this.controller.routeOverride,
       stats: this.controller.statsText,
+      localDown: this.controller.localDown,
     });
     this.statusItem.text = v.text;
     this.statusItem.tooltip = v.tooltip;
@@ -334,7 +365,8 @@ export class MilkExtension implements vscode.Disposable {
   /** While the model is unreachable, look again now and then: "model unreachable" must not
    * outlive the outage (a settings change was the only way out). */
   private scheduleRecheck(): void {
-    const unreachable = this.controller.serverState === 'running' && this.controller.lastStatus?.local.reachable === false;
+    const unreachable =
+      this.controller.serverState === 'running' && (this.controller.lastStatus?.local.reachable === false || !!this.controller.localDown);
     if (unreachable && !this.recheck) {
       this.recheck = setInterval(() => {
         if (!this.controller.busy()) void this.refreshStatus();
@@ -351,7 +383,13 @@ export class MilkExtension implements vscode.Disposable {
     const stale = !!last && (!last.local.reachable || !!last.local.error);
     // a failure that may be the model's or claude's, or a local turn that worked while the
     // status said the model had a problem: read the status again
-    if ((r.error && STATUS_REASONS.has(r.error.reason)) || (stale && r.stopReason === 'end_turn' && r.agent === 'local')) void this.refreshStatus();
+    if (
+      (r.error && STATUS_REASONS.has(r.error.reason)) ||
+      modelServerSeen(r) === 'down' ||
+      (stale && r.stopReason === 'end_turn' && r.agent === 'local')
+    ) {
+      void this.refreshStatus();
+    }
     // the chat shows the error card; only a hidden chat gets a notification (once, with its actions)
     if (r.stopReason === 'error' && r.error && !this.chatView.view?.visible) {
       const e = r.error;
@@ -387,6 +425,8 @@ export class MilkExtension implements vscode.Disposable {
   async askPermission(p: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
     const prompt = permissionPrompt(p, { workspaceFolder: workspaceFolderUri() });
     this.output.info(`permission asked: ${p.tool} ${JSON.stringify(p.input).slice(0, 2000)}${p.edits?.length ? ` (edits ${p.edits.map((e) => e.uri).join(', ')})` : ''}`);
+    // the hand-off question of a local part that found the model server down: warn now
+    if (this.controller.noteQuestion(p)) this.updateStatusBar();
     const cancelled = new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined)));
     if (p.sessionId === this.controller.activeSessionId) this.chatView.post({ type: 'asking', turnId: p.turnId, toolCallId: p.toolCallId });
     let answer: RequestPermissionResult | undefined;
@@ -718,12 +758,13 @@ export class MilkExtension implements vscode.Disposable {
     return this.docs.open('escalation-context.md', text);
   }
 
-  private async doctor(): Promise<vscode.TextEditor> {
+  /** milk: Doctor: the report rendered, read-only (the Markdown preview of a `milk-doctor:` document). */
+  private async doctor(): Promise<vscode.Uri> {
     const s = await this.controller.status();
     this.updateStatusBar();
     const cmd = this.serverCommand ? [this.serverCommand.command, ...this.serverCommand.args].join(' ') : undefined;
     const version = (this.context.extension?.packageJSON as { version?: string } | undefined)?.version;
-    return this.docs.open('doctor.md', doctorReport(s, { serverCommand: cmd, extensionVersion: version }));
+    return this.doctorView.show(doctorReport(s, { serverCommand: cmd, extensionVersion: version }));
   }
 
   dispose(): void {

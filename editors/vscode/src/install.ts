@@ -142,3 +142,33 @@ export async function installServer(input: InstallInput): Promise<InstalledMarke
   onLine(`installed ${wheel.name}`);
   return marker;
 }
+
+/** The extra of milk-lsp that carries the embedded engine (llama.cpp) and the model download. */
+export const EMBEDDED_REQUIREMENT = 'milk-lsp[embedded]';
+
+/**
+ * `<venv python> -m pip install 'milk-lsp[embedded]'` in milk's own venv: milk-lsp is there
+ * already (from the bundled wheel), so pip adds only the extra's packages. Throws InstallError.
+ */
+export async function installEmbeddedEngine(input: {
+  layout: OwnServerLayout;
+  onLine: (line: string) => void;
+  run?: Runner;
+  env?: NodeJS.ProcessEnv;
+}): Promise<void> {
+  const run = input.run ?? runProcess;
+  const tail: string[] = [];
+  const line = (l: string) => {
+    tail.push(l);
+    if (tail.length > 20) tail.shift();
+    input.onLine(l);
+  };
+  const args = ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', EMBEDDED_REQUIREMENT];
+  input.onLine(`installing ${EMBEDDED_REQUIREMENT} with ${input.layout.python}`);
+  const r = await run(input.layout.python, args, { env: input.env, timeoutMs: PIP_TIMEOUT_MS, onLine: line });
+  if (r.code !== 0) {
+    const why = r.error ?? `exit code ${r.code}`;
+    throw new InstallError(`installing ${EMBEDDED_REQUIREMENT} failed (${why})${tail.length ? `: ${tail[tail.length - 1]}` : ''}`, [...tail]);
+  }
+  input.onLine(`installed ${EMBEDDED_REQUIREMENT}`);
+}

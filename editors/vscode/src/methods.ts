@@ -225,7 +225,8 @@ export interface TurnResult {
   agent: AgentName;
   stopReason: StopReason;
   text: string;
-  escalated?: { by: 'user' | 'agent' | 'fallback'; reason: string } | null;
+  /** `signal` (a fallback): the hand-off signal, e.g. `model_unreachable` (docs/protocol.md) */
+  escalated?: { by: 'user' | 'agent' | 'fallback'; reason: string; signal?: string | null } | null;
   usage?: Usage | null;
   error?: TurnError | null;
   /** the files the turn changed (left out when none) */

@@ -112,7 +112,10 @@ export interface PythonCandidate {
   explicit?: boolean;
 }
 
-export type PythonChoice = { ok: true; python: string; version: [number, number]; from: string } | { ok: false; message: string };
+export type PythonChoice =
+  | { ok: true; python: string; version: [number, number]; from: string }
+  /** `findings`: what each candidate was (too old, did not run); empty when there was none */
+  | { ok: false; message: string; findings: string[] };
 
 const MIN_TEXT = `Python ${MIN_PYTHON.join('.')} or newer`;
 
@@ -121,6 +124,19 @@ export function pythonMessage(findings: string[]): string {
   const found = findings.length ? ` (${findings.join('; ')})` : ' and found none';
   return (
     `milk: installing the milk-lsp server needs ${MIN_TEXT}${found}. ` +
+    `Install ${MIN_TEXT} (from python.org or your system's package manager) and run "milk: Reinstall Server", ` +
+    'or set milk.server.python to one.'
+  );
+}
+
+/**
+ * The first message when no server was found and no usable Python either: said before any
+ * Install button (which could only fail), with what was found and what to do.
+ */
+export function needPythonMessage(findings: string[]): string {
+  const found = findings.length ? findings.join('; ') : 'none found on PATH';
+  return (
+    `milk needs ${MIN_TEXT}: ${found}. milk installs its milk-lsp server with it. ` +
     `Install ${MIN_TEXT} (from python.org or your system's package manager) and run "milk: Reinstall Server", ` +
     'or set milk.server.python to one.'
   );
@@ -144,5 +160,5 @@ export async function choosePython(
     findings.push(p.ok ? `${c.from}: ${c.python} is Python ${p.version.join('.')}` : `${c.from}: ${p.problem}`);
     if (c.explicit) break;
   }
-  return { ok: false, message: pythonMessage(findings) };
+  return { ok: false, message: pythonMessage(findings), findings };
 }

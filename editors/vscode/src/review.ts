@@ -22,7 +22,19 @@ export class ReadOnlyDocs implements vscode.TextDocumentContentProvider {
   /** A new document `milk:/<n>/<name>` with `content` (not opened). */
   add(name: string, content: string): vscode.Uri {
     const uri = vscode.Uri.parse(`${DOC_SCHEME}:/${++this.counter}/${name.replace(/^\/+/, '')}`);
-    this.docs.set(uri.path, content);
+    this.docs.set(docKey(uri), content);
+    return uri;
+  }
+
+  /**
+   * One side of a diff: `milk:/<relative path>?<n>-<side>`. Both sides of a file have the
+   * same path (the file's own, so the editor labels it with its plain name and highlights it)
+   * and differ in the query only: VS Code's changes editor shows a pair whose paths differ as
+   * a rename ("R", and the internal paths).
+   */
+  addSide(name: string, side: string, content: string): vscode.Uri {
+    const uri = vscode.Uri.parse(`${DOC_SCHEME}:/`).with({ path: `/${name.replace(/^\/+/, '')}`, query: `${++this.counter}-${side}` });
+    this.docs.set(docKey(uri), content);
     return uri;
   }
 
@@ -32,13 +44,20 @@ export class ReadOnlyDocs implements vscode.TextDocumentContentProvider {
   }
 
   provideTextDocumentContent(uri: vscode.Uri): string {
-    return this.docs.get(uri.path) ?? '';
+    return this.docs.get(docKey(uri)) ?? '';
   }
 
-  forget(uris: vscode.Uri[]): void {
-    for (const u of uris) this.docs.delete(u.path);
+  forget(uris: (vscode.Uri | undefined)[]): void {
+    for (const u of uris) if (u) this.docs.delete(docKey(u));
   }
 }
+
+function docKey(uri: vscode.Uri): string {
+  return uri.query ? `${uri.path}?${uri.query}` : uri.path;
+}
+
+/** The title of the turn's changes (VS Code's changes editor adds the file count itself). */
+export const TURN_CHANGES_TITLE = 'milk: changes of the turn';
 
 interface PendingReview {
   finish(choice: PermissionOptionId | undefined): void;
@@ -82,7 +101,7 @@ export class DiffReview implements vscode.Disposable {
     const sides: { before: vscode.Uri; after: vscode.Uri }[] = [];
     for (const e of edits) {
       const name = displayPath(e.uri, this.workspaceFolder());
-      sides.push({ before: this.docs.add(`current/${name}`, e.before ?? ''), after: this.docs.add(`proposed/${name}`, e.after ?? '') });
+      sides.push({ before: this.docs.addSide(name, 'current', e.before ?? ''), after: this.docs.addSide(name, 'proposed', e.after ?? '') });
     }
     // the first file's diff ends up in front
     for (let i = edits.length - 1; i >= 0; i--) {
@@ -130,7 +149,10 @@ export class DiffReview implements vscode.Disposable {
     }
   }
 
-  /** Open the files a turn changed: one diff, or the multi-file changes editor. */
+  /**
+   * Open the files a turn changed: one diff, or the changes editor listing each file by its
+   * plain relative name (a created file marked A, a deleted one D).
+   */
   async openChanges(changes: FileChange[], opts: { undone?: boolean } = {}): Promise<void> {
     const ws = this.workspaceFolder();
     const shown = changes.filter((c) => !c.binary);
@@ -143,16 +165,21 @@ export class DiffReview implements vscode.Disposable {
       return {
         change: c,
         name,
-        before: this.docs.add(`before/${name}`, c.before ?? ''),
-        after: this.docs.add(`after/${name}`, c.after ?? ''),
+        before: this.docs.addSide(name, 'before', c.before ?? ''),
+        after: this.docs.addSide(name, 'after', c.after ?? ''),
       };
     });
     if (entries.length > 1) {
       try {
+        // the title as is: the changes editor adds "(N files)" to it
         await vscode.commands.executeCommand(
           'vscode.changes',
-          `milk: ${label} (${entries.length} files)`,
-          entries.map((e) => [vscode.Uri.parse(e.change.uri), e.before, e.after]),
+          opts.undone ? `${TURN_CHANGES_TITLE} (undone)` : TURN_CHANGES_TITLE,
+          entries.map((e) => [
+            vscode.Uri.parse(e.change.uri),
+            e.change.kind === 'created' ? undefined : e.before,
+            e.change.kind === 'deleted' ? undefined : e.after,
+          ]),
         );
         return;
       } catch (err) {

@@ -5,8 +5,18 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { defaultIsExecutable, expandHome, findOnPath, INSTALL_HINT, type OwnServer } from './discovery';
-import { findBundledWheel, InstallError, installServer, ownServerLayout, ownServerState, type BundledWheel, type OwnServerLayout } from './install';
-import { choosePython, MIN_PYTHON, type PythonCandidate } from './python';
+import {
+  EMBEDDED_REQUIREMENT,
+  findBundledWheel,
+  InstallError,
+  installEmbeddedEngine,
+  installServer,
+  ownServerLayout,
+  ownServerState,
+  type BundledWheel,
+  type OwnServerLayout,
+} from './install';
+import { choosePython, MIN_PYTHON, needPythonMessage, probePython, runProcess, type PythonCandidate, type PythonChoice, type Runner } from './python';
 
 /** `installed`; `no-python` / `no-wheel`: nothing was touched; `failed`: pip or venv failed. */
 export type InstallOutcome = 'installed' | 'no-python' | 'no-wheel' | 'failed';
@@ -14,6 +24,7 @@ export type InstallReason = 'install' | 'update' | 'reinstall';
 
 export const INSTALL_LABEL = 'Install milk-lsp';
 export const SET_PYTHON_LABEL = 'Set milk.server.python';
+export const INSTALL_EMBEDDED_LABEL = 'Install the embedded engine';
 
 /** The parts of the Python extension's API milk reads (ms-python.python, `environments`). */
 interface PythonExtensionApi {
@@ -45,12 +56,17 @@ export class ServerInstaller {
   readonly layout: OwnServerLayout;
   private wheelCache: BundledWheel | undefined | null = null;
   private running: Promise<InstallOutcome> | undefined;
+  private embeddedRunning: Promise<boolean> | undefined;
+  /** why the last offer found no usable Python (the status bar and the chat say it) */
+  pythonProblem: string | undefined;
 
   constructor(
     private readonly extensionPath: string,
     globalStoragePath: string,
     private readonly output: vscode.LogOutputChannel,
     private readonly openSettings: (query: string) => Promise<void>,
+    /** runs python and pip (a stand-in in the tests) */
+    private readonly run: Runner = runProcess,
   ) {
     this.layout = ownServerLayout(globalStoragePath);
   }
@@ -66,8 +82,27 @@ export class ServerInstaller {
     return { command: this.layout.milkLsp, state: ownServerState(this.layout, wheel, defaultIsExecutable), canInstall: !!wheel };
   }
 
-  /** The offer, when no server was found; undefined when the user did not take it. */
+  /**
+   * The offer, when no server was found; undefined when the user did not take it. The Python
+   * it needs is looked for first: without one the first message says so (an Install button
+   * would only fail after the click), with the way to set one.
+   */
   async offer(beforeInstall?: () => Promise<void>): Promise<InstallOutcome | undefined> {
+    this.pythonProblem = undefined;
+    if (this.wheel) {
+      const choice = await this.choosePython();
+      if (!choice.ok) {
+        const message = needPythonMessage(choice.findings);
+        this.pythonProblem = message;
+        this.output.warn(message);
+        // not awaited: the status bar and the chat say it while the notification is open
+        void vscode.window.showErrorMessage(message, SET_PYTHON_LABEL, 'Open Settings').then((pick) => {
+          if (pick === SET_PYTHON_LABEL) void this.openSettings('milk.server.python');
+          if (pick === 'Open Settings') void this.openSettings('milk.server.path');
+        });
+        return 'no-python';
+      }
+    }
     const pick = await vscode.window.showInformationMessage(
       'milk: the milk-lsp server is not installed. Install it? milk puts the copy this extension carries into a Python ' +
         `environment of its own (it needs Python ${MIN_PYTHON.join('.')} or newer).`,
@@ -91,7 +126,7 @@ export class ServerInstaller {
       void vscode.window.showErrorMessage(`milk: this build of the extension carries no milk-lsp to install. ${INSTALL_HINT}`);
       return 'no-wheel';
     }
-    const choice = await choosePython(await this.pythonCandidates());
+    const choice = await this.choosePython();
     if (!choice.ok) {
       this.output.warn(choice.message);
       void vscode.window.showErrorMessage(choice.message, SET_PYTHON_LABEL).then((pick) => {
@@ -108,6 +143,7 @@ export class ServerInstaller {
           python: choice.python,
           wheel,
           layout: this.layout,
+          run: this.run,
           onLine: (line) => {
             this.output.info(`[install] ${line}`);
             progress.report({ message: line.length > 120 ? `${line.slice(0, 119)}…` : line });
@@ -124,6 +160,58 @@ export class ServerInstaller {
     }
     vscode.window.setStatusBarMessage('milk: milk-lsp installed', 5000);
     return 'installed';
+  }
+
+  private async choosePython(): Promise<PythonChoice> {
+    return choosePython(await this.pythonCandidates(), (p) => probePython(p, this.run));
+  }
+
+  /**
+   * The embedded engine into milk's own venv: `<venv python> -m pip install
+   * 'milk-lsp[embedded]'`, with its progress. True when pip succeeded.
+   */
+  installEmbedded(): Promise<boolean> {
+    this.embeddedRunning ??= this.doInstallEmbedded().finally(() => (this.embeddedRunning = undefined));
+    return this.embeddedRunning;
+  }
+
+  private async doInstallEmbedded(): Promise<boolean> {
+    this.output.info(`installing ${EMBEDDED_REQUIREMENT} into milk's own server environment (${this.layout.dir})`);
+    try {
+      await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'milk: installing the embedded engine', cancellable: false },
+        (progress) =>
+          installEmbeddedEngine({
+            layout: this.layout,
+            run: this.run,
+            onLine: (line) => {
+              this.output.info(`[install] ${line}`);
+              progress.report({ message: line.length > 120 ? `${line.slice(0, 119)}…` : line });
+            },
+          }),
+      );
+    } catch (err) {
+      const message = err instanceof InstallError ? err.message : String((err as Error)?.message ?? err);
+      this.output.error(`installing the embedded engine failed: ${message}`);
+      void vscode.window.showErrorMessage(`milk: installing the embedded engine failed: ${message}`, 'Show Server Log').then((pick) => {
+        if (pick) this.output.show();
+      });
+      return false;
+    }
+    vscode.window.setStatusBarMessage('milk: the embedded engine is installed', 5000);
+    return true;
+  }
+
+  /**
+   * milk's own server says the embedded engine is missing: the message names the engine and
+   * offers to install it into that server's venv. True when it was installed (the caller
+   * restarts the server).
+   */
+  async offerEmbeddedEngine(message: string): Promise<boolean> {
+    const pick = await vscode.window.showWarningMessage(message, INSTALL_EMBEDDED_LABEL, 'Open Settings');
+    if (pick === 'Open Settings') await this.openSettings('milk.local.provider');
+    if (pick !== INSTALL_EMBEDDED_LABEL) return false;
+    return this.installEmbedded();
   }
 
   /** milk.server.python alone when set; else the Python extension's, then PATH's. */

@@ -1,8 +1,14 @@
 // What the status bar item shows. No `vscode` import.
 
+import { vscodeSettingNames } from './config';
 import type { NextRoute, Status } from './methods';
 import type { Busy } from './controller';
 import type { ServerState } from './viewMessages';
+
+/** A turn found the model server down (controller.ts `localDown`): what it said. */
+export interface LocalDown {
+  detail?: string;
+}
 
 export interface StatusBarView {
   text: string;
@@ -22,6 +28,8 @@ export function statusBarView(input: {
   routeOverride?: 'local';
   /** `milk/stats` text: the routing numbers, added to a running server's tooltip */
   stats?: string;
+  /** the last turn found the model server down (until a local turn works or the status says it answers) */
+  localDown?: LocalDown;
 }): StatusBarView {
   const v = baseView(input);
   const running = input.serverState === 'running';
@@ -45,20 +53,26 @@ function baseView(input: Parameters<typeof statusBarView>[0]): StatusBarView {
     // `problem` while starting: what the start waits for (milk installing its own server)
     return { text: '$(loading~spin) milk: starting', tooltip: input.problem ?? 'Starting milk-lsp…', warning: false };
   }
-  if (busy === 'claude') return { text: '$(sync~spin) milk: Claude running', tooltip: 'Claude Code is answering. Click to open the chat.', warning: false };
+  const down = localDownLine(status, input.localDown);
+  const downWord = status?.local?.provider === 'embedded' ? 'embedded engine not available' : 'model server down';
+  if (busy === 'claude') {
+    // handed to Claude because the model server is down: say so while Claude (paid) answers
+    if (down) {
+      return { text: `$(sync~spin) milk: Claude running · ${downWord}`, tooltip: `Claude Code is answering.\n${down}\nClick to open the chat.`, warning: true };
+    }
+    return { text: '$(sync~spin) milk: Claude running', tooltip: 'Claude Code is answering. Click to open the chat.', warning: false };
+  }
   if (busy === 'local' || busy === 'pending') {
     return { text: `$(sync~spin) milk: local running${modelPart}`, tooltip: 'The local model is answering. Click to open the chat.', warning: false };
   }
   const problems: string[] = [];
-  if (status && !status.local.reachable) {
-    problems.push(`Local model unreachable at ${status.local.baseUrl}${status.local.error ? `: ${status.local.error}` : ''}`);
-  }
+  if (down) problems.push(down);
   if (status && !status.claude.found) {
-    problems.push(`claude not found${status.claude.error ? `: ${status.claude.error}` : ''}`);
+    problems.push(`claude not found${status.claude.error ? `: ${vscodeSettingNames(status.claude.error)}` : ''}`);
   }
   if (problems.length) {
-    const what = status && !status.local.reachable ? 'model unreachable' : 'claude not found';
-    return { text: `$(warning) milk: ${what}`, tooltip: `${problems.join('\n')}\nRun "milk: Doctor" for details.`, warning: true };
+    const what = down ? `milk · ${downWord}` : 'milk: claude not found';
+    return { text: `$(warning) ${what}`, tooltip: `${problems.join('\n')}\nRun "milk: Doctor" for details.`, warning: true };
   }
   if (input.nextRoute?.agent === 'claude' && input.routeOverride !== 'local') {
     return {
@@ -78,6 +92,36 @@ function baseView(input: Parameters<typeof statusBarView>[0]): StatusBarView {
   };
 }
 
+/**
+ * The one line saying the local model cannot be reached: the URL (or the embedded engine,
+ * which has none) named once, with the server's reason. Undefined when nothing says so.
+ */
+export function localDownLine(status: Status | undefined, localDown: LocalDown | undefined): string | undefined {
+  const statusDown = !!status && status.local.reachable === false;
+  if (!statusDown && !localDown) return undefined;
+  const detail = localDown?.detail?.trim() || (statusDown ? status?.local.error?.trim() : undefined) || '';
+  const error = vscodeSettingNames(detail).replace(/[.;\s]+$/, '');
+  if (status?.local?.provider === 'embedded') return `The embedded engine is not available${error ? `: ${error}` : ''}.`;
+  const url = status?.local?.baseUrl?.trim();
+  if (error && (!url || error.includes(url))) return `The model server is down: ${error}.`;
+  if (url) return `The model server at ${url} is down${error ? `: ${error}` : ''}.`;
+  return 'The model server is down.';
+}
+
+/** The embedded engine is not installed where the server runs (its status says how to install it). */
+export function embeddedEngineMissing(s: Status | undefined): boolean {
+  return !!s && s.local.provider === 'embedded' && !s.local.reachable && /milk-lsp\[embedded\]/.test(s.local.error ?? '');
+}
+
+/** The notification offering to install the embedded engine into milk's own server environment. */
+export function embeddedEngineOffer(s: Status): string {
+  const why = vscodeSettingNames(s.local.error ?? '').replace(/[.;\s]+$/, '');
+  return (
+    `milk: the embedded engine is not available${why ? ` (${why})` : ''}. ` +
+    "Install it into milk's own server environment? milk runs pip install 'milk-lsp[embedded]' there and restarts the server."
+  );
+}
+
 /** milk: Doctor as Markdown. */
 export function doctorReport(s: Status, extra: { serverCommand?: string; extensionVersion?: string } = {}): string {
   const ok = (b: boolean) => (b ? '✅' : '❌');
@@ -91,7 +135,9 @@ export function doctorReport(s: Status, extra: { serverCommand?: string; extensi
     '',
     '## Local model',
     '',
-    `- ${ok(s.local.reachable)} endpoint: ${s.local.baseUrl}`,
+    s.local.provider === 'embedded' && !s.local.baseUrl
+      ? `- ${ok(s.local.reachable)} the embedded engine${s.local.loadState ? ` (${s.local.loadState})` : ''}`
+      : `- ${ok(s.local.reachable)} endpoint: ${s.local.baseUrl}`,
     `- model: ${s.local.model ?? '(none found)'}`,
     s.local.error ? `- error: ${s.local.error}` : '',
     '',

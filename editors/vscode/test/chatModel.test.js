@@ -456,3 +456,23 @@ test('a local badge made while the model was unknown gets its name once it is kn
   m.applyUpdate(st2, u('turn_ended', { agent: 'local', stopReason: 'error' }));
   assert.equal(m.nameLocalModel(st2, 'm1'), undefined);
 });
+
+test('issue 31 item 3: after the hand-off the running turn is Claude\'s, before Claude says a word', () => {
+  seq = 0;
+  const st = m.emptyState(session);
+  m.addUserMessage(st, 'fix it');
+  const turn = st.turns[0];
+  assert.equal(m.workingAgent(turn), undefined, 'not started yet');
+  assert.equal(m.workingText(turn).state, 'waiting for the server…');
+  m.applyUpdate(st, u('turn_started', { agent: 'local', route: 'auto', reason: 'default' }));
+  m.applyUpdate(st, u('text', { agent: 'local', delta: 'Trying.' }));
+  assert.equal(m.workingAgent(turn), 'local');
+  assert.equal(m.workingText(turn).state, 'local model is answering…');
+  m.applyUpdate(st, u('escalated', { by: 'fallback', reason: 'the model server is down', mode: 'first', contextChars: 100 }));
+  assert.equal(m.workingAgent(turn), 'claude');
+  assert.deepEqual(m.workingText(turn), { turn: 'Claude is working…', state: 'Claude is answering…' });
+  m.applyUpdate(st, u('text', { agent: 'claude', delta: 'Done.' }));
+  assert.equal(m.workingAgent(turn), 'claude');
+  m.applyUpdate(st, u('turn_ended', { agent: 'claude', stopReason: 'end_turn' }));
+  assert.equal(m.workingAgent(turn), undefined, 'no longer running');
+});

@@ -2,6 +2,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { ChatController, describeError } = require('../out/lib/controller.js');
+const { statusBarView } = require('../out/lib/statusModel.js');
 const { Methods } = require('../out/lib/methods.js');
 
 /** sendRequest records the call and answers from `answers` (a function per method). */
@@ -194,4 +195,106 @@ test('milk/stats: the text for the workspace folder; an older server (MethodNotF
   assert.equal(flaky.sent.length, 2);
   assert.deepEqual(flaky.sent[0].params, {});
   assert.match(logs[0], /milk\/stats failed: store locked/);
+});
+
+// ---- issue 31 ------------------------------------------------------------------------------
+
+const STATUS_OK = {
+  version: '0.1.0',
+  local: { baseUrl: 'http://127.0.0.1:9/v1', model: 'qwen3', reachable: true },
+  claude: { path: '/usr/bin/claude', found: true },
+  storage: '/tmp/s',
+};
+const UNREACHABLE = 'no local model reachable at http://127.0.0.1:9/v1: connection refused; start Ollama/llama-server or set local.baseUrl';
+
+/** A controller whose turns answer `results` in order; the status answers `status()`. */
+function scripted(results, status = () => STATUS_OK) {
+  const queue = [...results];
+  const f = fakeRpc({
+    [Methods.SESSION_LIST]: () => ({ sessions: [] }),
+    [Methods.STATUS]: () => status(),
+    [Methods.CHAT]: () => ({ sessionId: 's1', turnId: `t${queue.length}`, text: '', ...queue.shift() }),
+  });
+  const c = new ChatController({ post: () => undefined, workspaceFolder: () => 'file:///ws' });
+  const view = () => statusBarView({ serverState: 'running', busy: c.busy(), status: c.lastStatus, localDown: c.localDown });
+  c.attach(f.rpc);
+  c.activeSessionId = 's1';
+  return { c, f, view };
+}
+
+test('issue 31 item 1: a turn that fails on the unreachable model server warns at once (no status read)', async () => {
+  const { c, view } = scripted([
+    { agent: 'local', stopReason: 'error', error: { reason: 'local_unreachable', message: UNREACHABLE } },
+    { agent: 'local', stopReason: 'end_turn' },
+  ]);
+  await c.status(); // reachable, from before the outage
+  assert.match(view().text, /milk · qwen3$/);
+  await c.send('anyone there?');
+  assert.equal(view().text, '$(warning) milk · model server down');
+  assert.equal(view().warning, true);
+  assert.equal(view().tooltip.split('http://127.0.0.1:9/v1').length - 1, 1, view().tooltip);
+  assert.match(c.localDown.detail, /milk\.local\.baseUrl/, 'the VS Code setting name');
+  // a later turn that runs locally clears it
+  await c.send('back?');
+  assert.equal(c.localDown, undefined);
+  assert.match(view().text, /milk · qwen3$/);
+});
+
+test('issue 31 item 1: a turn handed to Claude because the model server is down (escalated.signal) warns too', async () => {
+  let reachable = false;
+  const { c, view } = scripted(
+    [
+      { agent: 'claude', stopReason: 'end_turn', escalated: { by: 'fallback', reason: UNREACHABLE, signal: 'model_unreachable' } },
+      { agent: 'claude', stopReason: 'end_turn' },
+    ],
+    () => ({ ...STATUS_OK, local: { ...STATUS_OK.local, reachable } }),
+  );
+  await c.send('do it');
+  assert.match(view().text, /model server down/);
+  // a turn Claude alone ran says nothing about the model server
+  await c.send('and this', { route: 'claude' });
+  assert.match(view().text, /model server down/);
+  // a status read that finds it unreachable keeps it; one that finds it reachable clears it
+  await c.status();
+  assert.match(view().text, /model server down/);
+  reachable = true;
+  await c.status();
+  assert.equal(c.localDown, undefined);
+  assert.doesNotMatch(view().text, /down/);
+});
+
+test('issue 31 item 1: the hand-off question of an unreachable model server warns before the answer; a status asked before does not clear it', async () => {
+  const f = fakeRpc({ [Methods.SESSION_LIST]: () => ({ sessions: [] }) });
+  const c = new ChatController({ post: () => undefined, workspaceFolder: () => undefined });
+  c.attach(f.rpc);
+  // a status read in flight (it was asked while the model server still answered)
+  const pending = c.status();
+  assert.equal(c.noteQuestion({ tool: 'hand_off_to_claude', input: { signal: 'model_unreachable', detail: UNREACHABLE } }), true);
+  assert.match(c.localDown.detail, /no local model reachable/);
+  f.resolve(Methods.STATUS, STATUS_OK);
+  await pending;
+  assert.ok(c.localDown, 'a status asked before the outage was seen does not clear it');
+  // other questions say nothing about it
+  assert.equal(c.noteQuestion({ tool: 'hand_off_to_claude', input: { signal: 'loop', detail: 'x' } }), false);
+  assert.equal(c.noteQuestion({ tool: 'edit_file', input: {} }), false);
+});
+
+test('issue 31 item 3: the escalated update of the running turn switches the running agent to Claude', async () => {
+  const busy = [];
+  const f = fakeRpc({ [Methods.SESSION_LIST]: () => ({ sessions: [] }) });
+  const c = new ChatController({ post: () => undefined, workspaceFolder: () => undefined, onBusyChanged: (b) => busy.push(b) });
+  c.attach(f.rpc);
+  c.activeSessionId = 's1';
+  const turn = c.send('hello');
+  f.notify(Methods.UPDATE, turnStarted('s1'));
+  assert.equal(c.busy(), 'local');
+  assert.match(statusBarView({ serverState: 'running', busy: c.busy(), status: STATUS_OK }).text, /local running/);
+  f.notify(Methods.UPDATE, { sessionId: 's1', turnId: 't1', seq: 2, kind: 'escalated', by: 'fallback', reason: 'the model looped', mode: 'first', contextChars: 10 });
+  assert.equal(c.busy(), 'claude');
+  assert.equal(busy.at(-1), 'claude', 'the status bar is told');
+  assert.match(statusBarView({ serverState: 'running', busy: c.busy(), status: STATUS_OK }).text, /Claude running/);
+  f.notify(Methods.UPDATE, { ...turnEnded('s1'), seq: 3, stopReason: 'end_turn' });
+  f.resolve(Methods.CHAT, { sessionId: 's1', turnId: 't1', agent: 'claude', stopReason: 'end_turn', text: '' });
+  await turn;
+  assert.equal(c.busy(), undefined);
 });

@@ -200,10 +200,14 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
     assert.equal(esc.by, 'user');
   });
 
-  it('Milk: Doctor and Milk: Show Escalation Context open read-only documents', async () => {
+  it('Milk: Doctor (rendered) and Milk: Show Escalation Context open read-only documents', async () => {
+    const shown = mock.shownDocuments.length;
     await mock.vscode.commands.executeCommand('milk.doctor');
-    const doctor = mock.shownDocuments.at(-1);
-    assert.equal(doctor.uri.scheme, 'milk');
+    // issue 31: the Markdown preview of a milk-doctor: document, not an editor
+    const preview = mock.executed.filter(([id]) => id === 'markdown.showPreview').at(-1);
+    assert.equal(preview[1].scheme, 'milk-doctor');
+    assert.equal(mock.shownDocuments.length, shown);
+    const doctor = await mock.vscode.workspace.openTextDocument(preview[1]);
     assert.match(doctor.getText(), /# milk doctor/);
     assert.match(doctor.getText(), /fake-model/);
     await mock.vscode.commands.executeCommand('milk.showContext');

@@ -1,6 +1,6 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { statusBarView, doctorReport } = require('../out/lib/statusModel.js');
+const { statusBarView, doctorReport, localDownLine, embeddedEngineMissing, embeddedEngineOffer } = require('../out/lib/statusModel.js');
 
 const ok = {
   version: '0.1.0',
@@ -23,7 +23,7 @@ test('running local / Claude', () => {
 test('warning when the model or claude is unreachable', () => {
   let v = statusBarView({ serverState: 'running', busy: undefined, status: { ...ok, local: { ...ok.local, reachable: false, error: 'connection refused' } } });
   assert.equal(v.warning, true);
-  assert.match(v.text, /model unreachable/);
+  assert.match(v.text, /milk · model server down/);
   assert.match(v.tooltip, /connection refused/);
   v = statusBarView({ serverState: 'running', busy: undefined, status: { ...ok, claude: { found: false, error: 'not on PATH' } } });
   assert.equal(v.warning, true);
@@ -77,4 +77,76 @@ test('starting says what the start waits for (milk installing its own server)', 
   const v = statusBarView({ serverState: 'starting', busy: undefined, problem: 'Installing the milk-lsp server…' });
   assert.match(v.text, /milk: starting/);
   assert.equal(v.tooltip, 'Installing the milk-lsp server…');
+});
+
+// ---- issue 31 ------------------------------------------------------------------------------
+
+const URL = 'http://127.0.0.1:11434/v1';
+const count = (text, part) => text.split(part).length - 1;
+
+test('issue 31 item 2: the tooltip names the unreachable URL once', () => {
+  // the server's probe error names the URL itself
+  const error = `no local model reachable at ${URL}: connection refused; start Ollama/llama-server or set local.baseUrl`;
+  const v = statusBarView({ serverState: 'running', busy: undefined, status: { ...ok, local: { ...ok.local, reachable: false, error } } });
+  assert.equal(count(v.tooltip, URL), 1, v.tooltip);
+  assert.doesNotMatch(v.tooltip, /unreachable at .*unreachable at/);
+  assert.match(v.tooltip, /milk\.local\.baseUrl/, 'the VS Code setting name');
+  // an error that does not name it: the URL is added, once
+  const w = statusBarView({ serverState: 'running', busy: undefined, status: { ...ok, local: { ...ok.local, reachable: false, error: 'connection refused' } } });
+  assert.equal(count(w.tooltip, URL), 1, w.tooltip);
+  assert.match(w.tooltip, /connection refused/);
+});
+
+test('issue 31 item 1: a turn that found the model server down warns, though the last status said reachable', () => {
+  const localDown = { detail: `no local model reachable at ${URL}: connection refused` };
+  const v = statusBarView({ serverState: 'running', busy: undefined, status: ok, localDown });
+  assert.equal(v.text, '$(warning) milk · model server down');
+  assert.equal(v.warning, true);
+  assert.equal(count(v.tooltip, URL), 1, v.tooltip);
+  assert.match(v.tooltip, /connection refused/);
+  // no detail: the URL from the status
+  const bare = statusBarView({ serverState: 'running', busy: undefined, status: ok, localDown: {} });
+  assert.match(bare.tooltip, new RegExp(`model server at ${URL.replace(/[./]/g, '\\$&')} is down`));
+  // without it, idle as before
+  assert.equal(statusBarView({ serverState: 'running', busy: undefined, status: ok, localDown: undefined }).text, '$(comment-discussion) milk · qwen3');
+});
+
+test('issue 31 items 1 and 3: while Claude answers a turn the model server could not, the status bar says both', () => {
+  const v = statusBarView({ serverState: 'running', busy: 'claude', status: ok, localDown: { detail: `no local model reachable at ${URL}` } });
+  assert.match(v.text, /Claude running · model server down/);
+  assert.equal(v.warning, true);
+  assert.match(v.tooltip, /Claude Code is answering/);
+  assert.equal(count(v.tooltip, URL), 1);
+  // a local turn running: it is trying the model server again, no warning
+  assert.doesNotMatch(statusBarView({ serverState: 'running', busy: 'local', status: ok, localDown: {} }).text, /down/);
+});
+
+const embeddedMissing = {
+  ...ok,
+  local: {
+    baseUrl: '',
+    model: 'qwen2.5-coder',
+    reachable: false,
+    provider: 'embedded',
+    loadState: 'stopped',
+    error: "local.provider is embedded but xllamacpp is not installed: install the embedded engine: pip install 'milk-lsp[embedded]'",
+  },
+};
+
+test('issue 31 item 9: the embedded engine is named instead of an empty URL', () => {
+  const v = statusBarView({ serverState: 'running', busy: undefined, status: embeddedMissing });
+  assert.match(v.text, /embedded engine not available/);
+  assert.match(v.tooltip, /^The embedded engine is not available: milk\.local\.provider is embedded but xllamacpp is not installed/);
+  assert.doesNotMatch(v.tooltip, /at :|at \s*$|unreachable at/m, v.tooltip);
+  assert.equal(localDownLine(embeddedMissing, undefined).includes(' at :'), false);
+  assert.equal(embeddedEngineMissing(embeddedMissing), true);
+  assert.equal(embeddedEngineMissing(ok), false);
+  assert.equal(embeddedEngineMissing({ ...embeddedMissing, local: { ...embeddedMissing.local, error: 'the model file is gone' } }), false);
+  const offer = embeddedEngineOffer(embeddedMissing);
+  assert.match(offer, /^milk: the embedded engine is not available/);
+  assert.match(offer, /pip install 'milk-lsp\[embedded\]'/);
+  assert.doesNotMatch(offer, /at :/);
+  // Doctor too: no "endpoint: " with nothing after it
+  assert.match(doctorReport(embeddedMissing), /❌ the embedded engine \(stopped\)/);
+  assert.doesNotMatch(doctorReport(embeddedMissing), /endpoint: \n/);
 });

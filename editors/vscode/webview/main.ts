@@ -25,19 +25,31 @@ import {
   sessionTitle,
   splitToolOutput,
   toolSummary,
+  workingAgent,
+  workingText,
   type Block,
   type ChatState,
   type ErrorAction,
   type ToolView,
   type TurnView,
 } from '../src/chatModel';
+import { InputHistory, inputKeyAction } from '../src/inputHistory';
 import { renderMarkdown } from '../src/markdown';
 import type { NextRoute, SessionInfo } from '../src/methods';
 import type { FromWebview, ServerState, ToWebview } from '../src/viewMessages';
+import { keepAttachments, notePending, readSaved, restoreAttachments } from '../src/webviewState';
 
-declare function acquireVsCodeApi(): { postMessage(msg: unknown): void };
+declare function acquireVsCodeApi(): { postMessage(msg: unknown): void; getState(): unknown; setState(state: unknown): void };
 const vscode = acquireVsCodeApi();
 const send = (m: FromWebview) => vscode.postMessage(m);
+
+// kept across a reload of the view: the attachment chips, the messages Up brings back
+const saved = readSaved(vscode.getState());
+const sent = new InputHistory(saved.history);
+function persist(): void {
+  saved.history = sent.entries;
+  vscode.setState(saved);
+}
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const log = $<HTMLElement>('log');
@@ -146,6 +158,7 @@ function renderTurn(turn: TurnView): void {
 
   // footer: status, usage
   foot.textContent = '';
+  foot.dataset.agent = workingAgent(turn) ?? '';
   const status = el('span', `turn-status st-${turn.status}`, statusText(turn));
   foot.appendChild(status);
   const usage = formatUsage(turn.usage);
@@ -223,7 +236,8 @@ function renderChanges(box: HTMLElement, turn: TurnView): void {
 function statusText(turn: TurnView): string {
   switch (turn.status) {
     case 'running':
-      return turn.agent === 'claude' ? 'Claude is working…' : turn.agent === 'local' ? 'local model is working…' : 'waiting for the server…';
+      // Claude from the hand-off on (the escalated update), before its first word
+      return workingText(turn).turn;
     case 'ok':
       return '';
     case 'cancelled':
@@ -379,14 +393,12 @@ function renderChrome(): void {
       ? 'starting milk-lsp…'
       : serverState !== 'running'
         ? 'server not running'
-        : running
-          ? current?.agent === 'claude'
-            ? 'Claude is answering…'
-            : 'local model is answering…'
+        : running && current
+          ? workingText(current).state
           : localModel
             ? `idle · ${localModel}`
             : 'idle';
-  stateEl.dataset.state = running ? (current?.agent ?? 'pending') : 'idle';
+  stateEl.dataset.state = running ? ((current && workingAgent(current)) ?? 'pending') : 'idle';
   deleteBtn.disabled = !activeId;
 }
 
@@ -442,6 +454,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
   switch (m.type) {
     case 'history':
       state = m.data ? fromHistory(m.data, localModel) : emptyState(undefined, localModel);
+      // the server's history has no chips: the ones this view kept
+      if (restoreAttachments(saved, state).length && keepAttachments(saved, state)) persist();
       if (m.data && activeId !== m.data.session.sessionId) {
         activeId = m.data.session.sessionId;
         renderSessions();
@@ -456,6 +470,10 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       break;
     case 'user':
       renderTurn(addUserMessage(state, m.text, m.attachments));
+      if (m.attachments?.length) {
+        notePending(saved, m.text, m.attachments);
+        persist();
+      }
       renderChrome();
       // the user sent something: show it, even when scrolled up
       log.scrollTop = log.scrollHeight;
@@ -467,6 +485,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       }
       const t = applyUpdate(state, m.update);
       if (t) renderTurn(t);
+      if (m.update.kind === 'turn_started' && keepAttachments(saved, state)) persist();
       renderChrome();
       break;
     }
@@ -531,19 +550,54 @@ function submit(): void {
   const text = input.value;
   if (!text.trim() || sendBtn.disabled) return;
   input.value = '';
+  sent.add(text);
+  persist();
   send({ type: 'send', text });
 }
 
+function showRecalled(text: string): void {
+  input.value = text;
+  // the caret at the end, as a shell puts it
+  input.setSelectionRange(text.length, text.length);
+}
+
 input.addEventListener('keydown', (e) => {
-  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-    e.preventDefault();
-    submit();
+  const action = inputKeyAction(e, input, { running: isRunning(state), browsing: sent.browsing });
+  switch (action) {
+    case 'send':
+      e.preventDefault();
+      submit();
+      break;
+    case 'cancel':
+      // the Cancel button's message
+      e.preventDefault();
+      send({ type: 'cancel' });
+      break;
+    case 'older': {
+      const text = sent.older(input.value);
+      if (text === undefined) break;
+      e.preventDefault();
+      showRecalled(text);
+      break;
+    }
+    case 'newer': {
+      const text = sent.newer();
+      if (text === undefined) break;
+      e.preventDefault();
+      showRecalled(text);
+      break;
+    }
   }
 });
+input.addEventListener('input', () => sent.stopBrowsing());
 sendBtn.addEventListener('click', submit);
 escalateBtn.addEventListener('click', () => {
   const text = input.value.trim();
   input.value = '';
+  if (text) {
+    sent.add(text);
+    persist();
+  }
   send({ type: 'escalate', text: text || undefined });
 });
 cancelBtn.addEventListener('click', () => send({ type: 'cancel' }));
