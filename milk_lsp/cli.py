@@ -120,8 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"milk-lsp {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     commands = parser.add_subparsers(dest="command")
-    chat = commands.add_parser("chat", help="send one message from the terminal")
-    chat.add_argument("text", nargs="+", help="the message")
+    chat = commands.add_parser(
+        "chat",
+        help="chat from the terminal: one message, or a chat loop when none is given",
+        description="Send one message (or a slash command: /undo, /escalate [text], "
+        "/local text, /new, /context, /help), or, with no message, chat in a loop on one "
+        "session until Ctrl-D.",
+    )
+    chat.add_argument("text", nargs="*", help="the message (none: the chat loop)")
     chat.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder")
     chat.add_argument("--route", choices=["auto", "local", "claude"], default="auto")
     chat.add_argument("--session", help="session id (default: the folder's latest)")
@@ -156,26 +162,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "chat":
         from milk_lsp.terminal.chat import run_chat
 
-        text = " ".join(args.text)
-        if not text.strip():
+        text = " ".join(args.text) if args.text else None  # None: the chat loop
+        if text is not None and not text.strip():
             print(
                 'milk: the message is empty: say what to ask, e.g. milk-lsp chat "what does '
-                'main.py do?"',
+                'main.py do?" (or milk-lsp chat alone to chat in a loop)',
                 file=sys.stderr,
             )
             return 2
         workspace = _workspace(args)
         if workspace is None:
             return 2
-        return asyncio.run(
-            run_chat(
-                text,
-                workspace,
-                args.route,
-                args.session,
-                _settings_from_args(args),
-                verbose=args.verbose,
-            )
+        return run_chat(
+            text,
+            workspace,
+            args.route,
+            args.session,
+            _settings_from_args(args),
+            verbose=args.verbose,
         )
     if args.command == "undo":
         from milk_lsp.terminal.chat import run_undo

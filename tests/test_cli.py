@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -30,6 +31,7 @@ import pytest
 from milk_lsp import __version__
 from milk_lsp.agents.claude.cli import bundled_cli_path
 from milk_lsp.terminal.chat import ChatPrinter
+from milk_lsp.terminal.commands import parse
 from tests.fakes.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
@@ -345,7 +347,11 @@ def test_chat_streams_the_answer_with_agent_and_tool_marks(runs: Runs) -> None:
     answer_line = next(i for i, line in enumerate(lines) if SCRIPTED_ANSWER in line)
     assert tool_line < result_line < answer_line
     assert lines[-1] == "── done"
-    assert "milk: session " in run.stderr
+    # before the message: the session it joins (a new one here) and where the message goes
+    assert re.fullmatch(
+        r"milk: new session [0-9a-f-]{36}: this message goes to the local model \(.+\)\n",
+        run.stderr,
+    ), run.describe()
     # The model was asked twice: the tool round, then with the tool's result.
     requests = runs.servers["ok"].requests
     assert len(requests) == 2
@@ -692,3 +698,49 @@ def test_chat_shows_milks_own_read_which_arrives_completed_once() -> None:
         "    → x = 1",
         "  ⚙ list_directory {} [running]",
     ]
+
+
+def test_chat_says_how_many_files_changed_in_words() -> None:
+    """Files changed counted in words: "1 file", "2 files", never "file(s)"."""
+    out = io.StringIO()
+    printer = ChatPrinter(out)
+    change = {"uri": "file:///w/a.py", "kind": "modified", "added": 1, "removed": 1}
+    printer.on_update({"kind": "changes", "changes": [change]})
+    printer.on_update({"kind": "changes", "changes": [change, change | {"uri": "file:///w/b"}]})
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("✎ 1 file changed: ") and lines[1].startswith("✎ 2 files changed")
+
+
+def test_chat_keeps_a_failed_turns_notice_for_the_one_line_with_its_reason() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    printer = ChatPrinter(out, err)
+    printer.on_update({"kind": "notice", "severity": "error", "message": "HTTP 500"})
+    printer.on_update({"kind": "notice", "severity": "warning", "message": "cut off"})
+    printer.on_update({"kind": "turn_ended", "stopReason": "error"})
+    assert out.getvalue() == "[warning] cut off\n── failed\n" and err.getvalue() == ""
+
+
+def test_chat_colours_a_diff_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    question = {
+        "tool": "edit_file",
+        "agent": "local",
+        "edits": [{"uri": "file:///w/a.py", "before": "x = 1\n", "after": "x = 2\n"}],
+        "options": [{"optionId": "allow_once", "label": "Allow once"}],
+    }
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("MILK_COLOR", "1")
+    coloured, keys = ChatPrinter(io.StringIO()).question(question)
+    assert "\x1b[31m-x = 1\x1b[0m" in coloured and "\x1b[32m+x = 2\x1b[0m" in coloured
+    assert "\x1b[36m@@" in coloured and keys["o"] == "allow_once"
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain, _ = ChatPrinter(io.StringIO()).question(question)
+    assert "\x1b[" not in plain and "-x = 1" in plain
+
+
+def test_chat_slash_words_are_commands_but_paths_are_messages() -> None:
+    escalate = parse("/escalate  fix the parser ")
+    assert escalate is not None and (escalate.name, escalate.text) == ("escalate", "fix the parser")
+    bogus = parse("/Bogus")
+    assert bogus is not None and bogus.name == "bogus" and not bogus.known
+    assert parse("/etc/hosts is what?") is None and parse("//undo") is None
+    assert parse("what is /undo?") is None
