@@ -1,7 +1,10 @@
 """`milk-lsp acp` driven by acpx, the headless ACP client on the official TypeScript SDK
-(pinned in `tests/acp_node/package.json`; `npm ci --prefix tests/acp_node` installs it, and
-`scripts/test.sh` does). acpx prints every ACP message it exchanges as NDJSON
-(`--format json`), which is what these tests read."""
+(pinned in `tests/acp_node/package.json`). `scripts/test.sh` installs it as
+`cd tests/acp_node && npm install --no-save --ignore-scripts` (not `npm ci`: the lock names
+platform packages the registry does not serve for every platform). acpx 0.19.1 declares Node
+>= 22.13 but runs these tests on the Node 20 the project asks for (npm only warns). acpx
+prints every ACP message it exchanges as NDJSON (`--format json`), which is what these tests
+read."""
 
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ ACPX = (
 NODE = shutil.which("node")
 if NODE is None or not ACPX.is_file():
     pytest.skip(
-        "acpx is not installed (node and `npm ci --prefix tests/acp_node` are needed)",
+        "acpx is not installed (node, and `npm install --no-save --ignore-scripts` in"
+        " tests/acp_node, as scripts/test.sh runs it)",
         allow_module_level=True,
     )
 

@@ -39,10 +39,12 @@ function M.server()
   return vim.fn.executable(path) == 1 and path or nil
 end
 
---- The milk-lsp checkout the plugin lives in (two levels up), or nil and why not.
+--- The milk-lsp checkout the plugin lives in (two levels up from where its files really
+--- are: the README's layout links it into `pack/milk/start/milk.nvim`), or nil and why not.
 --- @return string?, string?
 function M.checkout()
-  local root = vim.fs.normalize(M.plugin_root .. '/../..')
+  local real = vim.uv.fs_realpath(M.plugin_root) or M.plugin_root
+  local root = vim.fs.normalize(real .. '/../..')
   local pyproject = vim.fs.joinpath(root, 'pyproject.toml')
   local f = io.open(pyproject, 'r')
   local text = f and f:read('*a') or ''
