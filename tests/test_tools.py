@@ -368,9 +368,19 @@ async def test_search_text_in_a_subdirectory_or_a_file(ws: WorkspaceTools) -> No
     assert one.output == "src/main.py:1: import os"
     none = await ws.call("t1", "search_text", {"pattern": "zebra"})
     assert none == ToolOutcome("No matches for 'zebra' in ..")
-    missing = await ws.call("t1", "search_text", {"pattern": "x", "path": "nope"})
-    assert missing.is_error
-    assert "Path not found: nope" in missing.output
+    # a path that does not exist (a small model copies an example): the whole workspace is
+    # searched, and the model told so (the humanize bench: "src/app.py", twice)
+    missing = await ws.call("t1", "search_text", {"pattern": "import os", "path": "src/app.py"})
+    assert not missing.is_error
+    assert missing.output == (
+        "src/app.py does not exist; milk searched the whole workspace instead.\n"
+        "src/main.py:1: import os"
+    )
+    nothing = await ws.call("t1", "search_text", {"pattern": "zebra", "path": "nope"})
+    assert nothing.output == (
+        "nope does not exist; milk searched the whole workspace instead.\n"
+        "No matches for 'zebra' in .."
+    )
 
 
 async def test_search_text_skips_tool_folders_binary_huge_and_outside_links(

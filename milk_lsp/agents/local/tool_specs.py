@@ -55,7 +55,7 @@ def tool_specs(default_timeout_seconds: float) -> list[dict[str, Any]]:
             " is open). For a long file, read part of it with start_line and end_line (1-based,"
             " inclusive).",
             {
-                "path": _path("The file, relative to the workspace folder, e.g. src/app.py."),
+                "path": _path("The file, relative to the workspace folder, as listed or found."),
                 "start_line": {"type": "integer", "minimum": 1, "description": "First line."},
                 "end_line": {"type": "integer", "minimum": 1, "description": "Last line."},
             },
@@ -103,7 +103,7 @@ def tool_specs(default_timeout_seconds: float) -> list[dict[str, Any]]:
             " is replaced. To create a new file, give an empty old_text and the whole file as"
             " new_text. The user is asked first.",
             {
-                "path": _path("The file, relative to the workspace folder, e.g. src/app.py."),
+                "path": _path("The file, relative to the workspace folder, as listed or found."),
                 "old_text": {
                     "type": "string",
                     "description": "The text to replace, copied from the file.",

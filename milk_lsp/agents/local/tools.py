@@ -250,7 +250,11 @@ class WorkspaceTools:
         raw_path = args.text("path", default=".", allow_empty=True) or "."
         use_regex = args.flag("regex", default=False)
         matcher = _regex_matcher(pattern) if use_regex else _literal_matcher(pattern)
-        parts = await self._resolve(raw_path)
+        parts, note = await self._resolve(raw_path), ""
+        if parts and not await asyncio.to_thread(self._confined.real_path(parts).exists):
+            # a made-up path (a small model copies a spec's example): the search is still asked
+            note = f"{raw_path} does not exist; milk searched the whole workspace instead.\n"
+            parts = ()
         stop = threading.Event()
         try:
             found, end = await asyncio.to_thread(self._search, parts, pattern, matcher, stop)
@@ -263,8 +267,8 @@ class WorkspaceTools:
                     f"search_text found nothing for {pattern!r} in {shown(parts)} within {limit}"
                     " and stopped; search a smaller path or use a simpler pattern."
                 )
-            return ToolOutcome(f"No matches for {pattern!r} in {shown(parts)}.")
-        listing = "\n".join(found)
+            return ToolOutcome(f"{note}No matches for {pattern!r} in {shown(parts)}.")
+        listing = note + "\n".join(found)
         if end is _SearchEnd.CAPPED:
             listing += f"\n[stopped after {MAX_SEARCH_MATCHES} matches; narrow the search]"
         elif end is _SearchEnd.OUT_OF_TIME:
