@@ -317,6 +317,13 @@ GOOD: dict[str, Good] = {
         "`TZ_REGEX` is optional, so an empty string gives `None` (no time zone) rather than an "
         "error.",
     ),
+    "py-en-value-and-not-mentioned": good(
+        "What is the default value of the format parameter of tz_isoformat?",
+        search("def tz_isoformat"),
+        '`tz_isoformat` in isodate/isotzinfo.py defaults `format` to `"%Z"`. Which other '
+        "directives it accepts is not explicitly mentioned in the given code beyond `%h`, "
+        "`%Z` and `%z`.",
+    ),
     "py-en-typo-parse-tzinfo": good(
         "wher is the parse_tzinfo function defind?",
         search("parse_tzinfo"),
@@ -881,6 +888,44 @@ async def test_an_honest_answer_after_a_denied_edit_is_kept(name: str, servers: 
     assert result["text"].endswith(answer)
 
 
+LOOK_AGAIN = {
+    "py-en": (
+        "What is the default value of the format parameter of tz_isoformat?",
+        "zz_no_such_text",
+        'It defaults to "%Y".',
+        '`tz_isoformat` in isodate/isotzinfo.py defaults `format` to `"%Z"`.',
+    ),
+    "ms-ja": (
+        "fmtShort 関数はどのファイルに定義されていますか？",
+        "fmt_short_function",
+        "`src/format.js` です。",
+        "`fmtShort` は `index.js` に定義されています。",
+    ),
+}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("name", list(LOOK_AGAIN))
+async def test_a_guess_after_looks_that_found_nothing_gets_milks_look_first(
+    name: str, servers: Servers
+) -> None:
+    """The humanize bench: the model searched for the wrong text, found nothing and
+    guessed. milk searches for what the question names itself, once; the model answers from
+    that, locally (a second guess would be handed off as before)."""
+    ask, pattern, guessed, answer = LOOK_AGAIN[name]
+    project = name.split("-", 1)[0]
+    script = [search(pattern), say(guessed), say(answer)]
+    running, result = await run_turn(servers, project, script, ask, "auto")
+    assert result["stopReason"] == "end_turn", turn_note(name, result)
+    assert result["text"].endswith(answer)
+    looks = [
+        u
+        for u in running.client.turn_updates(result["turnId"])
+        if u["kind"] == "tool_call" and str(u["toolCallId"]).startswith("milk-look-")
+    ]
+    assert looks, "milk looked itself"
+
+
 # ---- bad cases ----------------------------------------------------------------------------
 
 GROUNDING = frozenset({"ungrounded_answer"})
@@ -1327,6 +1372,18 @@ BAD: dict[str, Wrong] = {
         "Wie funktioniert NullUUID?",
         read("null.go"),
         "Das weiß ich leider nicht. Bitte gib mehr Kontext.",
+    ),
+    # the humanize bench: a silent end_turn saying the value is not in what it read
+    "non-answer-py-en-not-mentioned": non_answer(
+        "What is the default value of the format parameter of tz_isoformat?",
+        search("def tz_isoformat"),
+        "The default value of the format parameter of tz_isoformat is not explicitly "
+        "mentioned in the given text.",
+    ),
+    "non-answer-ms-de-not-given": non_answer(
+        "Welchen Standardwert hat options.long in fmtShort?",
+        read("index.js"),
+        "Der Standardwert von options.long ist im gegebenen Code nicht angegeben.",
     ),
 }
 """id: `<kind>-<project>-<human language>-<what>`."""

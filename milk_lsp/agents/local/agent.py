@@ -49,6 +49,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.client import LocalClient, LocalSettings
+from milk_lsp.agents.local.judge.answer import LOOKED_AGAIN_NOTICE
 from milk_lsp.agents.local.judge.edit_check import EditCheck, check_message, run_check
 from milk_lsp.agents.local.judge.finish import (
     FINISH_TOOL_NAME,
@@ -92,7 +93,12 @@ from milk_lsp.agents.local.tool_calls import (
     parse_text_tool_calls,
     parse_tool_arguments,
 )
-from milk_lsp.agents.local.tool_specs import LocalTools, ToolOutcomeLike
+from milk_lsp.agents.local.tool_specs import (
+    ESCALATE_TOOL_NAME,
+    ESCALATE_TOOL_SPEC,
+    LocalTools,
+    ToolOutcomeLike,
+)
 from milk_lsp.text import one_line
 
 __all__ = [
@@ -107,35 +113,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ESCALATE_TOOL_NAME = "escalate_to_claude"
-
-ESCALATE_TOOL_SPEC: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": ESCALATE_TOOL_NAME,
-        "description": (
-            "Hand this request over to Claude, a much stronger coding agent that works in the "
-            "same workspace. Call it instead of guessing when the task is beyond you: changes "
-            "across many files, a design decision, a bug you could not find after looking, "
-            "an answer you are not sure of, or when the user asks for Claude. Your part of the "
-            "turn ends when you call it, so call it alone, after any tool calls you still need. "
-            "In `reason`, tell Claude what the user needs and what you found so far."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "reason": {
-                    "type": "string",
-                    "description": (
-                        "Why Claude should take over: the user's need, what you tried or "
-                        "learned, and what is left to do."
-                    ),
-                }
-            },
-            "required": ["reason"],
-        },
-    },
-}
 
 _RAW_ARGS_CHARS = 500
 """Characters of invalid tool arguments quoted back to the model."""
@@ -270,6 +247,7 @@ class LocalAgent:
                 conversation.append({"role": "user", "content": look.message})
                 yield NoticeEvent("info", look.notice)
         tool_outputs: list[str] = []
+        looked_again = False
         while True:
             body = request_body(model, conversation, specs, self.settings, change_requested)
             held: list[str] | None = None
@@ -394,6 +372,26 @@ class LocalAgent:
                     conversation.append({"role": "user", "content": verdict.text})
                     yield NoticeEvent("info", verdict.shown)
                     continue
+                if (
+                    isinstance(verdict, LocalGaveUp)
+                    and verdict.signal is LocalSignal.UNGROUNDED_ANSWER
+                    and grounded is not None
+                    and (grounded.unseen or watch.looks_found_nothing)
+                    and judge is not None
+                    and not looked_again
+                    and rounds < max_rounds
+                ):  # its looks found nothing: milk looks once, and it answers from that
+                    looked_again = True
+                    look = await judge.look()
+                    if look.found:
+                        rounds += 1
+                        watch.milk_found()
+                        for seen in look.events:
+                            yield seen
+                        conversation.append({"role": "assistant", "content": answer})
+                        conversation.append({"role": "user", "content": look.message})
+                        yield NoticeEvent("info", LOOKED_AGAIN_NOTICE)
+                        continue
                 if isinstance(verdict, WrittenEscalation):
                     call_id = new_call_id(used_ids)
                     yield ToolCallEvent(

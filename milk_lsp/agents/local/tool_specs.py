@@ -40,6 +40,37 @@ def _function(
     }
 
 
+ESCALATE_TOOL_NAME = "escalate_to_claude"
+
+ESCALATE_TOOL_SPEC: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": ESCALATE_TOOL_NAME,
+        "description": (
+            "Hand this request over to Claude, a much stronger coding agent that works in the "
+            "same workspace. Call it instead of guessing when the task is beyond you: changes "
+            "across many files, a design decision, a bug you could not find after looking, "
+            "an answer you are not sure of, or when the user asks for Claude. Your part of the "
+            "turn ends when you call it, so call it alone, after any tool calls you still need. "
+            "In `reason`, tell Claude what the user needs and what you found so far."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "reason": {
+                    "type": "string",
+                    "description": (
+                        "Why Claude should take over: the user's need, what you tried or "
+                        "learned, and what is left to do."
+                    ),
+                }
+            },
+            "required": ["reason"],
+        },
+    },
+}
+
+
 def _path(description: str) -> dict[str, Any]:
     return {"type": "string", "description": description}
 

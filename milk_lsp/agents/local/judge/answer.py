@@ -60,6 +60,10 @@ DEFINITIONS_LEAD = "The definitions the question names, as the files have them n
 
 ASK_TO_LOOK = "milk: look at the workspace with a tool call before you answer."
 """To a model that answered without looking, when milk's own look found nothing."""
+LOOKED_AGAIN_NOTICE = (
+    "milk looked in the workspace for what the question names (the model's own looks found "
+    "none of it) and asked the model to answer from what it found"
+)
 LOOKED_NOTICE = (
     "milk looked in the workspace for what the question names and gave the model what it "
     "found (the model's server does not make it call a tool first)"
@@ -140,11 +144,22 @@ class TurnGrounding:
         count = len(claims.paths) + len(claims.names) + len(claims.options)
         unseen = self._unseen(tool_outputs)
         unaddressed = self._unaddressed(answer)
-        misplaced = self._misplaced(claims) or unseen
+        placed = self._misplaced(claims)
+        misplaced = placed or unseen
+        seen_none = placed is None and unseen is not None
         if not count:
-            return Grounded(0, misplaced=misplaced, unaddressed=unaddressed, values=values)
+            return Grounded(
+                0, misplaced=misplaced, unaddressed=unaddressed, values=values, unseen=seen_none
+            )
         missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
-        return Grounded(count, missing, misplaced=misplaced, unaddressed=unaddressed, values=values)
+        return Grounded(
+            count,
+            missing,
+            misplaced=misplaced,
+            unaddressed=unaddressed,
+            values=values,
+            unseen=seen_none,
+        )
 
     def _unaddressed(self, answer: str) -> bool:
         """The question names definitions of this workspace, and `answer` names none of

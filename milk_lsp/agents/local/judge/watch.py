@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
-from milk_lsp.agents.local.judge.grounding.said import says_cannot, says_done, says_where_to_look
+from milk_lsp.agents.local.judge.grounding.said import (
+    says_cannot,
+    says_done,
+    says_not_given,
+    says_where_to_look,
+)
 from milk_lsp.agents.local.judge.grounding.verdict import unbacked_claims
 from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,
@@ -95,6 +100,8 @@ _ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
 """Chat-template markup a confused model writes into its answer."""
 _USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
 _NO_ANSWER_CHARS = 600
+_CODE_OR_QUOTE = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|(?<![A-Za-z])'[^'\n]+'(?![A-Za-z])|\d")
+"""A value an answer gave: one saying "not given" with none of these answered nothing."""
 
 
 def _short(text: str, limit: int = _SHORT_CHARS) -> str:
@@ -167,20 +174,19 @@ class Grounded:
     claims: int
     """How many files, paths, names and options of this workspace the answer asserts."""
     missing: tuple[str, ...] = ()
-    """The claims nothing backs: not in the turn's tool results, the attachments or the
-    workspace."""
+    """The claims nothing backs: not in the tool results, the attachments or the workspace."""
     markup: str | None = None
     """Chat-template markup given as the answer, described."""
     misplaced: str | None = None
-    """Evidence against the answer, described: it puts a definition in a file that does not
-    define it, or it is about names of this workspace the model never saw."""
+    """Evidence against it: a definition put in a file not defining it, or names unseen."""
     unaddressed: bool = False
     """The question names definitions of this workspace, and the answer names none of
     them nor a file defining one: with a refusal in it, or code about something else, it
     answered nothing."""
     values: tuple[str, ...] = ()
-    """The values the answer states about the code (a limit, a default) that nothing the
-    model saw backs (`grounding.values`)."""
+    """Values it states about the code that nothing the model saw backs (`grounding.values`)."""
+    unseen: bool = False
+    """`misplaced` says the model saw none of the names asked about: milk may look once."""
 
 
 @dataclass(frozen=True)
@@ -302,9 +308,15 @@ class TurnWatch:
             )
         return None
 
+    @property
+    def looks_found_nothing(self) -> bool:
+        return bool(self._tried) and not self._found_something
+
+    def milk_found(self) -> None:  # milk's own look found what the question names
+        self._found_something = True
+
     def repeat_notice(self, name: str, arguments: dict[str, Any] | None) -> str | None:
-        """On route `local` (no cut short) a call made the `REPEAT_LIMIT`th time runs, and
-        the user is told once that the model repeats itself."""
+        """On route `local` the `REPEAT_LIMIT`th same call runs, and the user is told."""
         if self.cut_short or self._calls[_call_key(name, arguments)] != REPEAT_LIMIT:
             return None
         return (
@@ -455,7 +467,9 @@ class TurnWatch:
             return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.misplaced)
         claims = grounded.claims if grounded is not None else 0
         deflects = claims == 0 and not edited and says_where_to_look(visible)
-        cannot = says_cannot(visible)
+        cannot = says_cannot(visible) or (
+            says_not_given(visible) and not _CODE_OR_QUOTE.search(visible)
+        )
         unaddressed = grounded is not None and grounded.unaddressed
         only_code = unaddressed and _FENCE.search(visible) is not None
         if ((cannot or deflects) and len(visible) < _NO_ANSWER_CHARS) or (

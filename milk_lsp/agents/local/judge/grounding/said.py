@@ -324,6 +324,26 @@ CANNOT_ANSWER: Mapping[str, tuple[str, ...]] = {
 the model's own verdict of failure. Only a short reply counts (`judge.watch`): a long
 answer with a polite "I can't run it, but here is the fix" is an answer."""
 
+NOT_GIVEN: Mapping[str, tuple[str, ...]] = {
+    "en": (
+        r"(?:is|are|was|were)(?:n't| not) (?:explicitly |directly |clearly )?(?:mentioned|"
+        r"specified|stated|shown|provided|given|included|visible)(?: anywhere)? in the "
+        r"(?:given |provided |above |shown |available )?(?:text|context|code|snippet|"
+        r"information|output|results?|files?)",
+        r"(?:does|do)(?:n't| not) (?:explicitly )?(?:mention|specify|say|state|show)",
+    ),
+    "de": (r"nicht (?:explizit |ausdrücklich )?(?:angegeben|erwähnt|genannt|festgelegt)",),
+    "fr": (r"n['\u2019](?:est|sont) pas (?:explicitement )?(?:mentionn|précis|indiqu)",),
+    "es": (r"no se (?:menciona|especifica|indica)", r"no (?:está|están) (?:especificad|indicad)"),
+    "pt": (r"não (?:é|está|são) (?:mencionad|especificad|indicad)",),
+    "ru": (r"не (?:указан|упоминается|упомянут)",),
+    "zh": ("没有提到", "未提及", "未指定", "没有说明"),
+    "ja": ("記載されていません", "言及されていません", "明示されていません"),
+}
+"""A reply saying what was asked is not in what it saw ("The default value … is not
+explicitly mentioned in the given text"): with no code and nothing quoted, it answered
+nothing (the humanize bench: a silent end_turn)."""
+
 WHERE_TO_LOOK: Mapping[str, tuple[str, ...]] = {
     "en": (
         r"once you (?:find|locate|have found|have located)",
@@ -357,6 +377,11 @@ def says_cannot(answer: str) -> bool:
     return pattern_of(CANNOT).search(answer) is not None or bool(
         _phrases(CANNOT_ANSWER).search(answer)
     )
+
+
+def says_not_given(answer: str) -> bool:
+    """The reply says what was asked is not in what it saw (see `NOT_GIVEN`)."""
+    return _phrases(NOT_GIVEN).search(answer) is not None
 
 
 def says_where_to_look(answer: str) -> bool:
