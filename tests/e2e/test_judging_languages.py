@@ -317,6 +317,14 @@ GOOD: dict[str, Good] = {
         "`TZ_REGEX` is optional, so an empty string gives `None` (no time zone) rather than an "
         "error.",
     ),
+    # the crossenv bench: a right answer telling how it looked named milk's own tool
+    "ms-ru-how-i-looked": good(
+        "Какое значение по умолчанию у параметра options.long в функции fmtShort?",
+        search("function fmtShort"),
+        "I called the `search_text` function with the pattern `function fmtShort`: "
+        "`fmtShort(ms)` in index.js takes no options at all; `options.long` is read in the "
+        "exported function, which calls `fmtLong` when it is true and `fmtShort` otherwise.",
+    ),
     "py-en-value-and-not-mentioned": good(
         "What is the default value of the format parameter of tz_isoformat?",
         search("def tz_isoformat"),
@@ -886,44 +894,6 @@ async def test_an_honest_answer_after_a_denied_edit_is_kept(name: str, servers: 
     _, result = await run_turn(servers, project, script, ask, "auto", permissions=("deny",))
     assert result["stopReason"] == "end_turn", turn_note(name, result)
     assert result["text"].endswith(answer)
-
-
-LOOK_AGAIN = {
-    "py-en": (
-        "What is the default value of the format parameter of tz_isoformat?",
-        "zz_no_such_text",
-        'It defaults to "%Y".',
-        '`tz_isoformat` in isodate/isotzinfo.py defaults `format` to `"%Z"`.',
-    ),
-    "ms-ja": (
-        "fmtShort 関数はどのファイルに定義されていますか？",
-        "fmt_short_function",
-        "`src/format.js` です。",
-        "`fmtShort` は `index.js` に定義されています。",
-    ),
-}
-
-
-@pytest.mark.asyncio(loop_scope="module")
-@pytest.mark.parametrize("name", list(LOOK_AGAIN))
-async def test_a_guess_after_looks_that_found_nothing_gets_milks_look_first(
-    name: str, servers: Servers
-) -> None:
-    """The humanize bench: the model searched for the wrong text, found nothing and
-    guessed. milk searches for what the question names itself, once; the model answers from
-    that, locally (a second guess would be handed off as before)."""
-    ask, pattern, guessed, answer = LOOK_AGAIN[name]
-    project = name.split("-", 1)[0]
-    script = [search(pattern), say(guessed), say(answer)]
-    running, result = await run_turn(servers, project, script, ask, "auto")
-    assert result["stopReason"] == "end_turn", turn_note(name, result)
-    assert result["text"].endswith(answer)
-    looks = [
-        u
-        for u in running.client.turn_updates(result["turnId"])
-        if u["kind"] == "tool_call" and str(u["toolCallId"]).startswith("milk-look-")
-    ]
-    assert looks, "milk looked itself"
 
 
 # ---- bad cases ----------------------------------------------------------------------------

@@ -49,7 +49,6 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.client import LocalClient, LocalSettings
-from milk_lsp.agents.local.judge.answer import LOOKED_AGAIN_NOTICE
 from milk_lsp.agents.local.judge.edit_check import EditCheck, check_message, run_check
 from milk_lsp.agents.local.judge.finish import (
     FINISH_TOOL_NAME,
@@ -247,7 +246,6 @@ class LocalAgent:
                 conversation.append({"role": "user", "content": look.message})
                 yield NoticeEvent("info", look.notice)
         tool_outputs: list[str] = []
-        looked_again = False
         while True:
             body = request_body(model, conversation, specs, self.settings, change_requested)
             held: list[str] | None = None
@@ -372,26 +370,6 @@ class LocalAgent:
                     conversation.append({"role": "user", "content": verdict.text})
                     yield NoticeEvent("info", verdict.shown)
                     continue
-                if (
-                    isinstance(verdict, LocalGaveUp)
-                    and verdict.signal is LocalSignal.UNGROUNDED_ANSWER
-                    and grounded is not None
-                    and (grounded.unseen or watch.looks_found_nothing)
-                    and judge is not None
-                    and not looked_again
-                    and rounds < max_rounds
-                ):  # its looks found nothing: milk looks once, and it answers from that
-                    looked_again = True
-                    look = await judge.look()
-                    if look.found:
-                        rounds += 1
-                        watch.milk_found()
-                        for seen in look.events:
-                            yield seen
-                        conversation.append({"role": "assistant", "content": answer})
-                        conversation.append({"role": "user", "content": look.message})
-                        yield NoticeEvent("info", LOOKED_AGAIN_NOTICE)
-                        continue
                 if isinstance(verdict, WrittenEscalation):
                     call_id = new_call_id(used_ids)
                     yield ToolCallEvent(

@@ -18,8 +18,10 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
+from milk_lsp.agents.local.judge.finish import FINISH_TOOL_NAME
 from milk_lsp.agents.local.judge.grounding import (
     Claims,
     markup_answer,
@@ -36,8 +38,11 @@ from milk_lsp.agents.local.judge.grounding.values import stated_values, unbacked
 from milk_lsp.agents.local.judge.read_first import FileTexts, ReadFirst, read_first
 from milk_lsp.agents.local.judge.watch import Grounded, Look
 from milk_lsp.agents.local.tool_specs import (
+    EDIT_FILE,
+    ESCALATE_TOOL_NAME,
     LIST_DIRECTORY,
     READ_FILE,
+    RUN_COMMAND,
     SEARCH_TEXT,
     LocalTools,
 )
@@ -60,10 +65,6 @@ DEFINITIONS_LEAD = "The definitions the question names, as the files have them n
 
 ASK_TO_LOOK = "milk: look at the workspace with a tool call before you answer."
 """To a model that answered without looking, when milk's own look found nothing."""
-LOOKED_AGAIN_NOTICE = (
-    "milk looked in the workspace for what the question names (the model's own looks found "
-    "none of it) and asked the model to answer from what it found"
-)
 LOOKED_NOTICE = (
     "milk looked in the workspace for what the question names and gave the model what it "
     "found (the model's server does not make it call a tool first)"
@@ -75,6 +76,24 @@ ASKED_TO_LOOK_NOTICE = (
 
 
 _IDENTIFIERS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+MILK_TOOLS = frozenset(
+    {
+        READ_FILE,
+        LIST_DIRECTORY,
+        SEARCH_TEXT,
+        EDIT_FILE,
+        RUN_COMMAND,
+        ESCALATE_TOOL_NAME,
+        FINISH_TOOL_NAME,
+    }
+)
+"""The tools milk offers the model: an answer telling how it looked ("I called
+`search_text`") names them, which is no claim about the workspace (the crossenv bench)."""
+
+
+def _without_milks_tools(claims: Claims) -> Claims:
+    names = tuple(name for name in claims.names if name.removesuffix("()") not in MILK_TOOLS)
+    return claims if names == claims.names else replace(claims, names=names)
 
 
 def cli_option_pattern() -> str:
@@ -126,7 +145,7 @@ class TurnGrounding:
         markup = markup_answer(answer)
         if markup is not None:
             return Grounded(0, (), markup)
-        claims = workspace_claims(answer)
+        claims = _without_milks_tools(workspace_claims(answer))
         if not (self.about_workspace or looked):
             # A general question: only options stand for this workspace (a bare `--flag`
             # answered to "which option keeps upper case?" names this project's CLI), and
@@ -144,22 +163,11 @@ class TurnGrounding:
         count = len(claims.paths) + len(claims.names) + len(claims.options)
         unseen = self._unseen(tool_outputs)
         unaddressed = self._unaddressed(answer)
-        placed = self._misplaced(claims)
-        misplaced = placed or unseen
-        seen_none = placed is None and unseen is not None
+        misplaced = self._misplaced(claims) or unseen
         if not count:
-            return Grounded(
-                0, misplaced=misplaced, unaddressed=unaddressed, values=values, unseen=seen_none
-            )
+            return Grounded(0, misplaced=misplaced, unaddressed=unaddressed, values=values)
         missing = ungrounded(claims, [*self._evidence, *tool_outputs], self._index)
-        return Grounded(
-            count,
-            missing,
-            misplaced=misplaced,
-            unaddressed=unaddressed,
-            values=values,
-            unseen=seen_none,
-        )
+        return Grounded(count, missing, misplaced=misplaced, unaddressed=unaddressed, values=values)
 
     def _unaddressed(self, answer: str) -> bool:
         """The question names definitions of this workspace, and `answer` names none of

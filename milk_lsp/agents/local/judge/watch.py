@@ -185,8 +185,6 @@ class Grounded:
     answered nothing."""
     values: tuple[str, ...] = ()
     """Values it states about the code that nothing the model saw backs (`grounding.values`)."""
-    unseen: bool = False
-    """`misplaced` says the model saw none of the names asked about: milk may look once."""
 
 
 @dataclass(frozen=True)
@@ -307,13 +305,6 @@ class TurnWatch:
                 f"{_call_line(name, arguments)}",
             )
         return None
-
-    @property
-    def looks_found_nothing(self) -> bool:
-        return bool(self._tried) and not self._found_something
-
-    def milk_found(self) -> None:  # milk's own look found what the question names
-        self._found_something = True
 
     def repeat_notice(self, name: str, arguments: dict[str, Any] | None) -> str | None:
         """On route `local` the `REPEAT_LIMIT`th same call runs, and the user is told."""
