@@ -155,7 +155,7 @@ async def test_budget_stops_claude_and_goes_on_once(
     message = stopped["error"]["message"]
     assert "daily budget for this workspace is reached" in message
     assert "spent on Claude today" in message and date.today().isoformat() in message
-    assert "raise milk.claude.budgetUsd" in message
+    assert "raise claude.budgetUsd in milk's config.json (" in message  # a plain LSP door
     [question] = client.permission_requests
     assert question["tool"] == "claude_budget" and question["agent"] == "claude"
     assert [o["label"] for o in question["options"]] == ["Go on once", "Stop here"]
