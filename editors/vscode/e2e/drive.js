@@ -270,7 +270,8 @@ async function shot(page, name) {
     // the session's goal: milk takes it from the first request (the local model gets no tag
     // instructions by default: small models echo them)
     const needBefore = (await chat.getAttribute('#escalate', 'title')) ?? '';
-    check('the goal is taken from the first request (what Escalate carries on with)', /Say hello, please\./.test(needBefore), needBefore);
+    // issue 31: the goal follows the latest request that asks for a change
+    check('the goal is the latest change request (what Escalate carries on with)', /Make the greeting friendlier\./.test(needBefore), needBefore);
 
     // 3. escalate to Claude; Claude asks to run Bash; answer the modal with "Allow once"
     await script(ANTHROPIC_URL, [
@@ -303,7 +304,7 @@ async function shot(page, name) {
     const claudeText = await chat.innerText('.turn:last-of-type .md.text.agent-claude');
     check("Claude's answer streams into the chat", /Claude here: I created e2e-marker.txt for you\./.test(claudeText), claudeText);
     const need = (await chat.getAttribute('#escalate', 'title')) ?? '';
-    check('the current need is kept after the escalation', /Say hello, please\./.test(need) && !/milk:need/.test(claudeText), need);
+    check('the current need is kept after the escalation', /Make the greeting friendlier\./.test(need) && !/milk:need/.test(claudeText), need);
     const banner = await chat.innerText('.turn:last-of-type .banner.escalation');
     check('the escalation banner says who escalated', /Escalated to Claude by you/.test(banner), banner);
     const badges = await chat.$$eval('.turn:last-of-type .badge-name', (els) => els.map((e) => e.textContent));

@@ -189,7 +189,7 @@ async function goalLine(t) {
   await shot(page, '06-goal-line.png');
   // the session's goal is still its first request; the last messages were about other things
   check('no stale "Need:" line over messages on other topics', !/Say hello, please/.test(need), `${need || '(none)'} / last: ${lastAsk}`);
-  check("Escalate says what Claude carries on with (the session's goal)", /Say hello, please\./.test(title ?? ''), title);
+  check("Escalate says what Claude carries on with (the session's goal)", /Make the greeting friendlier\./.test(title ?? ''), title);
 }
 
 /** Item 2: `milk.route` from Settings shows in the chat's route line and the status bar. */
