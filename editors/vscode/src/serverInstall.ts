@@ -137,29 +137,41 @@ export class ServerInstaller {
     this.output.info(`${why}: milk-lsp from ${wheel.name} with Python ${choice.version.join('.')} (${choice.python}, from ${choice.from})`);
     await beforeInstall?.();
     const title = why === 'update' ? 'milk: updating the milk-lsp server' : 'milk: installing the milk-lsp server';
-    try {
-      await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: false }, (progress) =>
-        installServer({
-          python: choice.python,
-          wheel,
-          layout: this.layout,
-          run: this.run,
-          onLine: (line) => {
-            this.output.info(`[install] ${line}`);
-            progress.report({ message: line.length > 120 ? `${line.slice(0, 119)}…` : line });
-          },
-        }),
-      );
-    } catch (err) {
-      const message = err instanceof InstallError ? err.message : String((err as Error)?.message ?? err);
-      this.output.error(`installing milk-lsp failed: ${message}`);
-      void vscode.window.showErrorMessage(`milk: installing the milk-lsp server failed: ${message}`, 'Show Server Log').then((pick) => {
-        if (pick) this.output.show();
-      });
-      return 'failed';
-    }
+    const ok = await this.withInstallProgress(title, 'milk-lsp', 'the milk-lsp server', (onLine) =>
+      installServer({ python: choice.python, wheel, layout: this.layout, run: this.run, onLine }),
+    );
+    if (!ok) return 'failed';
     vscode.window.setStatusBarMessage('milk: milk-lsp installed', 5000);
     return 'installed';
+  }
+
+  /**
+   * Run an install step with its output in the log and its last line in a progress
+   * notification; false (the user told, with the log one click away) when it failed.
+   * `logged` and `shown` name what was installed in the log and in the message.
+   */
+  private async withInstallProgress(
+    title: string,
+    logged: string,
+    shown: string,
+    job: (onLine: (line: string) => void) => Promise<unknown>,
+  ): Promise<boolean> {
+    try {
+      await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: false }, (progress) =>
+        job((line) => {
+          this.output.info(`[install] ${line}`);
+          progress.report({ message: line.length > 120 ? `${line.slice(0, 119)}…` : line });
+        }),
+      );
+      return true;
+    } catch (err) {
+      const message = err instanceof InstallError ? err.message : String((err as Error)?.message ?? err);
+      this.output.error(`installing ${logged} failed: ${message}`);
+      void vscode.window.showErrorMessage(`milk: installing ${shown} failed: ${message}`, 'Show Server Log').then((pick) => {
+        if (pick) this.output.show();
+      });
+      return false;
+    }
   }
 
   private async choosePython(): Promise<PythonChoice> {
@@ -177,27 +189,13 @@ export class ServerInstaller {
 
   private async doInstallEmbedded(): Promise<boolean> {
     this.output.info(`installing ${EMBEDDED_REQUIREMENT} into milk's own server environment (${this.layout.dir})`);
-    try {
-      await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: 'milk: installing the embedded engine', cancellable: false },
-        (progress) =>
-          installEmbeddedEngine({
-            layout: this.layout,
-            run: this.run,
-            onLine: (line) => {
-              this.output.info(`[install] ${line}`);
-              progress.report({ message: line.length > 120 ? `${line.slice(0, 119)}…` : line });
-            },
-          }),
-      );
-    } catch (err) {
-      const message = err instanceof InstallError ? err.message : String((err as Error)?.message ?? err);
-      this.output.error(`installing the embedded engine failed: ${message}`);
-      void vscode.window.showErrorMessage(`milk: installing the embedded engine failed: ${message}`, 'Show Server Log').then((pick) => {
-        if (pick) this.output.show();
-      });
-      return false;
-    }
+    const ok = await this.withInstallProgress(
+      'milk: installing the embedded engine',
+      'the embedded engine',
+      'the embedded engine',
+      (onLine) => installEmbeddedEngine({ layout: this.layout, run: this.run, onLine }),
+    );
+    if (!ok) return false;
     vscode.window.setStatusBarMessage('milk: the embedded engine is installed', 5000);
     return true;
   }
