@@ -35,6 +35,10 @@ tasks' workspace: milk's own routing numbers for the run.
         [--model-size 1.5b|0.5b] [--tasks a,b]
         [--base-url URL --model M] [--server-tree DIR] [--json out.json]
 
+`--advise` runs the project's multi-step tasks on the advisor route instead
+(`bench/real_tasks_advisor.py`): the share of plan steps done locally, silent failures, and
+Claude's cost against the same requests on Claude alone.
+
 `--server-tree DIR` runs the server from another source tree (e.g. a git worktree of an
 older commit), to compare before and after a change with the same benchmark.
 """
@@ -57,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._harness import REPO, FakeProcess, MilkLsp, Scratch
 from bench._llama import MODELS, LlamaProcess, ModelCall, TimingsProxy
 from bench.escalation import claude_env
+from bench.real_tasks_advisor import advisor_totals, run_advisor_task
 from bench.real_tasks_crossenv import CROSSENV
 from bench.real_tasks_humanize import HUMANIZE
 from bench.real_tasks_slugify import SLUGIFY
@@ -107,10 +112,12 @@ class Turns:
         info = await self.milk.request("milk/session/new", {"workspaceFolder": folder.as_uri()})
         return str(info["sessionId"])
 
-    async def chat(self, session_id: str, text: str) -> tuple[dict[str, Any], bool, float]:
+    async def chat(
+        self, session_id: str, text: str, route: str = "auto"
+    ) -> tuple[dict[str, Any], bool, float]:
         """(TurnResult, timed out?, seconds); a timed-out turn is cancelled with `milk/cancel`."""
         started = time.perf_counter()
-        params = {"sessionId": session_id, "text": text, "route": "auto"}
+        params = {"sessionId": session_id, "text": text, "route": route}
         pending = asyncio.ensure_future(self.milk.request("milk/chat", params))
         done, _ = await asyncio.wait({pending}, timeout=self.timeout)
         if not done:
@@ -485,11 +492,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         turns = Turns(milk, scratch.workspace, args.turn_timeout, args.n_predict)
         if not args.no_prefix_cache:
             report["prefixCache"] = await prefix_cache(turns, proxy, sdist)
+        started = time.perf_counter()
+        if args.advise:
+            print(f"\n{'task':<20} {'stop':<9} {'secs':>6} {'calls':>5} {'tokens':>6}  steps")
+            rows = [
+                await run_advisor_task(task, turns, proxy, sdist, api)
+                for task in project.advisor_tasks
+            ]
+            report |= {"advisorTasks": rows, "advisorTotals": advisor_totals(rows)}
+            report["stats"] = await routing_numbers(milk, scratch.workspace)
+            return report
         print(
             f"\n{'task':<20} {'kind':<8} {'verdict':<17} {'silent':<8} {'secs':>6} {'calls':>5} "
             f"{'prompt':>7} {'cached':>7} {'tokens':>6} {'ended':>5}  tools"
         )
-        started = time.perf_counter()
         rows = [await run_task(task, turns, proxy, sdist) for task in tasks]
         report |= {"tasks": rows, "totals": totals(rows, time.perf_counter() - started)}
         report["stats"] = await routing_numbers(milk, scratch.workspace)
@@ -522,6 +538,11 @@ def main() -> None:
     parser.add_argument("--n-predict", type=int, default=768, help="server-side reply cap")
     parser.add_argument("--server-tree", type=Path, help="run python -m milk_lsp from this tree")
     parser.add_argument("--no-prefix-cache", action="store_true", help="skip that measurement")
+    parser.add_argument(
+        "--advise",
+        action="store_true",
+        help="run the project's multi-step tasks on the advisor route instead (issue 32)",
+    )
     args = parser.parse_args()
     report = asyncio.run(run(args))
     if args.json:

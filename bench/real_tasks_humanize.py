@@ -102,7 +102,9 @@ HUMANIZE = Project(
             "question",
             "Which suffix does naturalsize put after a size of about 2 kibibytes when binary is "
             "True? Look at the suffixes dict in src/humanize/filesize.py.",
-            mentions(r"KiB"),
+            # a word of its own: case-insensitively "KiB" is also in the question's "kibibytes",
+            # and a reply repeating the question counted as right (a false needless hand-off)
+            mentions(r"\bKiB\b"),
         ),
         Task(
             "day-format",

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 from bench.real_tasks_suite import (
+    AdvisorTask,
     Project,
     Task,
     defaults,
@@ -17,6 +19,7 @@ from bench.real_tasks_suite import (
     for_claude,
     function,
     mentions,
+    module,
 )
 
 
@@ -83,6 +86,54 @@ def _lowercase_flag(tree: ast.Module, source: str) -> str:
     if "--no-lowercase" in source:
         return "--no-lowercase still there"
     return "" if re.search(r"dest=['\"]lowercase['\"]", source) else "dest='lowercase' lost"
+
+
+def _renamed(workspace: Path, rel: str) -> str:
+    tree, problem = module(workspace, rel)
+    if tree is None:
+        return problem
+    source = (workspace / rel).read_text(encoding="utf-8")
+    if "DEFAULT_SEPARATOR" in source:
+        return f"{rel} still says DEFAULT_SEPARATOR"
+    return "" if re.search(r"\bSEPARATOR\b", source) else f"{rel} has no SEPARATOR"
+
+
+def _trim_parameter(workspace: Path) -> str:
+    tree, problem = module(workspace, "slugify/slugify.py")
+    fn = function(tree, "slugify") if tree is not None else None
+    if fn is None:
+        return problem or "no slugify()"
+    given = defaults(fn).get("trim")
+    ok = isinstance(given, ast.Constant) and given.value is True
+    return "" if ok else "slugify() has no trim: bool = True"
+
+
+def _trim_used(workspace: Path) -> str:
+    tree, problem = module(workspace, "slugify/slugify.py")
+    if tree is None:
+        return problem
+    source = (workspace / "slugify/slugify.py").read_text(encoding="utf-8")
+    if ".sub(DEFAULT_SEPARATOR, text).strip(DEFAULT_SEPARATOR)" in source:
+        return "the separators are still stripped unconditionally"
+    return "" if re.search(r"if trim\b", source) else "trim is not used"
+
+
+def _trim_passed(workspace: Path) -> str:
+    tree, problem = module(workspace, "slugify/__main__.py")
+    fn = function(tree, "slugify_params") if tree is not None else None
+    if fn is None:
+        return problem or "no slugify_params()"
+    calls = [node for node in ast.walk(fn) if isinstance(node, ast.Call)]
+    keywords = {kw.arg for call in calls for kw in call.keywords}
+    return "" if "trim" in keywords else "slugify_params() does not pass trim"
+
+
+def _docstring(workspace: Path, name: str) -> str:
+    tree, problem = module(workspace, "slugify/__main__.py")
+    fn = function(tree, name) if tree is not None else None
+    if fn is None:
+        return problem or f"no {name}()"
+    return "" if ast.get_docstring(fn) else f"{name}() has no docstring"
 
 
 MAIN = ("parse_args", "slugify_params", "main")
@@ -195,6 +246,65 @@ SLUGIFY = Project(
             "max_length or ending with the separator, fix the root causes in all modules, and "
             "prove the fix with property-based tests over all the parameters.",
             for_claude(),
+        ),
+    ),
+    advisor_tasks=(
+        AdvisorTask(
+            "rename-separator",
+            "Rename the constant DEFAULT_SEPARATOR to SEPARATOR across the package.",
+            (
+                (
+                    "In `slugify/slugify.py`, rename the constant `DEFAULT_SEPARATOR` to "
+                    "`SEPARATOR`: its definition and every use in that file.",
+                    lambda ws: _renamed(ws, "slugify/slugify.py"),
+                ),
+                (
+                    "In `slugify/__main__.py`, replace `DEFAULT_SEPARATOR` with `SEPARATOR` "
+                    "everywhere (the import and its two uses).",
+                    lambda ws: _renamed(ws, "slugify/__main__.py"),
+                ),
+            ),
+        ),
+        AdvisorTask(
+            "trim-parameter",
+            "Add a trim parameter to slugify() that keeps leading and trailing separators "
+            "when false, and pass it from the command line's parameters.",
+            (
+                (
+                    "In `slugify/slugify.py`, add the parameter `trim: bool = True` after "
+                    "`allow_unicode: bool = False,` in the parameters of `slugify`.",
+                    _trim_parameter,
+                ),
+                (
+                    "In `slugify/slugify.py`, replace the line `text = DUPLICATE_DASH_PATTERN"
+                    ".sub(DEFAULT_SEPARATOR, text).strip(DEFAULT_SEPARATOR)` with two lines: "
+                    "`text = DUPLICATE_DASH_PATTERN.sub(DEFAULT_SEPARATOR, text)` and "
+                    "`if trim: text = text.strip(DEFAULT_SEPARATOR)`.",
+                    _trim_used,
+                ),
+                (
+                    "In `slugify/__main__.py`, in `slugify_params`, add `trim=True,` to the "
+                    "arguments of `dict(...)`.",
+                    _trim_passed,
+                ),
+            ),
+        ),
+        AdvisorTask(
+            "docstrings-main",
+            "Give every function of slugify/__main__.py without a docstring a one-line one.",
+            (
+                (
+                    'In `slugify/__main__.py`, add the docstring `"""Parse the command-line '
+                    'arguments."""` as the first line of the body of `parse_args`.',
+                    lambda ws: _docstring(ws, "parse_args"),
+                ),
+                (
+                    'In `slugify/__main__.py`, add the docstring `"""The keyword arguments of '
+                    'slugify() from the parsed arguments."""` as the first line of the body of '
+                    "`slugify_params`.",
+                    lambda ws: _docstring(ws, "slugify_params"),
+                ),
+            ),
         ),
     ),
 )

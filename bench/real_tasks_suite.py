@@ -47,6 +47,21 @@ class Task:
 
 
 @dataclass(frozen=True)
+class AdvisorTask:
+    """A multi-step request run on the advisor route (issue 32): the plan the Claude
+    stand-in answers with, as Claude would write it, and a check per step of the files."""
+
+    name: str
+    prompt: str
+    steps: tuple[tuple[str, Callable[[Path], str]], ...]
+    """(the step as the plan says it, its check: "" when the workspace shows it done)."""
+
+    @property
+    def plan(self) -> str:
+        return "\n".join(f"{n}. {step}" for n, (step, _) in enumerate(self.steps, 1))
+
+
+@dataclass(frozen=True)
 class Project:
     """A pinned real package and the tasks asked of it."""
 
@@ -55,6 +70,7 @@ class Project:
     sha256: str  # of the sdist (PyPI) or of the registry tarball (npm)
     tasks: tuple[Task, ...]
     registry: str = "pypi"  # "pypi" | "npm"
+    advisor_tasks: tuple[AdvisorTask, ...] = ()
 
     @property
     def sdist(self) -> str:

@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("text", nargs="*", help="the message (none: the chat loop)")
     chat.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder")
-    chat.add_argument("--route", choices=["auto", "local", "claude"], default="auto")
+    chat.add_argument("--route", choices=["auto", "local", "claude", "advise"], default="auto")
     chat.add_argument("--session", help="session id (default: the folder's latest)")
     _add_setting_flags(chat)
     undo = commands.add_parser(

@@ -73,9 +73,11 @@ class LocalConfig(_Section):
     memory_tags: bool = False
     """Ask the local model to write need/percept tags (small models echo the instructions;
     off, milk takes the goal from the user's requests)."""
-    hand_off: Literal["ask", "auto", "off"] = "ask"
+    hand_off: Literal["ask", "auto", "off", "advise"] = "ask"
     """On route `auto`, what happens when the local part of a turn visibly fails: ask the
-    user whether Claude takes over, hand over without asking, or end the turn as failed."""
+    user whether Claude takes over, hand over without asking, or end the turn as failed;
+    `advise` (issue 32) hands over without asking to the advisor: Claude plans, the local
+    model carries the plan out, Claude does the steps it fails."""
     provider: Literal["openai", "embedded", "auto"] = "auto"
     """`openai`: the server at `baseUrl`; `embedded`: milk runs llama.cpp itself; `auto`:
     embedded only when `baseUrl` is not set, nothing answers there, xllamacpp is installed
@@ -118,7 +120,7 @@ class MilkConfig(_Section):
     local: LocalConfig = Field(default_factory=LocalConfig)
     claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
     context_budget_chars: int = Field(default=12000, ge=0)
-    route: Literal["auto", "local", "claude"] = "auto"
+    route: Literal["auto", "local", "claude", "advise"] = "auto"
     storage_dir: str | None = None
 
     def storage_path(self) -> Path:

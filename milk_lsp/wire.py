@@ -38,7 +38,8 @@ PART_BREAK = "\n\n"
 sent as a `text` update of its own before the later part's first text, so the text updates
 add up to `TurnResult.text`."""
 
-Route = Literal["auto", "local", "claude"]
+Route = Literal["auto", "local", "claude", "advise"]
+"""`advise` (since issue 32): Claude plans, the local model carries the plan out."""
 AgentName = Literal["local", "claude"]
 
 
@@ -354,6 +355,19 @@ class TurnNotice(WireModel):
     message: str
 
 
+StepStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+class PlanStep(WireModel):
+    """One step of an advisor turn's plan (issue 32), as the checklist shows it."""
+
+    content: str
+    status: StepStatus
+    agent: AgentName | None = None
+    """Who did the step (or is doing it): the local model, or Claude when the local model
+    failed it. Unset while pending."""
+
+
 class NeedSet(WireModel):
     need: str
     before: str
@@ -379,6 +393,8 @@ class TurnInfo(WireModel):
     """The turn's notices other than its error, in order, as shown live."""
     need_set: NeedSet | None = None
     """The goal this turn set, and the one before it (an undo puts that back)."""
+    plan: list[PlanStep] | None = None
+    """An advisor turn's plan, each step as it ended."""
 
 
 class SessionGetResult(WireModel):
@@ -400,6 +416,8 @@ class TurnResult(WireModel):
     error: TurnError | None = None
     changes: list[ChangeSummary] | None = None
     next_route: NextRoute | None = None
+    plan: list[PlanStep] | None = None
+    """An advisor turn's plan, each step as it ended (issue 32)."""
 
 
 class ContextChars(WireModel):
@@ -413,6 +431,9 @@ class ContextPreview(WireModel):
     context_file: str
     user_message_prefix: str
     chars: ContextChars
+    local_notes: str | None = None
+    """Since issue 32: what the next local turn carries from Claude when Claude ran the
+    session's last turn (the demotion notes, exactly as the local model gets them)."""
 
 
 LoadState = Literal["stopped", "loading", "running", "failed"]
@@ -530,13 +551,19 @@ class _Update(WireModel):
     session_id: str
     turn_id: str
     seq: int
+    elsewhere: bool | None = None
+    """Since issue 31: true on a turn another server process runs (another door), relayed."""
 
 
 class TurnStartedUpdate(_Update):
     kind: Literal["turn_started"]
     agent: AgentName
-    route: Literal["auto", "local", "claude"]
+    route: Route
     reason: str
+    user_text: str | None = None
+    """On `elsewhere` turns: the user's message (this door never saw it)."""
+    door: str | None = None
+    """On `elsewhere` turns: the front door it was asked in (`milk_lsp.doors`' names)."""
 
 
 class TextUpdate(_Update):
@@ -602,6 +629,13 @@ class ChangesUpdate(_Update):
     changes: list[ChangeSummary]
 
 
+class PlanUpdate(_Update):
+    """An advisor turn's plan, whole, each time a step changes (issue 32)."""
+
+    kind: Literal["plan"]
+    steps: list[PlanStep]
+
+
 class TurnEndedUpdate(_Update):
     kind: Literal["turn_ended"]
     agent: AgentName
@@ -619,6 +653,7 @@ Update = Annotated[
     | UsageUpdate
     | NoticeUpdate
     | ChangesUpdate
+    | PlanUpdate
     | TurnEndedUpdate,
     Field(discriminator="kind"),
 ]
@@ -633,6 +668,7 @@ UPDATE_MODELS: tuple[type[_Update], ...] = (
     UsageUpdate,
     NoticeUpdate,
     ChangesUpdate,
+    PlanUpdate,
     TurnEndedUpdate,
 )
 _UPDATE = TypeAdapter(Update)
@@ -675,6 +711,22 @@ class ModelStats(WireModel):
     local_edits_undone: int = 0
 
 
+class AdvisorStats(WireModel):
+    """Advisor turns (issue 32): Claude's plans, who did their steps, what Claude cost."""
+
+    turns: int
+    steps_local: int
+    steps_claude: int
+    steps_failed: int
+    plan_cost_usd: float
+    """What Claude's plans cost."""
+    steps_cost_usd: float
+    """What the steps Claude did cost."""
+    estimated_all_claude_cost_usd: float | None
+    """The same turns all on Claude: the average cost of the workspace's other Claude turns
+    times the advisor turns (null with no other Claude turn that reported a cost)."""
+
+
 class StatsBudget(WireModel):
     limit_usd: float | None
     spent_today_usd: float
@@ -693,6 +745,8 @@ class Stats(WireModel):
     estimated_saved_usd: float | None
     budget: StatsBudget
     text: str
+    advisor: AdvisorStats | None = None
+    """Since issue 32; null until the workspace has an advisor turn."""
 
     def to_wire(self) -> dict[str, Any]:
         """With its nulls: a missing estimate is `null`, never left out."""

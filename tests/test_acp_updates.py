@@ -345,3 +345,41 @@ def test_replay_keeps_text_and_calls_in_the_order_they_were_shown() -> None:
     ]
     assert out[0]["content"]["text"] == "Let me look."
     assert out[3]["content"]["text"] == "\n\nDone."
+
+
+def test_an_advisor_plan_is_acps_plan_with_who_did_each_step() -> None:
+    """Issue 32: the whole checklist each time; a failed step (ACP has no such status) is
+    completed with "(failed)"; who does or did a step follows its text."""
+    mapper = UpdateMapper(WS)
+    steps = [
+        {"content": "In `a.py` set X", "status": "completed", "agent": "local"},
+        {"content": "In `b.py` set Y", "status": "failed", "agent": "claude"},
+        {"content": "In `c.py` set Z", "status": "in_progress", "agent": "local"},
+        {"content": "Run the tests", "status": "pending"},
+    ]
+    [plan] = mapper.updates(payload("plan", steps=steps))
+    wire = valid(plan)
+    assert wire["sessionUpdate"] == "plan"
+    assert [(e["content"], e["status"]) for e in wire["entries"]] == [
+        ("In `a.py` set X [local model]", "completed"),
+        ("In `b.py` set Y (failed) [Claude]", "completed"),
+        ("In `c.py` set Z [local model]", "in_progress"),
+        ("Run the tests", "pending"),
+    ]
+
+
+def test_another_doors_turn_shows_its_message_first() -> None:
+    """Issue 31: a turn another door runs on this session comes with the user's message."""
+    mapper = UpdateMapper(WS)
+    started = payload(
+        "turn_started",
+        agent="local",
+        elsewhere=True,
+        userText="Was macht parse()?",
+        door="terminal",
+    )
+    [user] = mapper.updates(started)
+    wire = valid(user)
+    assert wire["sessionUpdate"] == "user_message_chunk"
+    assert wire["content"] == {"type": "text", "text": "Was macht parse()?"}
+    assert wire["_meta"]["milk"]["door"] == "terminal" and wire["_meta"]["milk"]["elsewhere"]

@@ -744,3 +744,41 @@ def test_chat_slash_words_are_commands_but_paths_are_messages() -> None:
     assert bogus is not None and bogus.name == "bogus" and not bogus.known
     assert parse("/etc/hosts is what?") is None and parse("//undo") is None
     assert parse("what is /undo?") is None
+
+
+def test_chat_prints_an_advisor_plan_and_each_step_once_with_who_did_it() -> None:
+    """Issue 32: the checklist when it comes, then a line as each step starts and ends."""
+    out = io.StringIO()
+    printer = ChatPrinter(out)
+
+    def plan(*states: tuple[str, str | None]) -> dict[str, Any]:
+        steps = [
+            {"content": f"step {n}", "status": status} | ({"agent": agent} if agent else {})
+            for n, (status, agent) in enumerate(states, 1)
+        ]
+        return {"kind": "plan", "steps": steps}
+
+    printer.on_update(plan(("pending", None), ("pending", None)))
+    printer.on_update(plan(("in_progress", "local"), ("pending", None)))
+    printer.on_update(plan(("completed", "local"), ("pending", None)))
+    printer.on_update(plan(("completed", "local"), ("in_progress", "local")))
+    printer.on_update(plan(("completed", "local"), ("in_progress", "claude")))
+    printer.on_update(plan(("completed", "local"), ("completed", "claude")))
+    printer.on_update(plan(("completed", "local"), ("completed", "claude")))  # no change
+    assert out.getvalue().splitlines() == [
+        "☐ Claude's plan, 2 steps:",
+        "   1. step 1",
+        "   2. step 2",
+        "▸ step 1: the local model",
+        "☑ step 1 done by the local model",
+        "▸ step 2: the local model",
+        "▸ step 2: Claude",
+        "☑ step 2 done by Claude",
+    ]
+
+
+def test_chat_does_not_print_another_doors_turn_over_the_prompt() -> None:
+    out = io.StringIO()
+    printer = ChatPrinter(out)
+    printer.on_update({"kind": "text", "agent": "local", "delta": "theirs", "elsewhere": True})
+    assert out.getvalue() == ""

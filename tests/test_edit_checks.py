@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
-from milk_lsp.agents.local.judge.edit_intent import echoes_request, made_change
+from milk_lsp.agents.local.judge.edit_intent import echoes_request, made_change, unmade_change
 
 
 @pytest.mark.parametrize(
@@ -73,3 +73,26 @@ def test_the_one_spelled_out_change_made_is_said_where() -> None:
         is None
     )
     assert made_change("Make the description clearer.", {"cli.py": (before, after)}) is None
+
+
+@pytest.mark.parametrize(
+    ("ask", "before", "after"),
+    [
+        ("In `a.py`, change `X = 1` to `X = 10`.", "X = 1\n", "X = 10\n"),
+        ('Change "limit = 25" to "limit = 256" in cfg.py.', "limit = 25\n", "limit = 256\n"),
+        (
+            "In a.js, change `ok()` to `ok() && ready()`.",
+            "if (ok()) go();\n",
+            "if (ok() && ready()) go();\n",
+        ),
+    ],
+)
+def test_a_change_whose_new_text_holds_the_old_one_is_made(
+    ask: str, before: str, after: str
+) -> None:
+    """The new text contains the old ("X = 1" in "X = 10"): the edit made the change, and the
+    old text's count must not see it inside the new one (an advisor step was put back)."""
+    edited = {"f": (before, after)}
+    assert unmade_change(ask, edited) is None
+    assert made_change(ask, edited) is not None
+    assert unmade_change(ask, {"f": (before, before + "# X\n")}) is not None  # not made

@@ -7,6 +7,8 @@ import pytest
 from milk_lsp.prompts.local import (
     ATTACHMENT_CAP_CHARS,
     HISTORY_BUDGET_CHARS,
+    claude_notes,
+    demotion_summary,
     history_messages,
     local_system_prompt,
     session_notes,
@@ -245,3 +247,13 @@ def test_small_model_rules_are_in_the_system_prompt() -> None:
     assert "never describe it" in text
     assert "copy old_text exactly from the file's text" in text
     assert "One step at a time" in text
+
+
+def test_back_from_claude_the_local_turn_gets_claudes_brick_once() -> None:
+    brick = 'User: rename x\n[Tool: Edit] {"file_path": "a.py"}\nAssistant (claude): Done.\n'
+    assert demotion_summary(Agent.CLAUDE, brick) == brick
+    assert demotion_summary(Agent.LOCAL, brick) == ""  # the local agent ran the last turn
+    notes = claude_notes(brick)
+    assert notes.startswith("(milk notes, not from the user: Claude Code worked on this session")
+    assert brick.rstrip() in notes and notes.endswith(")\n\n")
+    assert claude_notes("") == "" and claude_notes("  \n") == ""

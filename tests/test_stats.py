@@ -193,7 +193,7 @@ def test_a_v5_database_migrates_and_keeps_its_turns(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     store = SessionStore(path)
-    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     session = store.get_session("s")
     assert session is not None
     _turn(store, session, TurnRoute("local", "m"))
@@ -255,3 +255,45 @@ def test_budget_failure_gives_the_figures_and_the_doors_setting(door, where: str
     assert reason.value == "budget_reached"
     assert "$1.25 of $1.00 spent on Claude today (2026-05-01)" in message
     assert f"raise {where}" in message
+
+
+def test_advisor_turns_count_apart_with_their_steps_and_plan_cost(tmp_path: Path) -> None:
+    """Issue 32: advisor turns, who did their steps, Claude's cost on plans and on steps, and
+    the same turns all on Claude from the folder's other Claude turns."""
+    store = SessionStore(tmp_path / "s.sqlite3")
+    session = store.create_session(WS)
+    assert stats_of(store, WS, None).advisor is None  # none yet
+    _turn(store, session, TurnRoute("escalated_by_user", "m", claude_cost_usd=0.02))
+    advised = TurnRoute(
+        route_kind(
+            advised=True,
+            claude_ran=True,
+            escalated_by="user",
+            answers_claude=False,
+            local_answered=True,
+        ),
+        "m",
+        claude_cost_usd=0.008,
+        steps_local=2,
+        steps_claude=1,
+        plan_cost_usd=0.005,
+    )
+    _turn(store, session, advised)
+    stats = stats_of(store, WS, None)
+    advisor = stats.advisor
+    assert advisor is not None
+    assert (advisor.turns, advisor.steps_local, advisor.steps_claude, advisor.steps_failed) == (
+        1,
+        2,
+        1,
+        0,
+    )
+    assert advisor.plan_cost_usd == pytest.approx(0.005)
+    assert advisor.steps_cost_usd == pytest.approx(0.003)
+    assert advisor.estimated_all_claude_cost_usd == pytest.approx(0.02)  # the other Claude turn
+    assert stats.claude_turns == 2 and stats.claude_cost_usd == pytest.approx(0.028)
+    assert stats.total.answered_locally == 0 and stats.total.escalated_by_user == 1
+    assert (
+        "Advisor: 1 turn, 3 steps (2 done locally, 1 by Claude); Claude cost $0.0050 on plans "
+        "and $0.0030 on steps, against about $0.0200 all on Claude." in stats.text
+    )

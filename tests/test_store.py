@@ -314,7 +314,7 @@ def test_a_claim_counts_only_while_its_process_lives(tmp_path: Path) -> None:
     other = os.getppid()  # a live process that is not us
 
     def claim(pid: int, start: str) -> None:
-        with store._transaction() as conn:
+        with store.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO running_turns VALUES (?, 'other-turn', ?, ?, 'now')",
                 (session.id, pid, start),
@@ -335,45 +335,67 @@ def test_cancel_request_reaches_only_a_live_foreign_claim_and_is_cleared(tmp_pat
 
     store = _store(tmp_path)
     session = store.create_session("/ws", "")
-    assert store.request_cancel(session.id) is None  # nothing runs
-    assert store.request_cancel("no-such-session") is None
+    assert store.elsewhere.request_cancel(session.id) is None  # nothing runs
+    assert store.elsewhere.request_cancel("no-such-session") is None
     # A turn of this very process is cancelled in-process, not through the store.
     store.begin_turn(session, TurnRecord("own", Role.USER, Agent.LOCAL, "q"))
-    assert store.request_cancel(session.id) is None
-    assert store.cancel_requested(session.id, "own") is False
+    assert store.elsewhere.request_cancel(session.id) is None
+    assert store.elsewhere.cancel_requested(session.id, "own") is False
     store.release_turn(session.id, "own")
 
     other = os.getppid()  # a live process that is not us
 
     def claim(turn_id: str, pid: int, start: str) -> None:
-        with store._transaction() as conn:
+        with store.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO running_turns VALUES (?, ?, ?, ?, 'now')",
                 (session.id, turn_id, pid, start),
             )
 
     claim("theirs", other, _process_start(other))
-    assert store.turn_claimed(session.id, "theirs")
-    assert store.request_cancel(session.id) == "theirs"
-    assert store.cancel_requested(session.id, "theirs")
-    assert not store.cancel_requested(session.id, "another-turn")
+    assert store.elsewhere.turn_claimed(session.id, "theirs")
+    assert store.elsewhere.request_cancel(session.id) == "theirs"
+    assert store.elsewhere.cancel_requested(session.id, "theirs")
+    assert not store.elsewhere.cancel_requested(session.id, "another-turn")
     # The other process ends the turn: its claim and the request go together.
     store.finish_turn(session, "theirs", RecordStatus.CANCELLED, [], _no_bricks)
-    assert not store.turn_claimed(session.id, "theirs")
-    assert not store.cancel_requested(session.id, "theirs")
+    assert not store.elsewhere.turn_claimed(session.id, "theirs")
+    assert not store.elsewhere.cancel_requested(session.id, "theirs")
 
     claim("released", other, _process_start(other))
-    assert store.request_cancel(session.id) == "released"
+    assert store.elsewhere.request_cancel(session.id) == "released"
     store.release_turn(session.id, "released")
-    assert not store.cancel_requested(session.id, "released")
+    assert not store.elsewhere.cancel_requested(session.id, "released")
 
     # A claim left by a process that has died: nothing to cancel, and not claimed.
     claim("dead", other, _process_start(other))
-    assert store.request_cancel(session.id) == "dead"
+    assert store.elsewhere.request_cancel(session.id) == "dead"
     claim("dead", 2**22 + 7, "")
-    assert store.request_cancel(session.id) is None
-    assert not store.turn_claimed(session.id, "dead")
+    assert store.elsewhere.request_cancel(session.id) is None
+    assert not store.elsewhere.turn_claimed(session.id, "dead")
     # The next turn on the session drops the request that nobody will ever act on.
     store.begin_turn(session, TurnRecord("next", Role.USER, Agent.LOCAL, "q"))
     rows = store._conn.execute("SELECT count(*) FROM cancel_requests").fetchone()
     assert rows[0] == 0
+
+
+def test_live_updates_reach_other_processes_in_order_and_never_their_writer(
+    tmp_path: Path,
+) -> None:
+    """Issue 31: a turn's updates, written by one server process, read by another on the
+    same folder from where its watcher starts; its own are skipped but counted as read."""
+    path = tmp_path / "s.sqlite3"
+    writer, reader = SessionStore(path), SessionStore(path)
+    start = reader.elsewhere.live_start()
+    updates = [
+        ("/ws/a", {"sessionId": "s", "turnId": "t", "seq": n, "kind": "text", "delta": f"{n}"})
+        for n in range(1, 4)
+    ]
+    writer.elsewhere.publish("writer", updates)
+    writer.elsewhere.publish("writer", [("/ws/b", {"sessionId": "o", "turnId": "u", "seq": 1})])
+    last, seen = reader.elsewhere.live_after(start, "reader", ["/ws/a"])
+    assert [u.payload["delta"] for u in seen] == ["1", "2", "3"]  # another folder's: not
+    assert reader.elsewhere.live_after(last, "reader", ["/ws/a"]) == (last, [])
+    mine_last, mine = writer.elsewhere.live_after(start, "writer", ["/ws/a"])
+    assert mine == [] and mine_last == last  # its own: read past, not relayed
+    assert reader.elsewhere.live_after(start, "reader", []) == (start, [])

@@ -411,7 +411,7 @@ def test_editor_protocol_version_matches(path: Path, pattern: str) -> None:
 
 # ---- milk/update: the editors name the same kinds and fields as the server ----------------------
 
-BASE_FIELDS = {"sessionId", "turnId", "seq", "kind"}
+BASE_FIELDS = {"sessionId", "turnId", "seq", "kind", "elsewhere"}
 
 
 def server_update_fields() -> dict[str, set[str]]:

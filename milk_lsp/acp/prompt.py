@@ -45,6 +45,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "goes to the local model",
         "message for the local model (optional)",
     ),
+    "advise": (
+        "Claude Code writes a plan; the local model carries it out step by step, and Claude "
+        "does the steps it cannot",
+        "what to plan and do",
+    ),
     "context": (
         "Show exactly what Claude would receive if the session escalated now",
         "a reason, to preview an escalation by the local model (optional)",

@@ -91,6 +91,11 @@ MODES = [
         description="Only the local model, no escalation; takes the session back from Claude.",
     ),
     SessionMode(id="claude", name="Claude", description="Claude Code answers every turn."),
+    SessionMode(
+        id="advise",
+        name="Advise",
+        description="Claude Code plans each request; the local model carries the plan out.",
+    ),
 ]
 MODE_IDS = [mode.id for mode in MODES]
 STOP_REASONS = {"end_turn": "end_turn", "cancelled": "cancelled", "max_turns": "max_turn_requests"}
@@ -271,7 +276,9 @@ class MilkAgent:
         answer = await commands.run_command(self.engine, self.bridge, session, command, argument)
         if answer is not None:
             return answer
-        route = {"escalate": "claude", "local": "local"}.get(command or "", session.mode)
+        route = {"escalate": "claude", "local": "local", "advise": "advise"}.get(
+            command or "", session.mode
+        )
         chat = _chat_params(session.milk_id, argument if command else parsed.text, route, items)
         with engine_errors("sessionId"):
             return self._finished(session, await self.engine.chat(chat))
@@ -356,6 +363,9 @@ class MilkAgent:
             self.engine.claude.mcp_servers.pop(stored.id, None)
         session.shown_mode = commands.effective_mode(self.engine, session, stored)
         self.bridge.open(session)
+        # turns other doors run on this folder are shown in the session as they stream
+        self.engine.sessions.watched.add(stored.workspace_folder)
+        self.engine.live.watch()
         return session
 
     def _after_response(self, action: Callable[[], None]) -> None:

@@ -300,6 +300,19 @@ class UpdateMapper:
                 return [thought(f"⚠ {payload.get('message', '')}\n", meta)]
             case "turn_ended" if payload.get("stopReason") in ("cancelled", "error"):
                 return self._close_open_calls(payload, meta)
+            case "plan":
+                return [_plan(payload, meta)]
+            case "turn_started" if payload.get("elsewhere"):
+                # another door's turn: its message first, as a replayed session shows it
+                meta["milk"]["door"] = payload.get("door")
+                text = str(payload.get("userText") or "")
+                return [
+                    UserMessageChunk(
+                        session_update="user_message_chunk",
+                        content=text_block(text),
+                        field_meta=meta,
+                    )
+                ]
         # turn_started, turn_ended, error notices: nothing the chat shows. `need` neither:
         # milk's note of the goal echoes the prompt, and a thought would gather the
         # model's reasoning under it.
@@ -452,8 +465,36 @@ class UpdateMapper:
 
 
 def _meta(payload: dict[str, Any]) -> dict[str, Any]:
-    milk = {key: payload[key] for key in ("kind", "turnId", "seq", "agent") if key in payload}
+    keys = ("kind", "turnId", "seq", "agent", "elsewhere")
+    milk = {key: payload[key] for key in keys if key in payload}
     return {"milk": milk}
+
+
+_WHO = {"local": "local model", "claude": "Claude"}
+
+
+def _plan(payload: dict[str, Any], meta: dict[str, Any]) -> SessionUpdate:
+    """An advisor turn's checklist as ACP's plan (whole, each time). ACP has no failed step:
+    a failed one is `completed` with "(failed)" after it; who does or did a step follows."""
+    entries = []
+    for step in payload.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        status = str(step.get("status"))
+        who = _WHO.get(str(step.get("agent")))
+        content = str(step.get("content", ""))
+        if status == "failed":
+            content += " (failed)"
+        if who is not None and status != "pending":
+            content += f" [{who}]"
+        entries.append(
+            PlanEntry(
+                content=content,
+                priority="medium",
+                status="completed" if status == "failed" else status,
+            )
+        )
+    return AgentPlanUpdate(session_update="plan", entries=entries, field_meta=meta)
 
 
 def _hand_off_marker(payload: dict[str, Any], meta: dict[str, Any]) -> list[SessionUpdate]:

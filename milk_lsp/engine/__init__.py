@@ -20,16 +20,18 @@ from milk_lsp.changes.book import ChangeBook, ChangeTexts
 from milk_lsp.config import MilkConfig
 from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import claude_part
+from milk_lsp.engine.advisor import Advisor
 from milk_lsp.engine.claude_part import ClaudePart, claude_prompt_for_escalate
 from milk_lsp.engine.local_part import LocalPart
 from milk_lsp.engine.routing import escalate_plan, plan_for
 from milk_lsp.engine.runner import TurnRunner
-from milk_lsp.engine.running import RunningTurns
+from milk_lsp.engine.running import LiveFeed, RunningTurns
 from milk_lsp.engine.status import collect_status
 from milk_lsp.engine.turn import ClientBridge
 from milk_lsp.errors import EngineError, busy
 from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.prompts import local as prompts
+from milk_lsp.prompts.local import claude_notes, demotion_summary
 from milk_lsp.sessions.model import Session
 from milk_lsp.sessions.service import Sessions
 from milk_lsp.sessions.store import SessionStore
@@ -68,8 +70,14 @@ class Engine:
         self.changes = ChangeBook(settings, self.sessions, bridge)
         self.claude = ClaudePart(self.sessions, claude or ClaudeAgent(), self._door)
         self.running = RunningTurns(self.sessions)
+        self.live = LiveFeed(self.sessions, bridge.send_update, self._door, self.running)
+        """Every turn on this server's folders shown live in every door (`watch()` starts
+        the relay of the other processes' turns)."""
         local_part = LocalPart(self.sessions, self.local_models, self.claude_path, self._door)
-        self._runner = TurnRunner(bridge, self.sessions, self.changes, local_part, self.claude)
+        advisor = Advisor(local_part, self.claude, self.sessions, self.claude_path)
+        self._runner = TurnRunner(
+            bridge, self.sessions, self.changes, local_part, self.claude, advisor, self.live.publish
+        )
 
     def _settings(self) -> MilkConfig:
         return self.config
@@ -89,6 +97,7 @@ class Engine:
 
     async def aclose(self) -> None:
         await self.running.aclose()
+        await self.live.aclose()
         await self.local_models.aclose()
         self.sessions.close()
 
@@ -140,7 +149,10 @@ class Engine:
             raise EngineError(
                 wire.RequestErrorReason.SESSION_BUSY, f"session {session_id} is running a turn"
             )
-        return await self.claude.preview(session, reason, self.config.claude)
+        preview = await self.claude.preview(session, reason, self.config.claude)
+        returning = demotion_summary(session.active_agent, session.last_claude_summary)
+        preview.local_notes = claude_notes(returning) or None
+        return preview
 
     async def turn_changes(self, session_id: str, turn_id: str) -> tuple[list[ChangeTexts], bool]:
         """`milk/turn/changes`: the files the turn changed with their texts, and whether

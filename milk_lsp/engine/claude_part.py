@@ -181,7 +181,11 @@ class ClaudePart:
         text: str,
         by: Literal["user", "agent", "fallback"],
         reason: str,
+        *,
+        plan_only: bool = False,
     ) -> StopReason:
+        """`plan_only`: Claude Code runs in its plan permission mode (it may read the
+        workspace, not edit or run): the advisor route's plan."""
         plan = await self.plan(session, by_agent=by != "user", in_turn=True)
         turn.update(
             "escalated",
@@ -192,11 +196,11 @@ class ClaudePart:
         )
         session.state = SessionState.ESCALATION
         if not await self._within_budget(session, turn):
-            if turn.part_of(Agent.CLAUDE) is None:  # the turn ends as Claude's, not started
-                turn.start_part(Agent.CLAUDE)
+            if not turn.parts or turn.part.agent is not Agent.CLAUDE:
+                turn.start_part(Agent.CLAUDE)  # the turn ends as Claude's, not started
             session.state = SessionState.ROUTING
             return "error"
-        attempt = await self._attempt(session, turn, text, plan)
+        attempt = await self._attempt(session, turn, text, plan, plan_only)
         if attempt == "resume_rejected":
             turn.notice(
                 "warning",
@@ -207,7 +211,7 @@ class ClaudePart:
             plan = await self.plan(
                 session, by_agent=by != "user", resume_rejected=True, in_turn=True
             )
-            attempt = await self._attempt(session, turn, text, plan)
+            attempt = await self._attempt(session, turn, text, plan, plan_only)
         if attempt == "end_turn":
             self._after_success(session, turn, plan)
             return "end_turn"
@@ -234,16 +238,25 @@ class ClaudePart:
         return False
 
     async def _attempt(
-        self, session: Session, turn: Turn, text: str, plan: ContextPlan
+        self, session: Session, turn: Turn, text: str, plan: ContextPlan, plan_only: bool
     ) -> Literal["end_turn", "error", "resume_rejected"]:
         request = await self.request(session, plan, text, turn.config.claude)
+        if plan_only:
+            request = replace(request, permission_mode="plan")
         previous_id = session.claude_session_id
         if not request.resume:
             # A `--session-id` can be used once: the next new conversation gets another.
             session.next_claude_session_id = ""
             session.claude_session_id = request.session_id
             session.last_resumed_context_hash = ""
-        part = turn.part_of(Agent.CLAUDE) or turn.start_part(Agent.CLAUDE)
+        # Claude's part: the one a rejected resume's retry goes on in, else a new one (an
+        # advisor turn has several, between the local model's steps)
+        last = turn.parts[-1] if turn.parts else None
+        part = (
+            last
+            if last is not None and last.agent is Agent.CLAUDE
+            else turn.start_part(Agent.CLAUDE)
+        )
         host = TurnHost(turn, turn.config.claude.permission_timeout_seconds)
         failure: TurnFailed | None = None
         seen_session = False

@@ -109,14 +109,19 @@ class LocalPart:
         history = [record for record in history if record.turn_id != turn.turn_id]
         memory_tags = config.local.memory_tags
         goal = session.current_need
-        if not memory_tags and (
-            not session.current_need or asks_for_change(user_ask) or change_hinted(user_ask)
+        if (
+            not memory_tags
+            and not plan.advises
+            and (not session.current_need or asks_for_change(user_ask) or change_hinted(user_ask))
         ):
             turn.set_need(user_ask)  # no tags from the model: the latest request is the goal
             goal = ""  # ...and the request itself says it
         notes = prompts.session_notes(
             session.escalation_nonce, goal, percepts, memory_tags=memory_tags
         )
+        # back from Claude: what Claude did, once (this turn makes the local agent active)
+        returning = prompts.demotion_summary(session.active_agent, session.last_claude_summary)
+        notes = prompts.claude_notes(returning) + notes
         system = prompts.local_system_prompt(plan.offer_escalation)
         index = await indexed
         change = asks_for_change(user_ask)
@@ -240,7 +245,7 @@ class LocalPart:
         """Why a change request goes to Claude before the local model starts (None: it
         does not): on route `auto` with `local.handOff: "auto"` and Claude at hand, a change
         reaching the whole workspace or several files at once (`judge.scope`)."""
-        if not plan.watches_local or mode != "auto" or self._claude_path() is None:
+        if not plan.watches_local or mode not in ("auto", "advise") or self._claude_path() is None:
             return None
         if not (change or change_hinted(user_ask)):
             return None
@@ -367,7 +372,7 @@ class LocalPart:
             kept = "Hand-off to Claude is off (local.handOff)."
         elif self._claude_path() is None:
             kept = "Claude Code was not found, so it could not take over."
-        elif mode == "auto" or await handoff.ask_user(turn, gave_up, timeout):
+        elif mode in ("auto", "advise") or await handoff.ask_user(turn, gave_up, timeout):
             return True
         else:
             kept = (

@@ -13,8 +13,10 @@ from typing import Literal
 
 from milk_lsp.sessions.model import Agent, Session, SessionState
 
-Route = Literal["auto", "local", "claude"]
+Route = Literal["auto", "local", "claude", "advise"]
 
+ADVISOR_REASON = "user asked for Claude's plan"
+"""`turn_started.reason` of an advisor turn (route `advise`)."""
 WAITING_ON_CLAUDE = "session waiting on Claude"
 """`turn_started.reason` of a turn that answers Claude's question."""
 
@@ -37,6 +39,11 @@ class Plan:
         """Route `auto` to the local agent: milk cuts a failing local part short and may
         hand it to Claude (on route `local` the user chose the local model)."""
         return self.route == "auto" and self.agent is Agent.LOCAL and self.offer_escalation
+
+    @property
+    def advises(self) -> bool:
+        """Route `advise`: Claude writes a plan, the local model carries it out step by step."""
+        return self.route == "advise"
 
     @property
     def answers_claude(self) -> bool:
@@ -68,6 +75,12 @@ def route_turn(current: RoutingState, requested: Route) -> tuple[Plan, RoutingSt
         )
         after = RoutingState(state, False, current.has_claude_conversation)
         return Plan(Agent.LOCAL, "local", "user chose the local agent", False), after
+    if requested == "advise":
+        # Claude plans, the local model does: the escalation does not stick, and a question
+        # Claude was waiting on is answered by the plan's turn
+        after = RoutingState(SessionState.ROUTING, False, current.has_claude_conversation)
+        plan = Plan(Agent.CLAUDE, "advise", ADVISOR_REASON, False, "user", "plan only (advisor)")
+        return plan, after
     if requested == "claude":
         after = RoutingState(current.state, True, current.has_claude_conversation)
         return Plan(Agent.CLAUDE, "claude", "user asked", False, "user", "user asked"), after

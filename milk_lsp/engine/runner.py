@@ -10,8 +10,9 @@ claimed ends with `turn_ended` and its claim released.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -21,6 +22,7 @@ from milk_lsp.agents.local.tool_specs import EDIT_FILE
 from milk_lsp.changes.book import Before, ChangeBook
 from milk_lsp.changes.tracker import TurnChange
 from milk_lsp.config import MilkConfig
+from milk_lsp.engine.advisor import Advisor
 from milk_lsp.engine.claude_part import ClaudePart
 from milk_lsp.engine.local_part import LocalPart
 from milk_lsp.engine.routing import Plan
@@ -72,8 +74,14 @@ class TurnRunner:
         changes: ChangeBook,
         local: LocalPart,
         claude: ClaudePart,
+        advisor: Advisor,
+        publish: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
+        """`advisor` runs the advisor route's turns (Claude plans, the local model does);
+        `publish(workspace, update)` shows each update to the other doors too."""
+        self._advisor = advisor
         self._bridge = bridge
+        self._publish = publish
         self._sessions = sessions
         self._changes = changes
         self._local = local
@@ -111,6 +119,8 @@ class TurnRunner:
             config=config,
         )
         turn.allowed_tools = self._allowed_tools.setdefault(session.id, set())
+        if self._publish is not None:
+            turn.publish = functools.partial(self._publish, session.workspace_folder)
         turn.started(plan.agent, plan.route, plan.reason, warning)
         if cancelled_at_start:
             return await self._finish(session, turn, plan, "cancelled", None, before)
@@ -153,6 +163,9 @@ class TurnRunner:
         by: Literal["user", "agent", "fallback"]
         try:
             await self._progress_begin(turn, plan.agent)
+            if plan.advises:
+                escalated = Escalated(by="user", reason=plan.escalation_reason)
+                return await self._advisor.run(session, turn, text, plan, display_text), escalated
             if plan.agent is Agent.LOCAL:
                 outcome = await self._local.run(session, turn, text, plan, display_text)
                 hand_off = await self._local.hand_off(session, turn, plan, outcome, display_text)
@@ -162,6 +175,10 @@ class TurnRunner:
                 # a progress title cannot change: the local one ends, Claude's begins
                 self._bridge.progress_end(turn.progress_token, "handed to Claude")
                 await self._progress_begin(turn, Agent.CLAUDE)
+                if turn.config.local.hand_off == "advise":  # Claude plans, the local model does
+                    escalated = Escalated(by=by, reason=reason, signal=signal)
+                    stop = await self._advisor.run(session, turn, text, plan, display_text)
+                    return stop, escalated
             else:
                 by, reason, signal = plan.escalated_by or "user", plan.escalation_reason, None
             escalated = Escalated(by=by, reason=reason, signal=signal)
@@ -254,6 +271,7 @@ class TurnRunner:
             error=error,
             changes=summaries or None,
             next_route=next_route_of(session),
+            plan=turn.plan,
         )
 
     async def _save(
@@ -344,7 +362,9 @@ def _route(
     claude = turn.part_of(Agent.CLAUDE)
     claude_ran = claude is not None and (not claude.is_empty or turn.usage.cost_usd is not None)
     by = escalated.by if escalated is not None else None
+    steps = turn.plan or []
     kind = route_kind(
+        advised=plan.advises or bool(steps),
         claude_ran=claude_ran,
         escalated_by=by,
         answers_claude=plan.answers_claude,
@@ -358,6 +378,10 @@ def _route(
         claude_cost_usd=turn.usage.cost_usd if claude_ran else None,
         local_edits=_local_edits(local, claude_ran, changes),
         configured_model=turn.config.local.model,
+        steps_local=sum(s.status == "completed" and s.agent == "local" for s in steps),
+        steps_claude=sum(s.status == "completed" and s.agent == "claude" for s in steps),
+        steps_failed=sum(s.status == "failed" for s in steps),
+        plan_cost_usd=turn.plan_cost_usd,
     )
 
 
@@ -398,6 +422,8 @@ def _turn_info(
         info["routeReason"] = turn.route_reason_shown
     if turn.notices_shown:
         info["notices"] = list(turn.notices_shown)
+    if turn.plan:
+        info["plan"] = [step.to_wire() for step in turn.plan]
     session = turn.session
     if turn.need_before is not None and session is not None:
         before, before_at = turn.need_before

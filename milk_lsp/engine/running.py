@@ -1,21 +1,28 @@
-"""`RunningTurns`: one task per session, cancelled here or from another server process.
+"""Turns running here and in the other server processes on the same store.
 
-`milk/cancel` and `$/cancelRequest` stop a turn at once; a turn run by another server process
-on the same store (a second editor window) is cancelled through a request in the store,
-which the process running it polls for while the turn runs.
+`RunningTurns`: one task per session. `milk/cancel` and `$/cancelRequest` stop a turn at
+once; a turn run by another server process on the same store (a second editor window, the
+terminal) is cancelled through a request in the store, which the process running it polls
+for while the turn runs.
+
+`LiveFeed`: every door sees every turn on its workspace folders live, whichever door
+started it. This process's turn updates go to the store in small batches; the other
+processes' are read back twice a second and relayed to this client, marked `elsewhere`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+import uuid
+from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from typing import Any
 
+from milk_lsp.doors import Door
 from milk_lsp.errors import EngineError
 from milk_lsp.sessions.service import Sessions
-from milk_lsp.wire import TurnResult
+from milk_lsp.wire import TurnResult, build_update
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +31,10 @@ CANCEL_POLL_SECONDS = 0.5
 FOREIGN_CANCEL_WAIT_SECONDS = 10.0
 """How long `milk/cancel` waits for another process to end the turn it was asked to cancel."""
 FOREIGN_CANCEL_POLL_SECONDS = 0.2
+LIVE_FLUSH_SECONDS = 0.2
+"""How long a turn's updates gather before they are written for the other processes."""
+LIVE_POLL_SECONDS = 0.4
+"""How often the other processes' updates are looked for."""
 
 
 class RunningTurns:
@@ -113,3 +124,91 @@ class RunningTurns:
         for task in list(self._running.values()):
             with suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+class LiveFeed:
+    """This process's turn updates published to the store; the other processes' relayed."""
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        relay: Callable[[dict[str, Any]], None],
+        door: Callable[[], Door],
+        running: RunningTurns,
+    ) -> None:
+        """`relay` sends another process's update to this client; `door` names this
+        process's front door in the turns it publishes."""
+        self._sessions = sessions
+        self._relay = relay
+        self._door = door
+        self._running = running
+        self.origin = uuid.uuid4().hex
+        """This process's mark on what it publishes (its own updates are not relayed)."""
+        self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._flushing: asyncio.Task[None] | None = None
+        self._watching: asyncio.Task[None] | None = None
+        self._warned: set[str] = set()
+        self._writing = asyncio.Lock()  # one batch at a time: the store keeps their order
+
+    # ---- this process's turns ---------------------------------------------------------
+
+    def publish(self, workspace: str, update: dict[str, Any]) -> None:
+        """Queue one update of a turn run here; written within `LIVE_FLUSH_SECONDS`."""
+        if update.get("kind") == "turn_started":
+            update = {**update, "door": self._door().name}
+        self._pending.append((workspace, update))
+        if self._flushing is None or self._flushing.done():
+            self._flushing = self._running.spawn(self._flush_soon())
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(LIVE_FLUSH_SECONDS)
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Write what is queued (the server's shutdown waits for this)."""
+        async with self._writing:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    await self._sessions.publish_live(self.origin, batch)
+                except EngineError as exc:
+                    self._warn_once("publish", "cannot show this turn in other doors: %s", exc)
+
+    # ---- the other processes' turns ---------------------------------------------------
+
+    def watch(self) -> None:
+        """Start relaying the other processes' updates (once; the server calls this when
+        its client is ready)."""
+        if self._watching is None:
+            self._watching = self._running.spawn(self._relay_forever())
+
+    async def _relay_forever(self) -> None:
+        after: int | None = None
+        while True:
+            await asyncio.sleep(LIVE_POLL_SECONDS)
+            if not self._sessions.workspaces and not self._sessions.watched:
+                continue
+            try:
+                if after is None:
+                    after = await self._sessions.live_start()
+                after, updates = await self._sessions.live_after(after, self.origin)
+            except EngineError as exc:
+                self._warn_once("watch", "cannot see turns run by other doors: %s", exc)
+                continue
+            for update in updates:
+                try:  # a newer or older milk-lsp may have written it: the contract decides
+                    shown = build_update({**update.payload, "elsewhere": True})
+                except ValueError as exc:
+                    logger.info("another door's update not shown: %s", exc)
+                    continue
+                self._relay(shown)
+
+    def _warn_once(self, what: str, message: str, exc: EngineError) -> None:
+        if what not in self._warned:
+            self._warned.add(what)
+            logger.warning(message, exc)
+
+    async def aclose(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+        await self.flush()

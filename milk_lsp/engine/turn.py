@@ -39,7 +39,7 @@ from milk_lsp.sessions.model import (
 )
 from milk_lsp.system.redact import redact_value
 from milk_lsp.text import cut, one_line
-from milk_lsp.wire import PART_BREAK, StopReason, TurnError, build_update
+from milk_lsp.wire import PART_BREAK, PlanStep, StopReason, TurnError, build_update
 from milk_lsp.workspace.edit_preview import capped
 
 if TYPE_CHECKING:
@@ -187,10 +187,21 @@ class Turn:
         self.allowed_tools: set[str] = set()
         """Tools the user allowed for the whole session (shared with the session's turns)."""
         self.local_clock: LocalClock | None = None
+        """The running local part's clock: a permission question pauses its budget."""
         self.need_before: tuple[str, int] | None = None
         """The session's goal (and where it was set) before this turn set a new one: an
         undo of the turn puts it back."""
-        """The running local part's clock: a permission question pauses its budget."""
+        self.plan: list[PlanStep] | None = None
+        """An advisor turn's plan as last shown (for its result and stored info)."""
+        self.plan_cost_usd: float | None = None
+        """What Claude's plan cost (an advisor turn; its steps' cost is the rest)."""
+        self.publish: Callable[[dict[str, Any]], None] | None = None
+        """Shows each update to the doors of other server processes too."""
+
+    def clear_failure(self) -> None:
+        """The next part starts clean (an advisor turn's step after one that failed)."""
+        self.failure = None
+        self.failure_signal = None
 
     # ---- updates ------------------------------------------------------------------------
 
@@ -217,6 +228,11 @@ class Turn:
                 {"severity": wire_update["severity"], "message": wire_update["message"]}
             )
         self.bridge.send_update(wire_update)
+        if self.publish is not None:
+            if kind == "turn_started" and self._user_record is not None:
+                # the other doors never saw the message: it comes with the turn
+                wire_update = {**wire_update, "userText": self._user_record.text}
+            self.publish(wire_update)
 
     def started(self, agent: Agent, route: str, reason: str, warning: str | None) -> None:
         """`turn_started`, then what the user must know before the agents speak: a warning

@@ -209,6 +209,7 @@ async def on_initialized(ls: MilkServer, params: types.InitializedParams) -> Non
         await ls.pull_configuration()
     finally:
         ls.config_ready.set()
+        ls.engine.live.watch()  # turns other doors run on these folders, shown live
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)

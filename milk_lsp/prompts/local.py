@@ -87,6 +87,25 @@ def session_notes(
     return "(milk notes, not from the user: " + "; ".join(notes) + ")\n\n"
 
 
+def claude_notes(summary: str) -> str:
+    """The first local turn after Claude's (ADR 0029's demotion): what Claude was asked and
+    did, its brick (budget-capped and sanitized when it was built), once, so "what did Claude
+    change?" and "now do the same in the other module" work locally. "" with no summary."""
+    if not summary.strip():
+        return ""
+    return (
+        "(milk notes, not from the user: Claude Code worked on this session before this"
+        " message; what it was asked and did, oldest first:\n"
+        f"{summary.rstrip()}\n)\n\n"
+    )
+
+
+def demotion_summary(active_agent: Agent, last_claude_summary: str) -> str:
+    """The Claude summary the next local turn carries: the session's Claude brick when Claude
+    ran its last turn (the session comes back to the local model), else ""."""
+    return last_claude_summary if active_agent is Agent.CLAUDE else ""
+
+
 def with_session_notes(text: str, notes: str) -> str:
     """The turn's user message: the notes first, the user's request last (small models
     answer what they read last, and echo what follows it)."""

@@ -6,12 +6,14 @@ file lacks when it opens it, in one transaction.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 
 # v1 is the schema from before bricks existed; v2 adds the ADR 0029 / ADR 0004 columns;
 # v3 the claims of running turns; v4 the requests to cancel a turn run by another process;
 # v5 how each turn ended (stop reason, escalation, error, usage, the files it changed);
-# v6 where each turn went and what Claude cost (the routing numbers of `milk/stats`).
+# v6 where each turn went and what Claude cost (the routing numbers of `milk/stats`);
+# v7 the live updates of running turns, for the other processes' doors;
+# v8 an advisor turn's steps (who did them) and what Claude's plan cost.
 MIGRATIONS: dict[int, str] = {
     1: """
         CREATE TABLE sessions (
@@ -96,5 +98,23 @@ MIGRATIONS: dict[int, str] = {
             PRIMARY KEY (session_id, turn_id)
         );
         CREATE INDEX turn_routes_by_workspace ON turn_routes (workspace, day);
+    """,
+    7: """
+        CREATE TABLE live_updates (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            origin TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            at REAL NOT NULL
+        );
+        CREATE INDEX live_updates_by_turn ON live_updates (session_id, turn_id);
+    """,
+    8: """
+        ALTER TABLE turn_routes ADD COLUMN steps_local INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turn_routes ADD COLUMN steps_claude INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turn_routes ADD COLUMN steps_failed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turn_routes ADD COLUMN plan_cost_usd REAL;
     """,
 }

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from milk_lsp.config import MilkConfig
 from milk_lsp.errors import EngineError, storage_failed
 from milk_lsp.sessions.bricks import local_brick_with
+from milk_lsp.sessions.elsewhere import LiveUpdate
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
@@ -45,6 +46,8 @@ class Sessions:
         self._store = store
         self._opening = threading.Lock()  # requests run in worker threads: open one store
         self.workspaces: list[str] = []
+        self.watched: set[str] = set()
+        """Folders of sessions a door has open besides `workspaces` (ACP's session cwd)."""
 
     # ---- the store ------------------------------------------------------------------
 
@@ -250,17 +253,32 @@ class Sessions:
         """What Claude cost the workspace today (local date), for the budget."""
         return await self._call(lambda store: store.claude_spent(workspace, today()))
 
-    # ---- cancel across processes -----------------------------------------------------
+    # ---- other server processes on the store -----------------------------------------
 
     async def request_cancel(self, session_id: str) -> str | None:
         """Ask another process to cancel the session's turn; its turn id, if one runs."""
-        return await self._call(lambda store: store.request_cancel(session_id))
+        return await self._call(lambda store: store.elsewhere.request_cancel(session_id))
 
     async def turn_claimed(self, session_id: str, turn_id: str) -> bool:
-        return await self._call(lambda store: store.turn_claimed(session_id, turn_id))
+        return await self._call(lambda store: store.elsewhere.turn_claimed(session_id, turn_id))
 
     async def cancel_requested(self, session_id: str, turn_id: str) -> bool:
-        return await self._call(lambda store: store.cancel_requested(session_id, turn_id))
+        return await self._call(lambda store: store.elsewhere.cancel_requested(session_id, turn_id))
+
+    async def publish_live(self, origin: str, updates: list[tuple[str, dict[str, Any]]]) -> None:
+        """This process's turn updates, for the doors of the other processes."""
+        await self._call(lambda store: store.elsewhere.publish(origin, updates))
+
+    async def live_start(self) -> int:
+        return await self._call(lambda store: store.elsewhere.live_start())
+
+    async def live_after(self, after_id: int, origin: str) -> tuple[int, list[LiveUpdate]]:
+        """Other processes' updates on this server's workspace folders since `after_id`, and
+        the last id read."""
+        workspaces = [*self.workspaces, *(self.watched - set(self.workspaces))]
+        return await self._call(
+            lambda store: store.elsewhere.live_after(after_id, origin, workspaces)
+        )
 
 
 def stats_of(store: SessionStore, workspace: str, limit_usd: float | None) -> Stats:
@@ -274,4 +292,5 @@ def stats_of(store: SessionStore, workspace: str, limit_usd: float | None) -> St
         store.claude_spent(workspace, day),
         limit_usd,
         day,
+        store.advisor_totals(workspace),
     )

@@ -16,15 +16,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from milk_lsp.wire import ModelStats, Stats, StatsBudget
+from milk_lsp.wire import AdvisorStats, ModelStats, Stats, StatsBudget
 
-RouteKind = Literal["local", "handed_off", "escalated_by_user", "claude_reply", "unanswered"]
+RouteKind = Literal[
+    "local", "handed_off", "escalated_by_user", "claude_reply", "unanswered", "advised"
+]
 """`local`: the local model answered and Claude did not run; `handed_off`: the local part
 failed or asked, and Claude took over; `escalated_by_user`: the user sent the turn (or the
 session) to Claude; `claude_reply`: the user answered Claude's question; `unanswered`: no
-answer from anyone (cancelled, the model server down, Claude stopped before it started)."""
+answer from anyone (cancelled, the model server down, Claude stopped before it started);
+`advised` (issue 32): Claude planned, the local model (and Claude for the steps it failed)
+did the steps."""
 
-CLAUDE_KINDS: tuple[RouteKind, ...] = ("handed_off", "escalated_by_user", "claude_reply")
+CLAUDE_KINDS: tuple[RouteKind, ...] = (
+    "handed_off",
+    "escalated_by_user",
+    "claude_reply",
+    "advised",
+)
 """The kinds of turns Claude ran (the turns `claudeTurns` counts)."""
 
 MODEL_ASKED = "escalate_to_claude"
@@ -57,6 +66,7 @@ _SIGNAL_WORDS = {
 
 def route_kind(
     *,
+    advised: bool = False,
     claude_ran: bool,
     escalated_by: str | None,
     answers_claude: bool,
@@ -64,7 +74,10 @@ def route_kind(
 ) -> RouteKind:
     """What a turn was, from how it ended. `escalated_by` is `TurnResult.escalated.by`;
     `answers_claude`: the turn went to Claude because Claude had asked a question;
-    `local_answered`: the local part said or did something and the turn was not cancelled."""
+    `local_answered`: the local part said or did something and the turn was not cancelled;
+    `advised`: an advisor turn (it counts apart, whoever did its steps)."""
+    if advised:
+        return "advised"
     if claude_ran:
         if escalated_by in ("agent", "fallback"):
             return "handed_off"
@@ -98,6 +111,12 @@ class TurnRoute:
     """The turn's local part changed files (`milk/turn/undo` later marks the row undone)."""
     configured_model: str | None = None
     """`local.model`, for a turn without a local part in a session that never ran one."""
+    steps_local: int = 0
+    steps_claude: int = 0
+    steps_failed: int = 0
+    """An advisor turn's steps: done by the local model, by Claude, failed."""
+    plan_cost_usd: float | None = None
+    """What an advisor turn's plan cost (the rest of `claude_cost_usd` went to steps)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +129,19 @@ class RouteGroup:
     local_edits: bool
     undone: bool
     turns: int
+
+
+@dataclass(frozen=True)
+class AdvisorTotals:
+    """The workspace's advisor turns, summed."""
+
+    turns: int = 0
+    steps_local: int = 0
+    steps_claude: int = 0
+    steps_failed: int = 0
+    plan_cost_usd: float = 0.0
+    cost_usd: float = 0.0
+    """Claude's whole cost of those turns (plans and steps)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +165,7 @@ def build_stats(
     spent_today_usd: float,
     limit_usd: float | None,
     day: str,
+    advised: AdvisorTotals | None = None,
 ) -> Stats:
     """The figures of a workspace, with `text` saying them in words."""
     by_model: dict[str, ModelStats] = {}
@@ -159,9 +192,30 @@ def build_stats(
         estimated_saved_usd=_maybe_dollars(saved),
         budget=StatsBudget(limit_usd=limit_usd, spent_today_usd=_dollars(spent_today_usd), day=day),
         text="",
+        advisor=_advisor(advised, claude),
     )
     stats.text = stats_text(stats)
     return stats
+
+
+def _advisor(advised: AdvisorTotals | None, claude: ClaudeTotals) -> AdvisorStats | None:
+    """The advisor turns' figures; the all-Claude estimate from the other Claude turns."""
+    if advised is None or not advised.turns:
+        return None
+    others = claude.costed_turns - advised.turns
+    other_cost = claude.cost_usd - advised.cost_usd
+    average = other_cost / others if others > 0 and other_cost > 0 else None
+    return AdvisorStats(
+        turns=advised.turns,
+        steps_local=advised.steps_local,
+        steps_claude=advised.steps_claude,
+        steps_failed=advised.steps_failed,
+        plan_cost_usd=_dollars(advised.plan_cost_usd),
+        steps_cost_usd=_dollars(max(0.0, advised.cost_usd - advised.plan_cost_usd)),
+        estimated_all_claude_cost_usd=_maybe_dollars(
+            None if average is None else average * advised.turns
+        ),
+    )
 
 
 def _add(row: ModelStats, group: RouteGroup) -> None:
@@ -212,6 +266,8 @@ def stats_text(stats: Stats) -> str:
                 f"{total.local_edits_undone} undone."
             )
         lines.append(_claude_line(stats))
+    if stats.advisor is not None:
+        lines.append(_advisor_line(stats.advisor))
     lines.append(_budget_line(stats.budget))
     return "\n".join(lines)
 
@@ -241,6 +297,19 @@ def _claude_line(stats: Stats) -> str:
         f"{line}; all on Claude about {usd(stats.estimated_all_claude_cost_usd)}, "
         f"so local-first saved about {usd(stats.estimated_saved_usd)}."
     )
+
+
+def _advisor_line(advisor: AdvisorStats) -> str:
+    steps = advisor.steps_local + advisor.steps_claude + advisor.steps_failed
+    line = (
+        f"Advisor: {_count(advisor.turns, 'turn')}, {_count(steps, 'step')} "
+        f"({advisor.steps_local} done locally, {advisor.steps_claude} by Claude"
+        f"{f', {advisor.steps_failed} failed' if advisor.steps_failed else ''}); Claude cost "
+        f"{usd(advisor.plan_cost_usd)} on plans and {usd(advisor.steps_cost_usd)} on steps"
+    )
+    if advisor.estimated_all_claude_cost_usd is None:
+        return line + "."
+    return f"{line}, against about {usd(advisor.estimated_all_claude_cost_usd)} all on Claude."
 
 
 def _budget_line(budget: StatsBudget) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from milk_lsp.sessions import bricks
+from milk_lsp.sessions.elsewhere import Elsewhere
 from milk_lsp.sessions.model import (
     Agent,
     RecordStatus,
@@ -45,6 +46,7 @@ from milk_lsp.sessions.rows import (
 from milk_lsp.sessions.schema import MIGRATIONS, SCHEMA_VERSION
 from milk_lsp.sessions.stats import (
     CLAUDE_KINDS,
+    AdvisorTotals,
     ClaudeTotals,
     RouteGroup,
     TurnRoute,
@@ -123,6 +125,8 @@ class SessionStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
+        self.elsewhere = Elsewhere(self)
+        """Cancel requests and live updates between the server processes on this store."""
         deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
         while True:
             try:
@@ -163,7 +167,7 @@ class SessionStore:
     # ---- schema -----------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
                 raise StorageError(
@@ -176,7 +180,7 @@ class SessionStore:
                 conn.execute(f"PRAGMA user_version = {target}")
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE: writers from other processes queue on the lock, never interleave.
         A failure of SQLite or of the disk inside the transaction leaves as `StorageError`."""
         with self._lock:
@@ -205,7 +209,7 @@ class SessionStore:
         except sqlite3.Error as exc:
             logger.warning("rollback in %s failed: %s", self.path, exc)
 
-    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
             try:
                 return self._conn.execute(sql, args).fetchall()
@@ -225,7 +229,7 @@ class SessionStore:
             escalation_nonce=nonce,
             bricks_built=True,
         )
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO sessions (id, workspace, title, state, active_agent, created_at,"
                 " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -244,19 +248,19 @@ class SessionStore:
 
     def get_session(self, session_id: str) -> Session | None:
         """The session, or None when there is none or its row cannot be shown at all."""
-        rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        rows = self.read("SELECT * FROM sessions WHERE id = ?", (session_id,))
         return session_from_row(rows[0]) if rows else None
 
     def list_sessions(self, workspaces: Sequence[str] | None = None) -> list[Session]:
         """Sessions, most recently used first; all of them when `workspaces` is None. A row
         that cannot be shown at all is left out (and logged)."""
         if workspaces is None:
-            rows = self._read("SELECT * FROM sessions ORDER BY updated_at DESC, rowid DESC")
+            rows = self.read("SELECT * FROM sessions ORDER BY updated_at DESC, rowid DESC")
         elif not workspaces:
             return []
         else:
             marks = ",".join("?" for _ in workspaces)
-            rows = self._read(
+            rows = self.read(
                 f"SELECT * FROM sessions WHERE workspace IN ({marks})"
                 " ORDER BY updated_at DESC, rowid DESC",
                 list(workspaces),
@@ -265,7 +269,7 @@ class SessionStore:
         return [session for session in sessions if session is not None]
 
     def delete_session(self, session_id: str) -> bool:
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             conn.execute("DELETE FROM records WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM turn_info WHERE session_id = ?", (session_id,))
             cursor = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -273,7 +277,7 @@ class SessionStore:
 
     def save_session(self, session: Session) -> None:
         """Write the session's own fields (state, bricks, hand-off state); not its records."""
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             self._write_session(conn, session)
 
     def _write_session(self, conn: sqlite3.Connection, session: Session) -> None:
@@ -305,7 +309,7 @@ class SessionStore:
         """Claim the session for this process and store the user's message, marked `error`
         until `finish_turn` says otherwise. Raises `SessionClaimed` when another live
         process holds the session (two editor windows on one folder)."""
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             claim = conn.execute(
                 "SELECT pid, process_start FROM running_turns WHERE session_id = ?",
                 (session.id,),
@@ -379,7 +383,7 @@ class SessionStore:
         `on_positions` runs after the answers have their positions and before the bricks
         are rebuilt, so that the caller can update counters that depend on them.
         """
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             row = conn.execute("SELECT id FROM sessions WHERE id = ?", (session.id,)).fetchone()
             if row is None:
                 raise StorageError(f"session {session.id} was deleted during the turn")
@@ -416,7 +420,7 @@ class SessionStore:
 
     def release_turn(self, session_id: str, turn_id: str) -> None:
         """Give up this process's claim on a session (when `finish_turn` could not run)."""
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             _release_claim(conn, session_id, turn_id)
 
     # ---- how turns ended ---------------------------------------------------------------
@@ -427,7 +431,7 @@ class SessionStore:
         for start in range(0, len(turn_ids), 500):
             chunk = list(turn_ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            rows = self._read(
+            rows = self.read(
                 "SELECT turn_id, info FROM turn_info"
                 f" WHERE session_id = ? AND turn_id IN ({marks})",
                 [session_id, *chunk],
@@ -440,7 +444,7 @@ class SessionStore:
 
     def turn_infos_after(self, session_id: str, turn_id: str) -> list[dict[str, Any]]:
         """The infos of the session's turns stored after `turn_id`, oldest first."""
-        rows = self._read(
+        rows = self.read(
             "SELECT info FROM turn_info WHERE session_id = ? AND rowid >"
             " (SELECT rowid FROM turn_info WHERE session_id = ? AND turn_id = ?) ORDER BY rowid",
             (session_id, session_id, turn_id),
@@ -450,7 +454,7 @@ class SessionStore:
     def workspace_turn_infos(self, workspace: str) -> Iterator[dict[str, Any]]:
         """The infos of every stored turn of the workspace's sessions (for pruning the kept
         copies of files that no turn refers to any more)."""
-        rows = self._read(
+        rows = self.read(
             "SELECT turn_info.info FROM turn_info JOIN sessions"
             " ON sessions.id = turn_info.session_id WHERE sessions.workspace = ?",
             (workspace,),
@@ -463,7 +467,7 @@ class SessionStore:
     def set_turn_info(self, session_id: str, turn_id: str, info: dict[str, Any]) -> None:
         """Replace a turn's info; one marked `undone` (by `milk/turn/undo`) marks its routing
         row too, so that the numbers count its local edits as undone."""
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             _write_turn_info(conn, session_id, turn_id, info)
             if info.get("undone") is True:
                 conn.execute(
@@ -475,7 +479,7 @@ class SessionStore:
 
     def route_groups(self, workspace: str) -> list[RouteGroup]:
         """The workspace's turns, counted by model, kind, signal, local edits and undo."""
-        rows = self._read(
+        rows = self.read(
             "SELECT model, kind, signal, local_edits, undone, count(*) AS turns"
             " FROM turn_routes WHERE workspace = ?"
             " GROUP BY model, kind, signal, local_edits, undone",
@@ -493,10 +497,28 @@ class SessionStore:
             for row in rows
         ]
 
+    def advisor_totals(self, workspace: str) -> AdvisorTotals:
+        """The workspace's advisor turns: their steps and what Claude cost on them."""
+        row = self.read(
+            "SELECT count(*), coalesce(sum(steps_local), 0), coalesce(sum(steps_claude), 0),"
+            " coalesce(sum(steps_failed), 0), coalesce(sum(plan_cost_usd), 0),"
+            " coalesce(sum(claude_cost_usd), 0) FROM turn_routes"
+            " WHERE workspace = ? AND kind = 'advised'",
+            (workspace,),
+        )[0]
+        return AdvisorTotals(
+            turns=int(row[0]),
+            steps_local=int(row[1]),
+            steps_claude=int(row[2]),
+            steps_failed=int(row[3]),
+            plan_cost_usd=float(row[4]),
+            cost_usd=float(row[5]),
+        )
+
     def claude_totals(self, workspace: str) -> ClaudeTotals:
         """The workspace's Claude turns (all sessions) and what they cost."""
         marks = ",".join("?" for _ in CLAUDE_KINDS)
-        row = self._read(
+        row = self.read(
             "SELECT count(*), count(claude_cost_usd), coalesce(sum(claude_cost_usd), 0)"
             f" FROM turn_routes WHERE workspace = ? AND kind IN ({marks})",
             (workspace, *CLAUDE_KINDS),
@@ -505,54 +527,12 @@ class SessionStore:
 
     def claude_spent(self, workspace: str, day: str) -> float:
         """What Claude cost the workspace on `day` (a local date, YYYY-MM-DD)."""
-        row = self._read(
+        row = self.read(
             "SELECT coalesce(sum(claude_cost_usd), 0) FROM turn_routes"
             " WHERE workspace = ? AND day = ?",
             (workspace, day),
         )[0]
         return float(row[0])
-
-    # ---- cancelling a turn run by another process -------------------------------------
-
-    def request_cancel(self, session_id: str) -> str | None:
-        """Ask the live process that runs a turn on the session to cancel it (it polls
-        `cancel_requested`). Returns that turn's id, or None when no other live process holds
-        the session: then there is nothing to cancel elsewhere."""
-        with self._transaction() as conn:
-            claim = conn.execute(
-                "SELECT turn_id, pid, process_start FROM running_turns WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-            if (
-                claim is None
-                or claim["pid"] == os.getpid()
-                or not process_alive(claim["pid"], claim["process_start"])
-            ):
-                return None
-            turn_id = str(claim["turn_id"])
-            conn.execute(
-                "INSERT OR REPLACE INTO cancel_requests (session_id, turn_id, requested_at)"
-                " VALUES (?, ?, ?)",
-                (session_id, turn_id, iso(utc_now())),
-            )
-            return turn_id
-
-    def cancel_requested(self, session_id: str, turn_id: str) -> bool:
-        """Whether another process asked to cancel this turn."""
-        rows = self._read(
-            "SELECT 1 FROM cancel_requests WHERE session_id = ? AND turn_id = ?",
-            (session_id, turn_id),
-        )
-        return bool(rows)
-
-    def turn_claimed(self, session_id: str, turn_id: str) -> bool:
-        """Whether a live process still holds the session for this turn (the requester of a
-        cancel waits for this to end; a process that died holds nothing)."""
-        rows = self._read(
-            "SELECT pid, process_start FROM running_turns WHERE session_id = ? AND turn_id = ?",
-            (session_id, turn_id),
-        )
-        return bool(rows) and process_alive(rows[0]["pid"], rows[0]["process_start"])
 
     def _insert_record(self, conn: sqlite3.Connection, session_id: str, record: TurnRecord) -> None:
         conn.execute(
@@ -573,7 +553,7 @@ class SessionStore:
 
     def recent_records(self, session_id: str, limit: int) -> list[TurnRecord]:
         """The newest `limit` records, oldest first."""
-        rows = self._read(
+        rows = self.read(
             "SELECT * FROM records WHERE session_id = ? ORDER BY position DESC LIMIT ?",
             (session_id, limit),
         )
@@ -581,7 +561,7 @@ class SessionStore:
 
     def recent_turn_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
         """All records of the newest `turn_limit` turns, oldest first."""
-        rows = self._read(
+        rows = self.read(
             "SELECT * FROM records WHERE session_id = ? AND position >= coalesce(("
             " SELECT position FROM records WHERE session_id = ? AND role = 'user'"
             " ORDER BY position DESC LIMIT 1 OFFSET ?), 0) ORDER BY position",
@@ -595,7 +575,7 @@ class SessionStore:
     # ---- percepts -----------------------------------------------------------------------
 
     def percepts(self, workspace: str) -> list[str]:
-        rows = self._read(
+        rows = self.read(
             "SELECT text FROM percepts WHERE workspace = ? ORDER BY rowid", (workspace,)
         )
         return [str(row["text"]) for row in rows]
@@ -603,7 +583,7 @@ class SessionStore:
     def add_percepts(self, workspace: str, texts: Sequence[str], agent: Agent) -> int:
         """Remember facts for the workspace; returns how many were new."""
         added = 0
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             for text in texts:
                 cursor = conn.execute(
                     "INSERT OR IGNORE INTO percepts (workspace, text, agent, created_at)"
@@ -644,7 +624,8 @@ def _write_route(
         session_last = None if row is None else str(row["model"])
     conn.execute(
         "INSERT OR REPLACE INTO turn_routes (session_id, turn_id, workspace, day, model, kind,"
-        " signal, claude_cost_usd, local_edits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " signal, claude_cost_usd, local_edits, steps_local, steps_claude, steps_failed,"
+        " plan_cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session.id,
             turn_id,
@@ -655,6 +636,10 @@ def _write_route(
             route.signal,
             route.claude_cost_usd,
             int(route.local_edits),
+            route.steps_local,
+            route.steps_claude,
+            route.steps_failed,
+            route.plan_cost_usd,
         ),
     )
 

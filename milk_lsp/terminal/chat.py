@@ -94,6 +94,8 @@ def _one_shot(conversation: Conversation, text: str, command: Command | None) ->
         going = ("claude", "/escalate")
     elif command is not None and command.name == "local" and command.text:
         going = ("local", "/local")
+    elif command is not None and command.name == "advise" and command.text:
+        going = ("claude", "/advise")
     if command is None or going is not None:
         code = conversation.join(going=going)
         if code:

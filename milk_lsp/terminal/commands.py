@@ -16,6 +16,7 @@ COMMANDS = {
     "undo": "take back the files the session's last turn with changes changed",
     "escalate": "ask Claude: /escalate [text] (no text: Claude carries on with the goal)",
     "local": "send the next message (or /local text) to the local model",
+    "advise": "/advise text: Claude writes a plan, the local model carries it out",
     "new": "start a new session in this folder; the following messages go there",
     "context": "show what Claude would get if the session went to it now",
     "help": "this list",

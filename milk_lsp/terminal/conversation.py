@@ -86,6 +86,7 @@ class Conversation:
             "undo": lambda: self._waiter.wait(self._link.submit(self._undo)),
             "escalate": lambda: self.escalate(command.text),
             "local": lambda: self.local(command.text),
+            "advise": lambda: self.advise(command.text),
             "new": lambda: self.new(command.text),
             "context": self.context,
         }
@@ -111,6 +112,17 @@ class Conversation:
         if text:
             params["text"] = text
         return self._turn(wire.ESCALATE, params, "/escalate")
+
+    def advise(self, text: str) -> int:
+        """`text` on route `advise`: Claude's plan, carried out by the local model."""
+        if not text:
+            self.printer.say(
+                '/advise needs the request: /advise "rename x to y everywhere"', "failed"
+            )
+            return 2
+        params = {"text": text, "route": "advise", "workspaceFolder": self._folder}
+        params["sessionId"] = self._session()
+        return self._turn(wire.CHAT, params, "/advise")
 
     def local(self, text: str) -> int:
         """The next message (or `text`) on route local, and how the session is routed."""

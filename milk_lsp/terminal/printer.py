@@ -51,6 +51,7 @@ class ChatPrinter:
         self._agent: str | None = None
         self._mid_line = False
         self._calls_shown: set[object] = set()
+        self._plan_shown: list[tuple[str, object]] = []
 
     # -- writing -------------------------------------------------------------------------
 
@@ -88,10 +89,15 @@ class ChatPrinter:
     # -- updates -------------------------------------------------------------------------
 
     def on_update(self, update: dict[str, Any]) -> None:
+        if update.get("elsewhere"):
+            # another door's turn (the server relays them): not printed over the line the
+            # user is typing
+            return
         kind = update.get("kind")
         agent = update.get("agent")
         if kind == "turn_started":
             self._calls_shown.clear()
+            self._plan_shown = []
             self._line(f"── {_MARK.get(str(agent), agent)} ({self._why(update)})", "agent")
             self._agent = agent
         elif kind == "text":
@@ -128,9 +134,34 @@ class ChatPrinter:
                 self._line(f"[{severity}] {update.get('message')}", severity)
         elif kind == "changes":
             self._changes(update)
+        elif kind == "plan":
+            self._plan(update)
         elif kind == "turn_ended":
             stop = str(update.get("stopReason"))
             self._line(f"── {_STOP_WORDS.get(stop, stop)}", _STOP_ROLES.get(stop, "status"))
+
+    def _plan(self, update: dict[str, Any]) -> None:
+        """An advisor turn's checklist when it comes, then a line per step as it starts
+        and ends, saying who does it."""
+        steps = [step for step in update.get("steps") or [] if isinstance(step, dict)]
+        if not self._plan_shown:
+            self._line(f"☐ Claude's plan, {plural(len(steps), 'step')}:", "agent")
+            for number, step in enumerate(steps, 1):
+                self._line(f"   {number}. {step.get('content', '')}", "status")
+            self._plan_shown = [("pending", None) for _ in steps]
+        for number, step in enumerate(steps[: len(self._plan_shown)], 1):
+            now = (str(step.get("status")), step.get("agent"))
+            if now == self._plan_shown[number - 1]:
+                continue
+            self._plan_shown[number - 1] = now
+            who = "Claude" if now[1] == "claude" else "the local model"
+            words = {
+                "in_progress": (f"▸ step {number}: {who}", "status"),
+                "completed": (f"☑ step {number} done by {who}", "changes"),
+                "failed": (f"☒ step {number} failed ({who})", "failed"),
+            }.get(now[0])
+            if words is not None:
+                self._line(*words)
 
     def _changes(self, update: dict[str, Any]) -> None:
         changed = [
@@ -145,7 +176,7 @@ class ChatPrinter:
         """Why the turn went to its agent: the option the user gave, else the server's
         reason (a route the user chose is theirs, not a choice made for them)."""
         route = update.get("route")
-        if route in ("local", "claude"):
+        if route in ("local", "claude", "advise"):
             return self.chosen_by or f"--route {route}"
         return str(update.get("reason"))
 

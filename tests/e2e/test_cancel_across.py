@@ -56,3 +56,61 @@ async def test_cancel_reaches_a_turn_in_another_server(harness: Harness, env: En
     # Nothing runs any more, in either window.
     assert await request(first, "milk/cancel", {"sessionId": session_id}) == {"cancelled": False}
     assert await request(second, "milk/cancel", {"sessionId": session_id}) == {"cancelled": False}
+
+
+async def test_another_window_sees_a_turn_live_and_cancels_it(
+    harness: Harness, env: Env, openai
+) -> None:
+    """A turn run by one server process streams, live, to the client of another on the same
+    folder (`elsewhere: true`, the user's message and the door with `turn_started`), and
+    that client's `milk/cancel` stops it; its own updates are never relayed back to it."""
+    runner = await harness.start()
+    watcher = await harness.start()
+    info = await request(runner, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
+    session_id = info["sessionId"]
+    # the first reply streams slowly and then stalls: the turn is watched while it runs
+    openai.enqueue(
+        {"text": "Reading the parser first, then", "delay": 0.2, "stall": 30, "stall_after": 6}
+    )
+    chat = asyncio.ensure_future(
+        request(runner, "milk/chat", {"sessionId": session_id, "text": "Was macht parse()?"})
+    )
+    started = await watcher.wait_for_update(lambda u: u["kind"] == "turn_started", 10)
+    assert started["elsewhere"] is True
+    assert started["sessionId"] == session_id
+    assert started["userText"] == "Was macht parse()?"
+    assert started["door"] == "lsp"  # the harness's client is a plain LSP editor
+    text = await watcher.wait_for_update(lambda u: u["kind"] == "text", 10)
+    assert text["elsewhere"] is True and text["delta"]
+    assert not chat.done()  # seen while the turn runs, not after it
+
+    answer = await request(watcher, "milk/cancel", {"sessionId": session_id})
+    assert answer == {"cancelled": True}
+    result = await asyncio.wait_for(chat, 5)
+    assert result["stopReason"] == "cancelled"
+    ended = await watcher.wait_for_update(lambda u: u["kind"] == "turn_ended", 5)
+    assert ended["stopReason"] == "cancelled" and ended["elsewhere"] is True
+    # the watcher saw the runner's updates in order, each once; the runner saw none twice
+    seen = watcher.turn_updates(result["turnId"])
+    assert [u["seq"] for u in seen] == list(range(1, len(seen) + 1))
+    assert [u["kind"] for u in seen] == [u["kind"] for u in runner.turn_updates(result["turnId"])]
+    assert not any(u.get("elsewhere") for u in runner.updates)
+
+
+async def test_a_window_opened_mid_turn_sees_the_turn_from_its_start(
+    harness: Harness, env: Env, openai
+) -> None:
+    runner = await harness.start()
+    info = await request(runner, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
+    openai.enqueue({"text": "Looking", "stall": 30, "stall_after": 2})
+    chat = asyncio.ensure_future(
+        request(runner, "milk/chat", {"sessionId": info["sessionId"], "text": "¿Dónde está main?"})
+    )
+    await runner.wait_for_update(lambda u: u["kind"] == "text")
+    late = await harness.start()  # opened while the turn runs
+    started = await late.wait_for_update(lambda u: u["kind"] == "turn_started", 10)
+    assert started["userText"] == "¿Dónde está main?" and started["seq"] == 1
+    assert await request(late, "milk/cancel", {"sessionId": info["sessionId"]}) == {
+        "cancelled": True
+    }
+    assert (await asyncio.wait_for(chat, 5))["stopReason"] == "cancelled"

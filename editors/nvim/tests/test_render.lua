@@ -150,6 +150,18 @@ H.run(function()
   H.check('a reused call id in a later turn gets its own block', first ~= nil and second ~= nil and second > first, after)
   H.check('the earlier block keeps its own output', after[first + 5] == '    │ b.py:9: parse(y)' and H.find_line(after, '│ src/', true) > second, after)
 
+  -- issue 31: milk's own read before the model's request and the model's read of the same
+  -- file are two rows that say whose each is, never two identical rows.
+  up2('tool_call', { agent = 'local', toolCallId = 'milk-read-1a2b3c4d-0', name = 'read_file', input = { path = 'a.py' }, status = 'completed' })
+  up2('tool_result', { agent = 'local', toolCallId = 'milk-read-1a2b3c4d-0', output = 'x = 1', isError = false })
+  up2('tool_call', { agent = 'local', toolCallId = 'call_7', name = 'read_file', input = { path = 'a.py' }, status = 'running' })
+  up2('tool_result', { agent = 'local', toolCallId = 'call_7', output = 'x = 1', isError = false })
+  local reads = vim.tbl_filter(function(l)
+    return l:find('⚙ `read_file` · done', 1, true) == 1
+  end, vim.api.nvim_buf_get_lines(S.buf, 0, -1, false))
+  H.check("milk's read and the model's are told apart", #reads == 2 and reads[1] ~= reads[2]
+    and reads[1]:find('by milk', 1, true) ~= nil and reads[2]:find('by milk', 1, true) == nil, reads)
+
   -- Permission questions in plain words: a command, a path; never JSON, never `\n`.
   local permission = require('milk.permission')
   local p1 = permission.prompt({ agent = 'claude', tool = 'Bash', input = { command = 'echo a\necho b', description = 'Two echoes' } })
@@ -280,4 +292,35 @@ H.run(function()
   H.check('the error is said once (no separate notice)', H.find_line(flines, '^✗ error: ') == nil, flines)
   H.check('error line highlighted', err_row and extmark_groups(S2.buf, err_row - 1).MilkNoticeError, flines)
   H.check('status idle after the failed turn', require('milk').status() == 'milk: idle', require('milk').status())
+
+  -- issue 32: an advisor turn's plan is one checklist whose lines tick in place, saying who
+  -- did each step.
+  local aseq = 0
+  local function upa(kind, fields)
+    aseq = aseq + 1
+    chat.on_update(vim.tbl_extend('force', { sessionId = sid, turnId = 'adv', seq = aseq, kind = kind }, fields or {}), nil)
+  end
+  local function steps(s1, a1, s2, a2)
+    return { { content = 'In `a.py` set X', status = s1, agent = a1 }, { content = 'In `b.py` set Y', status = s2, agent = a2 } }
+  end
+  upa('turn_started', { agent = 'claude', route = 'advise', reason = "user asked for Claude's plan" })
+  upa('text', { agent = 'claude', delta = '1. In `a.py` set X\n2. In `b.py` set Y' })
+  upa('plan', { steps = steps('pending', nil, 'pending', nil) })
+  upa('plan', { steps = steps('in_progress', 'local', 'pending', nil) })
+  local running = vim.api.nvim_buf_get_lines(S.buf, 0, -1, false)
+  H.check('a running step says who does it', H.find_line(running, '  ▸ 1. In `a.py` set X · local model…', true) ~= nil, running)
+  upa('text', { agent = 'local', delta = 'Step 1 done.' })
+  upa('plan', { steps = steps('completed', 'local', 'in_progress', 'claude') })
+  upa('plan', { steps = steps('completed', 'local', 'completed', 'claude') })
+  upa('turn_ended', { agent = 'claude', stopReason = 'end_turn' })
+  local planned = vim.api.nvim_buf_get_lines(S.buf, 0, -1, false)
+  local titles = vim.tbl_filter(function(l)
+    return l == "Claude's plan (the local model does the steps):"
+  end, planned)
+  H.check('one checklist for the plan', #titles == 1, planned)
+  H.check('step 1 ticked, done by the local model', H.find_line(planned, '  ☑ 1. In `a.py` set X · local model', true) ~= nil, planned)
+  H.check('step 2 ticked, done by Claude', H.find_line(planned, '  ☑ 2. In `b.py` set Y · Claude', true) ~= nil, planned)
+  H.check('no step left running', H.find_line(planned, '  ▸ ', true) == nil, planned)
+  H.check('the checklist stays under Claude\'s plan, above the step\'s answer',
+    H.find_line(planned, "Claude's plan (the local model", true) < H.find_line(planned, 'Step 1 done.', true), planned)
 end)

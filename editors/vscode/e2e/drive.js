@@ -9,7 +9,8 @@ const { chromium } = require('playwright-core');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const { URL: WORKBENCH, OUT = '.', PROFILE, WORKSPACE, OPENAI_URL, ANTHROPIC_URL, SETTINGS, EXT_DIR } = process.env;
+const { URL: WORKBENCH, OUT = '.', PROFILE, WORKSPACE, OPENAI_URL, ANTHROPIC_URL, SETTINGS, EXT_DIR, MILK_LSP, STORAGE } = process.env;
+const { spawn } = require('node:child_process');
 const review = require('./review');
 const { script, until, chatFrame, runCommand } = require('./workbench');
 const t0 = Date.now();
@@ -175,6 +176,33 @@ async function shot(page, name) {
     });
     check('"cancelled" is not shown in the error colour', colors.cancelled !== colors.error, JSON.stringify(colors));
     await shot(page, 'chat-cancelled.png');
+
+    // 2a. a turn started in the terminal (`milk-lsp chat`: a server process of its own on the
+    // same folder and session store) streams into this chat live, and Cancel here stops it
+    await script(OPENAI_URL, [{ text: 'Streaming from the terminal, slowly, then it stalls', chunk_chars: 4, delay: 0.3, stall: 60, stall_after: 5 }]);
+    const term = spawn(MILK_LSP, ['chat', '--workspace', WORKSPACE, '--storage-dir', STORAGE, '--base-url', OPENAI_URL, '--route', 'local', 'Was macht das Terminal?'], {
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let termOut = '';
+    term.stdout.on('data', (d) => (termOut += d));
+    term.stderr.on('data', (d) => (termOut += d));
+    let termDone = false;
+    const termExit = new Promise((resolve) => term.on('exit', (code) => { termDone = true; resolve(code); }));
+    const live = await until(async () => {
+      const t = await chat.innerText('.turn:last-of-type').catch(() => '');
+      return /Was macht das Terminal\?/.test(t) && /Stre/.test(t) ? t : undefined;
+    }, 'the terminal turn in the chat', 60000).catch(() => '');
+    check('a turn started in the terminal streams into the open chat, live', live && !termDone, `${live.slice(0, 120)} | ${termOut.slice(-120)}`);
+    check('the chat says where it was asked', /asked in the terminal/.test(live), live.slice(0, 160));
+    const offered = await until(async () => !(await chat.$eval('#cancel', (b) => b.disabled)), 'Cancel enabled for the terminal turn', 15000).catch(() => false);
+    check('Cancel is offered for the terminal turn', offered);
+    await shot(page, 'chat-elsewhere.png');
+    await chat.click('#cancel');
+    const code = await Promise.race([termExit, new Promise((resolve) => setTimeout(() => resolve('timeout'), 20000))]);
+    check('Cancel in VS Code stops the turn the terminal runs', code !== 'timeout' && /cancel/i.test(termOut), `${code} ${termOut.slice(-160)}`);
+    const shownCancelled = await until(async () => (await chat.getAttribute('.turn:last-of-type', 'data-status')) === 'cancelled', 'the terminal turn cancelled in the chat', 15000).catch(() => false);
+    check('the chat shows the terminal turn cancelled', shownCancelled);
 
     // 2b. the local agent edits hello.py: the question shows the diff, Review opens VS Code's
     // diff editor, Accept (editor title) applies it; the chat lists the change, Review and Undo

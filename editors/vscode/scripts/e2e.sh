@@ -111,7 +111,7 @@ echo "code-server up on $PORT ($(el))"
 
 rc=0
 URL="http://127.0.0.1:$PORT/?folder=$W/workspace" OUT="$ART" PROFILE="$W/chrome-profile" WORKSPACE="$W/workspace" SETTINGS="$W/ud/User/settings.json" EXT_DIR="$W/ext" \
-  OPENAI_URL="$OPENAI_URL" ANTHROPIC_URL="$ANTHROPIC_URL" \
-  timeout 420 node "$HERE/e2e/drive.js" || rc=$?
+  OPENAI_URL="$OPENAI_URL" ANTHROPIC_URL="$ANTHROPIC_URL" MILK_LSP="$MILK_VENV/bin/milk-lsp" STORAGE="$W/storage" \
+  timeout 480 node "$HERE/e2e/drive.js" || rc=$?
 echo "e2e finished rc=$rc ($(el)); artifacts in $ART"
 exit $rc

@@ -6,6 +6,7 @@ import type {
   AgentName,
   ChangeSummary,
   EscalationMode,
+  PlanStep,
   SessionGetResult,
   SessionInfo,
   ToolCallRecord,
@@ -44,7 +45,9 @@ export type Block =
   | { key: string; kind: 'thinking'; agent: AgentName; text: string }
   | { key: string; kind: 'tool'; tool: ToolView }
   | ({ key: string; kind: 'escalation' } & EscalationView)
-  | { key: string; kind: 'notice'; severity: 'info' | 'warning' | 'error'; message: string };
+  | { key: string; kind: 'notice'; severity: 'info' | 'warning' | 'error'; message: string }
+  /** an advisor turn's plan: Claude's checklist, its steps ticked as they are done */
+  | { key: string; kind: 'plan'; steps: PlanStep[] };
 
 export type TurnStatus = 'running' | 'ok' | 'cancelled' | 'error' | 'max_turns';
 
@@ -55,6 +58,8 @@ export interface TurnView {
   userText?: string;
   /** short labels of attached context items (file names) */
   attachments?: string[];
+  /** where the message was asked when another door runs the turn ('the terminal') */
+  askedIn?: string;
   blocks: Block[];
   agent?: AgentName;
   route?: string;
@@ -142,6 +147,10 @@ export function fromHistory(result: SessionGetResult, localModel?: string): Chat
       // stored by an older server: where the calls stood in the text is unknown
       for (const tc of rec.toolCalls ?? []) turn.blocks.push({ key: key(turn), kind: 'tool', tool: toolOf(tc, rec.agent) });
       if (rec.text) turn.blocks.push({ key: key(turn), kind: 'text', agent: rec.agent, text: rec.text });
+    }
+    // an advisor turn: its checklist under Claude's plan, as live
+    if (rec.agent === 'claude' && info?.plan?.length && !turn.blocks.some((b) => b.kind === 'plan')) {
+      turn.blocks.push({ key: key(turn), kind: 'plan', steps: info.plan });
     }
   }
   for (const turn of state.turns) {
@@ -240,6 +249,15 @@ function findTurn(state: ChatState, turnId: string): TurnView | undefined {
   return undefined;
 }
 
+/** The front doors an `elsewhere` turn can be asked in, as the chat names them. */
+const DOORS: Record<string, string> = {
+  terminal: 'the terminal (milk-lsp chat)',
+  nvim: 'Neovim',
+  vscode: 'another VS Code window',
+  lsp: 'another editor',
+  acp: 'an ACP client',
+};
+
 /** turn_started for a turn we do not know: adopt the oldest pending turn, else start one. */
 function adoptTurn(state: ChatState, turnId: string): TurnView {
   const pending = state.turns.find((t) => t.pending);
@@ -285,7 +303,7 @@ export function applyUpdate(state: ChatState, u: Update): TurnView | undefined {
   if (state.session && u.sessionId !== state.session.sessionId) return undefined;
   let turn = findTurn(state, u.turnId);
   if (!turn) {
-    if (u.kind !== 'turn_started' && !state.turns.some((t) => t.pending)) {
+    if (u.elsewhere || (u.kind !== 'turn_started' && !state.turns.some((t) => t.pending))) {
       turn = newTurn(u.turnId, false);
       state.turns.push(turn);
     } else {
@@ -300,6 +318,10 @@ export function applyUpdate(state: ChatState, u: Update): TurnView | undefined {
     case 'turn_started':
       turn.status = 'running';
       turn.route = u.route;
+      if (u.elsewhere) {
+        turn.userText = u.userText ?? '';
+        turn.askedIn = DOORS[u.door ?? ''] ?? 'another door';
+      }
       ensureAgentHeader(state, turn, u.agent, u.reason);
       break;
     case 'text':
@@ -372,6 +394,12 @@ export function applyUpdate(state: ChatState, u: Update): TurnView | undefined {
     case 'changes':
       turn.changes = u.changes;
       break;
+    case 'plan': {
+      const shown = turn.blocks.find((b) => b.kind === 'plan');
+      if (shown && shown.kind === 'plan') shown.steps = u.steps;
+      else turn.blocks.push({ key: key(turn), kind: 'plan', steps: u.steps });
+      break;
+    }
     case 'turn_ended':
       turn.status = u.stopReason === 'end_turn' ? 'ok' : u.stopReason;
       turn.asking = undefined;

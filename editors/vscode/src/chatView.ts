@@ -80,6 +80,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 </head>
 <body>
 <header id="top">
+  <button id="folder" class="secondary folder" title="The folder the chat works on: click to choose another" hidden></button>
   <select id="sessions" title="Sessions of this workspace folder" aria-label="Session"></select>
   <button id="new-session" class="icon" title="New session" aria-label="New session"><svg width="14" height="14" viewBox="0 0 16 16" aria-hidden="true"><path d="M7.25 2h1.5v5.25H14v1.5H8.75V14h-1.5V8.75H2v-1.5h5.25z" fill="currentColor"/></svg></button>
   <button id="delete-session" class="icon secondary" title="Delete this session" aria-label="Delete session"><svg width="14" height="14" viewBox="0 0 16 16" aria-hidden="true"><path d="M6 1.5h4l.5 1H14V4H2V2.5h3.5zM3 5h10l-.8 9.2a1 1 0 0 1-1 .8H4.8a1 1 0 0 1-1-.8zm3 2v6h1.2V7zm2.8 0v6H10V7z" fill="currentColor"/></svg></button>
@@ -93,6 +94,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
     <span id="state" class="state">idle</span>
     <span class="spacer"></span>
     <button id="cancel" class="secondary" title="Cancel the running turn (Esc in the message box)" disabled>Cancel</button>
+    <button id="advise" class="secondary" title="Claude writes a plan for the text above; the local model carries it out step by step">Plan</button>
     <button id="escalate" class="secondary" title="Hand this session to Claude (with the text above, if any)">Escalate</button>
     <button id="send" title="Send (Enter)">Send</button>
   </div>

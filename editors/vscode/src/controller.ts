@@ -65,6 +65,8 @@ export interface ControllerHost {
   post(msg: ToWebview): void;
   /** URI of the workspace folder chats belong to */
   workspaceFolder(): string | undefined;
+  /** the chat folder's name when the window has several to choose from */
+  folderLabel?(): string | undefined;
   onBusyChanged?(busy: Busy): void;
   onTurnResult?(result: TurnResult): void;
   /** where the next message of the active session goes changed */
@@ -177,6 +179,7 @@ export class ChatController {
       serverState: this.serverState,
       problem: this.problem,
       workspaceFolder: this.host.workspaceFolder(),
+      folder: this.host.folderLabel?.(),
     });
   }
 
@@ -198,7 +201,7 @@ export class ChatController {
   private onUpdate(u: Update): void {
     if (!u || typeof u !== 'object') return;
     // the first turn of a window without a session: the server picked or created one
-    if (this.activeSessionId === undefined && this.running.has('')) {
+    if (this.activeSessionId === undefined && this.running.has('') && !u.elsewhere) {
       this.activeSessionId = u.sessionId;
       this.running.delete('');
       this.routeOverride = undefined;
@@ -473,6 +476,13 @@ export class ChatController {
     this.activeChanged();
     await this.loadHistory();
     return info;
+  }
+
+  /** The chat works on another folder now (a multi-root window): its latest session shows. */
+  async folderChanged(): Promise<void> {
+    this.activeSessionId = undefined;
+    this.activeChanged();
+    await this.showActive();
   }
 
   async switchSession(sessionId: string): Promise<void> {

@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { DidChangeConfigurationNotification, State, type LanguageClient } from 'vscode-languageclient/node';
 import { insertAnswerCode, openAnswerFile } from './answerActions';
+import { ChatFolder } from './chatFolder';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { changesText, errorActions, errorSetting, relativeTime, sessionDescription, sessionTitle } from './chatModel';
 import { buildServerSettings, classifyChange, CLIENT_SETTING_KEYS, MACHINE_PATH_KEYS, SERVER_SETTING_KEYS } from './config';
@@ -35,10 +36,6 @@ const STATUS_REASONS = new Set(['local_unreachable', 'claude_not_found', 'claude
 
 let ext: MilkExtension | undefined;
 
-function workspaceFolderUri(): string | undefined {
-  return vscode.workspace.workspaceFolders?.[0]?.uri.toString();
-}
-
 function settingGetter(): (key: string) => unknown {
   const cfg = vscode.workspace.getConfiguration('milk');
   return (key: string) => cfg.get(key);
@@ -50,6 +47,8 @@ export class MilkExtension implements vscode.Disposable {
   readonly chatView: ChatViewProvider;
   readonly statusItem: vscode.StatusBarItem;
   readonly docs = new ReadOnlyDocs();
+  /** the folder the chat works on (a multi-root window: the one the user picked) */
+  readonly folder: ChatFolder;
   readonly doctorView: DoctorView;
   readonly review: DiffReview;
   readonly installer: ServerInstaller;
@@ -62,13 +61,21 @@ export class MilkExtension implements vscode.Disposable {
   private recheck: ReturnType<typeof setInterval> | undefined;
   /** the offer to install the embedded engine was made (once per server start) */
   private embeddedOffered = false;
+  /** the chat's folder the chat shows (a change of the window's folders may move it) */
+  private shownFolder: string | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('milk', { log: true });
+    this.folder = new ChatFolder(
+      () => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ uri: f.uri.toString(), name: f.name })),
+      context.workspaceState,
+    );
+    this.shownFolder = this.folder.uri();
     this.chatView = new ChatViewProvider(context.extensionUri, (m) => void this.onWebviewMessage(m));
     this.controller = new ChatController({
       post: (m) => this.chatView.post(m),
-      workspaceFolder: () => workspaceFolderUri(),
+      workspaceFolder: () => this.folder.uri(),
+      folderLabel: () => this.folder.label(),
       onBusyChanged: () => this.updateStatusBar(),
       onTurnResult: (r) => this.onTurnResult(r),
       onRouteChanged: () => this.updateStatusBar(),
@@ -80,7 +87,7 @@ export class MilkExtension implements vscode.Disposable {
       log: (l) => this.output.info(l),
     });
     this.doctorView = new DoctorView((l) => this.output.info(l));
-    this.review = new DiffReview(this.docs, () => workspaceFolderUri(), (l) => this.output.info(l));
+    this.review = new DiffReview(this.docs, () => this.folder.uri(), (l) => this.output.info(l));
     this.installer = new ServerInstaller(context.extensionUri.fsPath, context.globalStorageUri.fsPath, this.output, (q) => this.openSettings(q));
     this.statusItem = vscode.window.createStatusBarItem('milk.status', vscode.StatusBarAlignment.Right, 100);
     this.statusItem.name = 'milk';
@@ -96,6 +103,7 @@ export class MilkExtension implements vscode.Disposable {
       vscode.workspace.registerTextDocumentContentProvider(DOC_SCHEME, this.docs),
       this.doctorView.register(),
       vscode.workspace.onDidChangeConfiguration((e) => void this.onConfigurationChanged(e)),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => void this.foldersChanged()),
       this.review,
       ...this.registerCommands(),
     );
@@ -423,7 +431,7 @@ export class MilkExtension implements vscode.Disposable {
   // ---- permission -----------------------------------------------------------------------
 
   async askPermission(p: RequestPermissionParams, token: vscode.CancellationToken): Promise<RequestPermissionResult> {
-    const prompt = permissionPrompt(p, { workspaceFolder: workspaceFolderUri() });
+    const prompt = permissionPrompt(p, { workspaceFolder: this.folder.uri() });
     this.output.info(`permission asked: ${p.tool} ${JSON.stringify(p.input).slice(0, 2000)}${p.edits?.length ? ` (edits ${p.edits.map((e) => e.uri).join(', ')})` : ''}`);
     // the hand-off question of a local part that found the model server down: warn now
     if (this.controller.noteQuestion(p)) this.updateStatusBar();
@@ -472,7 +480,7 @@ export class MilkExtension implements vscode.Disposable {
 
   /** Undo a turn's changes; a conflict (a file changed since) is offered "Undo anyway". */
   async undoTurn(turnId: string): Promise<string[] | undefined> {
-    const ws = workspaceFolderUri();
+    const ws = this.folder.uri();
     const names = (uris: string[]) => uris.map((u) => displayPath(u, ws)).join(', ');
     const done = (restored: string[]) => {
       void this.review.closeChanges().catch((err) => this.output.warn(`closing the turn's diff: ${describeError(err).message}`));
@@ -515,7 +523,7 @@ export class MilkExtension implements vscode.Disposable {
       void vscode.window.showInformationMessage('milk: no turn of this session has changes to undo.');
       return undefined;
     }
-    const { head, files } = changesText(last.info.changes ?? [], workspaceFolderUri());
+    const { head, files } = changesText(last.info.changes ?? [], this.folder.uri());
     const asked = last.userText ? `"${last.userText.length > 80 ? `${last.userText.slice(0, 79)}…` : last.userText}"\n` : '';
     // the focused first button is the safe one (VS Code never focuses the close button):
     // Review… shows the changes, then asks again
@@ -550,6 +558,9 @@ export class MilkExtension implements vscode.Disposable {
         case 'escalate':
           await this.controller.escalate(m.text?.trim() || undefined);
           break;
+        case 'advise':
+          await this.adviseCommand(m.text?.trim() || undefined);
+          break;
         case 'cancel':
           await this.controller.cancel();
           break;
@@ -558,6 +569,9 @@ export class MilkExtension implements vscode.Disposable {
           break;
         case 'switchSession':
           await this.controller.switchSession(m.sessionId);
+          break;
+        case 'chooseFolder':
+          await vscode.commands.executeCommand('milk.chooseFolder');
           break;
         case 'deleteSession':
           await this.deleteSession(m.sessionId);
@@ -619,6 +633,46 @@ export class MilkExtension implements vscode.Disposable {
 
   // ---- commands -------------------------------------------------------------------------
 
+  // ---- the chat's folder (multi-root windows) ----------------------------------------------
+
+  /** `milk.chooseFolder`: the folder the chat works on (`uri`, else asked in a quick pick). */
+  private async chooseFolder(uri?: string): Promise<boolean> {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    if (folders.length < 2) {
+      void vscode.window.showInformationMessage('milk: this window has one folder; the chat works on it.');
+      return false;
+    }
+    if (uri === undefined) {
+      const current = this.folder.uri();
+      const pick = await vscode.window.showQuickPick(
+        folders.map((f) => ({
+          label: f.name,
+          description: f.uri.toString() === current ? 'the chat works on it now' : undefined,
+          detail: f.uri.scheme === 'file' ? f.uri.fsPath : f.uri.toString(),
+          uri: f.uri.toString(),
+        })),
+        { title: 'milk: the folder the chat works on', placeHolder: 'Its sessions, files and paths are the chat\'s' },
+      );
+      if (!pick) return false;
+      uri = pick.uri;
+    }
+    if (!(await this.folder.choose(uri))) return false;
+    this.output.info(`the chat works on ${this.folder.current()?.name ?? uri}`);
+    await this.controller.folderChanged();
+    return true;
+  }
+
+  /** Folders added or removed: when the chat's folder went, the chat moves to the first. */
+  private async foldersChanged(): Promise<void> {
+    const now = this.folder.uri();
+    if (now !== this.shownFolder) {
+      this.shownFolder = now;
+      await this.controller.folderChanged();
+    } else {
+      await this.controller.showActive(); // the folder's name shows or goes with the count
+    }
+  }
+
   private registerCommands(): vscode.Disposable[] {
     const reg = (id: string, fn: (...args: any[]) => unknown) =>
       vscode.commands.registerCommand(id, async (...args: any[]) => {
@@ -645,6 +699,8 @@ export class MilkExtension implements vscode.Disposable {
         return this.controller.newSession();
       }),
       reg('milk.switchSession', (sessionId?: string) => this.switchSessionCommand(sessionId)),
+      reg('milk.chooseFolder', (uri?: string) => this.chooseFolder(uri)),
+      reg('milk.advise', (text?: string) => this.adviseCommand(text)),
       reg('milk.showContext', () => this.showContext()),
       reg('milk.doctor', () => this.doctor()),
       reg('milk.restartServer', () => this.restart()),
@@ -715,6 +771,24 @@ export class MilkExtension implements vscode.Disposable {
     }
     await this.chatView.reveal();
     return this.controller.escalate(t.trim() || undefined);
+  }
+
+  /** `milk.advise` (the Plan button): Claude writes a plan, the local model carries it out. */
+  private async adviseCommand(text?: string): Promise<TurnResult | undefined> {
+    let t = text;
+    if (t === undefined) {
+      t = await vscode.window.showInputBox({
+        title: 'milk: Plan with Claude, Do Locally',
+        prompt: 'What to do: Claude writes a plan, the local model carries it out step by step (Claude does the steps it cannot)',
+      });
+      if (t === undefined) return undefined;
+    }
+    if (!t.trim()) {
+      void vscode.window.showInformationMessage('milk: say what to plan and do.');
+      return undefined;
+    }
+    await this.chatView.reveal();
+    return this.controller.send(t.trim(), { route: 'advise' });
   }
 
   private async switchSessionCommand(sessionId?: string): Promise<void> {

@@ -27,7 +27,8 @@ export const Methods = {
 } as const;
 
 export type AgentName = 'local' | 'claude';
-export type Route = 'auto' | 'local' | 'claude';
+/** `advise` (issue 32): Claude writes a plan, the local model carries it out */
+export type Route = 'auto' | 'local' | 'claude' | 'advise';
 export type StopReason = 'end_turn' | 'cancelled' | 'error' | 'max_turns';
 export type SessionState = 'routing' | 'local' | 'escalation' | 'escalation_waiting';
 export type EscalationMode = 'first' | 'resume' | 'returning' | 'fresh';
@@ -198,6 +199,14 @@ export interface TurnInfo {
   routeReason?: string | null;
   /** the turn's notices other than its error, in order */
   notices?: { severity: 'info' | 'warning' | 'error'; message: string }[] | null;
+  /** an advisor turn's plan, each step as it ended */
+  plan?: PlanStep[] | null;
+}
+/** One step of an advisor turn's plan; `agent`: who did it (or is doing it) */
+export interface PlanStep {
+  content: string;
+  status: 'pending' | 'in_progress' | 'completed' | 'failed';
+  agent?: AgentName | null;
 }
 export interface SessionGetResult {
   session: SessionInfo;
@@ -232,6 +241,8 @@ export interface TurnResult {
   /** the files the turn changed (left out when none) */
   changes?: ChangeSummary[] | null;
   nextRoute?: NextRoute | null;
+  /** an advisor turn's plan, each step as it ended */
+  plan?: PlanStep[] | null;
 }
 export interface ContextPreview {
   mode: EscalationMode;
@@ -297,12 +308,17 @@ interface UpdateBase {
   turnId: string;
   /** starts at 1 for each turn, +1 per update */
   seq: number;
+  /** a turn another door (another server process) runs on this folder, relayed live */
+  elsewhere?: boolean;
 }
 export interface TurnStartedUpdate extends UpdateBase {
   kind: 'turn_started';
   agent: AgentName;
   route: Route;
   reason: string;
+  /** `elsewhere` turns: the user's message, and the door it was asked in */
+  userText?: string;
+  door?: string;
 }
 export interface TextUpdate extends UpdateBase {
   kind: 'text' | 'thinking';
@@ -350,6 +366,11 @@ export interface ChangesUpdate extends UpdateBase {
   kind: 'changes';
   changes: ChangeSummary[];
 }
+/** an advisor turn's plan, whole, each time a step changes */
+export interface PlanUpdate extends UpdateBase {
+  kind: 'plan';
+  steps: PlanStep[];
+}
 export interface TurnEndedUpdate extends UpdateBase {
   kind: 'turn_ended';
   agent: AgentName;
@@ -365,6 +386,7 @@ export type Update =
   | UsageUpdate
   | NoticeUpdate
   | ChangesUpdate
+  | PlanUpdate
   | TurnEndedUpdate;
 
 // ---- milk/requestPermission -----------------------------------------------------------

@@ -11,7 +11,8 @@ export type ToWebview =
   | { type: 'update'; update: Update }
   | { type: 'result'; result: TurnResult }
   | { type: 'failed'; message: string; reason?: string }
-  | { type: 'meta'; localModel?: string; serverState: ServerState; problem?: string; workspaceFolder?: string }
+  /** `folder`: the chat folder's name, in a window with several folders */
+  | { type: 'meta'; localModel?: string; serverState: ServerState; problem?: string; workspaceFolder?: string; folder?: string }
   | { type: 'focusInput' }
   /** where the next message goes; `override`: the user chose "Back to local" for it */
   | { type: 'route'; nextRoute?: NextRoute; override?: 'local' }
@@ -24,9 +25,13 @@ export type FromWebview =
   | { type: 'ready' }
   | { type: 'send'; text: string }
   | { type: 'escalate'; text?: string }
+  /** the Plan button: the text (or, empty, asked for) on route advise */
+  | { type: 'advise'; text?: string }
   | { type: 'cancel' }
   | { type: 'newSession' }
   | { type: 'switchSession'; sessionId: string }
+  /** the folder button: pick the folder the chat works on */
+  | { type: 'chooseFolder' }
   | { type: 'deleteSession'; sessionId: string }
   | { type: 'showContext' }
   | { type: 'openLink'; href: string }

@@ -476,3 +476,57 @@ test('issue 31 item 3: after the hand-off the running turn is Claude\'s, before 
   m.applyUpdate(st, u('turn_ended', { agent: 'claude', stopReason: 'end_turn' }));
   assert.equal(m.workingAgent(turn), undefined, 'no longer running');
 });
+
+test('a turn another door runs (elsewhere): its own turn with the message and the door, never a pending one', () => {
+  const st = m.emptyState(session);
+  const mine = m.addUserMessage(st, 'my question, not sent yet');
+  const e = (s, kind, fields) => ({ sessionId: 'S1', turnId: 'T9', seq: s, kind, elsewhere: true, ...fields });
+  m.applyUpdate(st, e(1, 'turn_started', { agent: 'local', route: 'local', reason: '', userText: 'Was macht das Terminal?', door: 'terminal' }));
+  m.applyUpdate(st, e(2, 'text', { agent: 'local', delta: 'Streaming' }));
+  assert.equal(st.turns.length, 2, 'a turn of its own');
+  assert.equal(mine.pending, true, 'the pending turn of this window is left alone');
+  const t = st.turns[1];
+  assert.equal(t.turnId, 'T9');
+  assert.equal(t.userText, 'Was macht das Terminal?');
+  assert.equal(t.askedIn, 'the terminal (milk-lsp chat)');
+  assert.equal(t.status, 'running');
+  assert.equal(t.blocks[1].text, 'Streaming');
+  m.applyUpdate(st, e(3, 'turn_ended', { agent: 'local', stopReason: 'cancelled' }));
+  assert.equal(t.status, 'cancelled');
+  // another session's turn is not shown here
+  m.applyUpdate(st, { sessionId: 'S2', turnId: 'T10', seq: 1, kind: 'turn_started', elsewhere: true, agent: 'local', route: 'auto', reason: '', userText: 'x', door: 'nvim' });
+  assert.equal(st.turns.length, 2);
+});
+
+test('an advisor turn: the plan is one checklist block that ticks, and it comes back from history', () => {
+  const st = m.emptyState(session);
+  m.addUserMessage(st, 'Multiply the constants by ten.');
+  const p = (s, kind, fields) => ({ sessionId: 'S1', turnId: 'A1', seq: s, kind, ...fields });
+  const steps = (...states) => states.map(([status, agent], i) => ({ content: `step ${i + 1}`, status, ...(agent ? { agent } : {}) }));
+  m.applyUpdate(st, p(1, 'turn_started', { agent: 'claude', route: 'advise', reason: "user asked for Claude's plan" }));
+  m.applyUpdate(st, p(2, 'text', { agent: 'claude', delta: '1. step 1\n2. step 2' }));
+  m.applyUpdate(st, p(3, 'plan', { steps: steps(['pending'], ['pending']) }));
+  m.applyUpdate(st, p(4, 'plan', { steps: steps(['in_progress', 'local'], ['pending']) }));
+  m.applyUpdate(st, p(5, 'text', { agent: 'local', delta: 'Step 1 done.' }));
+  m.applyUpdate(st, p(6, 'plan', { steps: steps(['completed', 'local'], ['completed', 'claude']) }));
+  const t = st.turns[0];
+  const plans = t.blocks.filter((b) => b.kind === 'plan');
+  assert.equal(plans.length, 1, 'one checklist, updated in place');
+  assert.deepEqual(plans[0].steps.map((s) => [s.status, s.agent]), [['completed', 'local'], ['completed', 'claude']]);
+  assert.ok(t.blocks.findIndex((b) => b.kind === 'plan') < t.blocks.findIndex((b) => b.kind === 'text' && b.agent === 'local'), 'under Claude\'s plan, above the steps');
+
+  const history = m.fromHistory({
+    session,
+    bricks: {},
+    turns: [
+      { turnId: 'A1', role: 'user', agent: 'claude', text: 'Multiply the constants by ten.', status: 'ok', createdAt: '2026-01-01T00:00:00Z' },
+      { turnId: 'A1', role: 'assistant', agent: 'claude', text: '1. step 1\n2. step 2', status: 'ok', createdAt: '2026-01-01T00:00:00Z' },
+      { turnId: 'A1', role: 'assistant', agent: 'local', text: 'Step 1 done.', status: 'ok', createdAt: '2026-01-01T00:00:00Z' },
+    ],
+    turnInfo: [{ turnId: 'A1', agent: 'local', stopReason: 'end_turn', plan: steps(['completed', 'local'], ['completed', 'claude']) }],
+  });
+  const ht = history.turns[0];
+  const kinds = ht.blocks.map((b) => b.kind);
+  assert.equal(kinds.filter((k) => k === 'plan').length, 1);
+  assert.ok(kinds.indexOf('plan') > kinds.indexOf('text') && kinds.indexOf('plan') < kinds.lastIndexOf('agent'), kinds.join(','));
+});

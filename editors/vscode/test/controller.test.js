@@ -298,3 +298,53 @@ test('issue 31 item 3: the escalated update of the running turn switches the run
   await turn;
   assert.equal(c.busy(), undefined);
 });
+
+test('a turn another door runs does not become this window\'s first session; Cancel reaches it', async () => {
+  const f = fakeRpc({
+    [Methods.CANCEL]: () => ({ cancelled: true }),
+    [Methods.SESSION_LIST]: () => ({ sessions: [] }),
+  });
+  const posted = [];
+  const c = new ChatController({ post: (m) => posted.push(m), workspaceFolder: () => 'file:///ws' });
+  c.attach(f.rpc);
+  const turn = c.send('mine', { route: 'local' }); // out, the server has not picked a session yet
+  f.notify(Methods.UPDATE, { ...turnStarted('other'), turnId: 'x1', elsewhere: true, userText: 'theirs', door: 'terminal' });
+  assert.equal(c.activeSessionId, undefined, 'another session\'s turn is not taken for this window\'s');
+  f.notify(Methods.UPDATE, turnStarted('s1'));
+  assert.equal(c.activeSessionId, 's1');
+  f.notify(Methods.UPDATE, turnEnded('s1'));
+  f.resolve(Methods.CHAT, { sessionId: 's1', turnId: 't1', stopReason: 'end_turn' });
+  await turn;
+  // the terminal's turn on this session: shown running, and Cancel sends milk/cancel for it
+  f.notify(Methods.UPDATE, { ...turnStarted('s1'), turnId: 'x2', elsewhere: true, userText: 'from the terminal', door: 'terminal' });
+  assert.equal(c.isActiveRunning(), true);
+  assert.ok(posted.some((m) => m.type === 'update' && m.update.elsewhere && m.update.userText === 'from the terminal'));
+  assert.equal(await c.cancel(), true);
+  assert.deepEqual(f.sent.filter((s) => s.method === Methods.CANCEL).pop(), { method: Methods.CANCEL, params: { sessionId: 's1' } });
+});
+
+test('the chat moves to another folder (multi-root): that folder\'s latest session shows, and its name is in the meta', async () => {
+  let folder = 'file:///w/api';
+  const lists = [];
+  const f = fakeRpc({
+    [Methods.SESSION_LIST]: (p) => {
+      lists.push(p.workspaceFolder);
+      return { sessions: p.workspaceFolder === 'file:///w/web' ? [{ sessionId: 'web-1', turnCount: 2 }] : [{ sessionId: 'api-1', turnCount: 1 }] };
+    },
+    [Methods.SESSION_GET]: (p) => ({ session: { sessionId: p.sessionId }, turns: [], bricks: {} }),
+  });
+  const posted = [];
+  const c = new ChatController({ post: (m) => posted.push(m), workspaceFolder: () => folder, folderLabel: () => folder.split('/').pop() });
+  c.attach(f.rpc);
+  await c.showActive();
+  assert.equal(c.activeSessionId, 'api-1');
+  folder = 'file:///w/web';
+  await c.folderChanged();
+  assert.equal(c.activeSessionId, 'web-1');
+  assert.deepEqual(lists, ['file:///w/api', 'file:///w/web']);
+  assert.equal(posted.filter((m) => m.type === 'meta').pop().folder, 'web');
+  // a message now goes to that folder
+  c.activeSessionId = undefined;
+  void c.send('hi');
+  assert.equal(f.sent.filter((s) => s.method === Methods.CHAT).pop().params.workspaceFolder, 'file:///w/web');
+});

@@ -56,7 +56,9 @@ const log = $<HTMLElement>('log');
 const input = $<HTMLTextAreaElement>('input');
 const sendBtn = $<HTMLButtonElement>('send');
 const escalateBtn = $<HTMLButtonElement>('escalate');
+const adviseBtn = $<HTMLButtonElement>('advise');
 const cancelBtn = $<HTMLButtonElement>('cancel');
+const folderBtn = $<HTMLButtonElement>('folder');
 const sessionsSel = $<HTMLSelectElement>('sessions');
 const newBtn = $<HTMLButtonElement>('new-session');
 const deleteBtn = $<HTMLButtonElement>('delete-session');
@@ -131,6 +133,7 @@ function renderTurn(turn: TurnView): void {
       user.textContent = '';
       user.append(el('div', 'who', 'You'), el('div', 'user-text', turn.userText));
       if (turn.attachments?.length) user.append(el('div', 'attachments', `📎 ${turn.attachments.join(', ')}`));
+      if (turn.askedIn) user.append(el('div', 'attachments asked-in', `asked in ${turn.askedIn}`));
       user.dataset.text = turn.userText;
     }
   } else {
@@ -279,7 +282,29 @@ function createBlock(b: Block): HTMLElement {
       return el('div', 'banner escalation');
     case 'notice':
       return el('div', `notice sev-${b.severity}`);
+    case 'plan':
+      return el('div', 'plan');
   }
+}
+
+const STEP_ICONS: Record<string, string> = { pending: '☐', in_progress: '▸', completed: '☑', failed: '☒' };
+
+/** An advisor turn's checklist: each step, its state, and who did it. */
+function updatePlan(node: HTMLElement, steps: { content: string; status: string; agent?: string | null }[]): void {
+  const sig = JSON.stringify(steps);
+  if (node.dataset.sig === sig) return;
+  node.dataset.sig = sig;
+  node.textContent = '';
+  node.append(el('div', 'plan-title', "Claude's plan (the local model does the steps)"));
+  const list = el('ol', 'plan-steps');
+  for (const step of steps) {
+    const item = el('li', `plan-step step-${step.status}`);
+    const who = step.agent === 'claude' ? 'Claude' : step.agent === 'local' ? 'local model' : '';
+    item.append(el('span', 'step-icon', STEP_ICONS[step.status] ?? '•'), el('span', 'step-text', step.content));
+    if (who && step.status !== 'pending') item.append(el('span', 'step-who', step.status === 'in_progress' ? `${who}…` : who));
+    list.append(item);
+  }
+  node.append(list);
 }
 
 const TOOL_ICONS: Record<string, string> = { pending: '○', running: '◐', completed: '✓', failed: '✗', denied: '⊘', cancelled: '–' };
@@ -319,6 +344,9 @@ function updateBlock(node: HTMLElement, b: Block, turn: TurnView): void {
       break;
     case 'notice':
       node.textContent = b.message;
+      break;
+    case 'plan':
+      updatePlan(node, b.steps);
       break;
   }
 }
@@ -379,6 +407,7 @@ function renderChrome(): void {
   const ready = serverState === 'running';
   sendBtn.disabled = !ready;
   escalateBtn.disabled = !ready;
+  adviseBtn.disabled = !ready || running;
   // the session's goal is not shown as a line over the chat: milk keeps the first request as
   // the goal until one asks for a change, so a line there went stale over later topics.
   // It is what an empty Escalate hands Claude, so Escalate says it.
@@ -509,6 +538,8 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       const named = nameLocalModel(state, m.localModel);
       if (named) renderTurn(named);
       workspaceFolder = m.workspaceFolder;
+      folderBtn.hidden = !m.folder;
+      folderBtn.textContent = m.folder ? `📁 ${m.folder}` : '';
       serverState = m.serverState;
       problemEl.hidden = !(m.serverState === 'failed' && m.problem);
       problemEl.textContent = m.problem ?? '';
@@ -600,7 +631,17 @@ escalateBtn.addEventListener('click', () => {
   }
   send({ type: 'escalate', text: text || undefined });
 });
+adviseBtn.addEventListener('click', () => {
+  const text = input.value.trim();
+  input.value = '';
+  if (text) {
+    sent.add(text);
+    persist();
+  }
+  send({ type: 'advise', text: text || undefined });
+});
 cancelBtn.addEventListener('click', () => send({ type: 'cancel' }));
+folderBtn.addEventListener('click', () => send({ type: 'chooseFolder' }));
 newBtn.addEventListener('click', () => send({ type: 'newSession' }));
 deleteBtn.addEventListener('click', () => {
   if (activeId) send({ type: 'deleteSession', sessionId: activeId });

@@ -102,6 +102,9 @@ class ClaudeTurnRequest:
     settings: ClaudeSettings
     mcp_servers: tuple[McpServer, ...] = ()
     """The MCP servers of the session's ACP client (none over LSP)."""
+    permission_mode: str | None = None
+    """`plan` for the advisor's plan (Claude may read, not edit or run); None: the CLI's
+    default mode."""
 
 
 def build_argv(
@@ -124,7 +127,13 @@ def build_argv(
         "--include-partial-messages",
         f"--setting-sources={SETTING_SOURCES}",
     ]
-    if settings.skip_permissions:
+    if request.permission_mode:  # its own mode, whatever skipPermissions says
+        argv += [
+            f"--permission-mode={request.permission_mode}",
+            "--permission-prompt-tool",
+            "stdio",
+        ]
+    elif settings.skip_permissions:
         argv.append("--dangerously-skip-permissions")
     else:
         argv += ["--permission-prompt-tool", "stdio"]

@@ -19,6 +19,7 @@ ASK = "milk.ask"
 SEND = "milk.send"
 ESCALATE = "milk.escalate"
 ASK_LOCAL = "milk.askLocal"
+ADVISE = "milk.advise"
 CANCEL = "milk.cancel"
 NEW_SESSION = "milk.newSession"
 SWITCH_SESSION = "milk.switchSession"
@@ -36,6 +37,7 @@ COMMANDS = (
     SEND,
     ESCALATE,
     ASK_LOCAL,
+    ADVISE,
     CANCEL,
     NEW_SESSION,
     SWITCH_SESSION,
@@ -98,7 +100,7 @@ class UndoArgs:
     force: bool = False
 
 
-ROUTES = ("auto", "local", "claude")
+ROUTES = ("auto", "local", "claude", "advise")
 _ASK_KEYS = ("text", "uri", "range", "route")
 
 

@@ -114,7 +114,7 @@ class StandardDoor:
         kind = update.get("kind")
         session_id = str(update.get("sessionId"))
         turn_id = str(update.get("turnId"))
-        if kind == "turn_started":
+        if kind == "turn_started" and not update.get("elsewhere"):  # not a command's turn
             waiting = self._starting.pop(session_id, None)
             if waiting is not None and not waiting.done():  # a command's turn
                 self._command_turns[turn_id] = session_id

@@ -79,6 +79,15 @@ class StandardLsp:
                 raise cmds.ArgumentError("arguments[0].route: milk.askLocal asks the local model")
         return await self._run(lambda: self.door.ask(question, route="local"))
 
+    async def advise(self, *arguments: Any) -> Any:
+        """`milk.ask` on route `advise`: Claude writes a plan, the local model carries it
+        out step by step (Claude does the steps it fails)."""
+        with _answers():
+            question = cmds.parse_ask(list(arguments))
+            if question.route not in (None, "advise"):
+                raise cmds.ArgumentError("arguments[0].route: milk.advise asks Claude for a plan")
+        return await self._run(lambda: self.door.ask(question, route="advise"))
+
     async def send(self, *arguments: Any) -> Any:
         with _answers():
             question = cmds.parse_send(list(arguments))
@@ -246,6 +255,7 @@ def install(
         cmds.SEND: handlers.send,
         cmds.ESCALATE: handlers.escalate,
         cmds.ASK_LOCAL: handlers.ask_local,
+        cmds.ADVISE: handlers.advise,
         cmds.CANCEL: handlers.cancel,
         cmds.NEW_SESSION: handlers.new_session,
         cmds.SWITCH_SESSION: handlers.switch_session,

@@ -391,6 +391,8 @@ class TranscriptBook:
         session_id = update.get("sessionId")
         if not isinstance(session_id, str):
             return
+        if update.get("elsewhere") and session_id not in self._syncs:
+            return  # another door's turn: shown in a transcript this editor has, never new
         self._queues.setdefault(session_id, deque()).append(update)
         worker = self._workers.get(session_id)
         if worker is None or worker.done():
@@ -407,7 +409,9 @@ class TranscriptBook:
         while queue:
             update = queue.popleft()
             question = None
-            if update.get("kind") == "turn_started":
+            if update.get("kind") == "turn_started" and update.get("elsewhere"):
+                question = str(update.get("userText") or "")  # not this editor's session pick
+            elif update.get("kind") == "turn_started":
                 self._on_session_used(session_id, sync.workspace)
                 question = self._questions.pop(session_id, None)
                 if question is None:

@@ -174,6 +174,11 @@ class _TurnState:
     calls: dict[str, _Call] = field(default_factory=dict)
     usage: dict[str, _Usage] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    plan: list[tuple[str, str | None]] = field(default_factory=list)
+    """An advisor turn's steps as last shown: (status, agent)."""
+
+
+_WHO = {"local": "the local model", "claude": "Claude"}
 
 
 class TranscriptRenderer:
@@ -245,6 +250,8 @@ class TranscriptRenderer:
             self._notice(out, str(update.get("severity")), str(update.get("message", "")))
         elif kind == "changes":
             self._changes(out, update.get("changes"))
+        elif kind == "plan":
+            self._plan(out, update.get("steps"))
         elif kind == "turn_ended":
             self._ended(out, str(update.get("stopReason")))
         elif kind == QUESTION_KIND:
@@ -385,6 +392,32 @@ class TranscriptRenderer:
             out,
             f"**Changed files:** {', '.join(items)}. To undo them, run the command `milk.undo`.\n",
         )
+
+    def _plan(self, out: list[str], steps: Any) -> None:
+        """An advisor turn's checklist when it first comes, then a line per step that ends
+        or that Claude takes over (the document only grows)."""
+        if not isinstance(steps, list):
+            return
+        rows = [step for step in steps if isinstance(step, dict)]
+        seen = self._turn.plan
+        if not seen:
+            items = "".join(
+                f"- [ ] {n}. {step.get('content', '')}\n" for n, step in enumerate(rows, 1)
+            )
+            self._block(out, f"**Claude's plan** (the local model does the steps):\n\n{items}")
+            seen.extend(("pending", None) for _ in rows)
+        for n, step in enumerate(rows[: len(seen)], 1):
+            status, agent = str(step.get("status")), step.get("agent")
+            if (status, agent) == seen[n - 1]:
+                continue
+            seen[n - 1] = (status, agent)
+            who = _WHO.get(str(agent), "milk")
+            if status == "completed":
+                self._block(out, f"- [x] Step {n} done by {who}.\n")
+            elif status == "failed":
+                self._block(out, f"- [ ] Step {n} failed ({who}).\n")
+            elif status == "in_progress" and agent == "claude":
+                self._block(out, f"- Step {n}: the local model could not do it; Claude does.\n")
 
     def _file_name(self, uri: str) -> str:
         return shown_uri(uri, self._workspace)

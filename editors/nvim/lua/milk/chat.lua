@@ -320,7 +320,15 @@ M.new_turn = new_turn
 
 local handlers = {}
 
+--- Where a turn another door runs was asked (`door` of an `elsewhere` turn_started).
+local DOORS = { terminal = 'the terminal (milk-lsp chat)', vscode = 'VS Code', nvim = 'another Neovim', lsp = 'another editor', acp = 'an ACP client' }
+
 handlers[K.TURN_STARTED] = function(S, turn, p)
+  if p.elsewhere then
+    -- another door's turn on this session: its message, then it streams here as it runs
+    render.user(S, type(p.userText) == 'string' and p.userText or '')
+    render.meta(S, ('↳ asked in %s; :MilkCancel stops it'):format(DOORS[p.door] or 'another door'), 'MilkMeta')
+  end
   render.header(S, turn, p.agent)
   status.turn_started(S.id, p.agent)
 end
@@ -367,6 +375,10 @@ handlers[K.CHANGES] = function(S, turn, p)
   render.changes(S, turn.id, p.changes)
 end
 
+handlers[K.PLAN] = function(S, turn, p)
+  require('milk.plan_block').show(S, turn, p.steps)
+end
+
 handlers[K.TURN_ENDED] = function(S, turn, p)
   turn.ended = true
   for _, handle in ipairs(turn.permissions) do
@@ -392,7 +404,11 @@ function M.on_update(p, client_id)
   if type(p) ~= 'table' or type(p.sessionId) ~= 'string' then
     return
   end
-  local S = M.get(p.sessionId, { client_id = client_id })
+  -- a turn another door runs is shown in a chat of its session that is open here
+  local S = M.get(p.sessionId, not p.elsewhere and { client_id = client_id } or nil)
+  if not S then
+    return
+  end
   local turn_id = p.turnId or '?'
   local turn = S.turns[turn_id]
   if not turn then

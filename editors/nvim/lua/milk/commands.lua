@@ -255,7 +255,7 @@ function M.open()
   end)
 end
 
-local PROMPTS = { claude = 'milk → Claude> ', ['local'] = 'milk → local model> ' }
+local PROMPTS = { claude = 'milk → Claude> ', ['local'] = 'milk → local model> ', advise = 'milk → Claude plans, local does> ' }
 
 --- `:Milk [text]`, `:Milk! [text]` (to Claude), `:MilkLocal [text]`, ranged or not.
 --- `:Milk` with neither text nor range opens the chat; otherwise a missing text is asked
@@ -290,6 +290,13 @@ end
 --- with it (an escalation no longer sticks).
 function M.ask_local(opts)
   opts = vim.tbl_extend('force', opts or {}, { route = 'local' })
+  M.ask(opts)
+end
+
+--- `:MilkAdvise [text]`: Claude writes a plan for it, the local model carries the plan out
+--- step by step (Claude does the steps it cannot).
+function M.advise(opts)
+  opts = vim.tbl_extend('force', opts or {}, { route = 'advise' })
   M.ask(opts)
 end
 

@@ -99,6 +99,27 @@ local function render_turn(S, turn_id, user, answers, info)
     end
     return
   end
+  local plan = opt(info.plan)
+  if type(plan) == 'table' and #plan > 0 then
+    -- an advisor turn: Claude's plan, its checklist, then the steps in the order they ran
+    render.header(S, turn, 'claude')
+    local placed = false
+    for _, rec in ipairs(answers) do
+      render_part(S, turn, rec)
+      if rec.agent == 'claude' and not placed then
+        require('milk.plan_block').show(S, turn, plan)
+        placed = true
+      end
+    end
+    local changes = opt(info.changes)
+    if type(changes) == 'table' and #changes > 0 then
+      render.changes(S, turn_id, changes, info.undone == true)
+    end
+    render.usage(S, opt(info.usage))
+    local err = opt(info.error)
+    render.turn_end(S, info.agent or turn.agent, info.stopReason, type(err) == 'table' and err.message or nil)
+    return
+  end
   -- The turn started with the local model unless the user sent it to Claude.
   local first
   if escalated then

@@ -81,6 +81,11 @@ function M.define_commands()
     range = true,
     desc = 'milk: send to the local model (and take the session back from Claude)',
   })
+  cmd('MilkAdvise', run('advise'), {
+    nargs = '*',
+    range = true,
+    desc = 'milk: Claude plans it, the local model does the steps (Claude the ones it cannot)',
+  })
   cmd('MilkEscalate', run('escalate'), { nargs = '*', desc = 'milk: hand the session to Claude [reason]' })
   cmd('MilkCancel', run('cancel'), { nargs = 0, desc = 'milk: cancel the running turn' })
   cmd('MilkUndo', run('undo'), {

@@ -42,13 +42,14 @@ M.kind = {
   USAGE = 'usage',
   NOTICE = 'notice',
   CHANGES = 'changes',
+  PLAN = 'plan',
   TURN_ENDED = 'turn_ended',
 }
 
 --- The fields each `milk/update` kind carries besides sessionId, turnId, seq and kind
 --- (optional ones included); the project's wire test keeps them in step with the server.
 M.fields = {
-  turn_started = { 'agent', 'route', 'reason' },
+  turn_started = { 'agent', 'route', 'reason', 'userText', 'door' },
   text = { 'agent', 'delta' },
   thinking = { 'agent', 'delta' },
   tool_call = { 'agent', 'toolCallId', 'name', 'input', 'status' },
@@ -58,6 +59,7 @@ M.fields = {
   usage = { 'agent', 'inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheCreationTokens', 'costUsd' },
   notice = { 'severity', 'message' },
   changes = { 'changes' },
+  plan = { 'steps' },
   turn_ended = { 'agent', 'stopReason' },
 }
 

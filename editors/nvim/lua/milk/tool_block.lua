@@ -43,8 +43,16 @@ local STATUS_GROUP = {
   cancelled = 'MilkNoticeWarn',
 }
 
-local function tool_header_text(name, st)
-  return ('%s%s · %s'):format(TOOL_PREFIX, code(name), M.TOOL_STATUS_WORD[st] or tostring(st))
+--- Calls milk made itself before the model's request (its read-first and its look; ids
+--- `milk-read-…`, `milk-look-…`): the model may read the same file again, and the two rows
+--- must not look like one call shown twice.
+local function by_milk(call_id)
+  return type(call_id) == 'string' and (vim.startswith(call_id, 'milk-read-') or vim.startswith(call_id, 'milk-look-'))
+end
+
+local function tool_header_text(name, st, milk)
+  local line = ('%s%s · %s'):format(TOOL_PREFIX, code(name), M.TOOL_STATUS_WORD[st] or tostring(st))
+  return milk and (line .. ' · by milk, for the model') or line
 end
 
 local function tool_row(S, tool)
@@ -55,7 +63,7 @@ local function set_tool_status(S, tool, st)
   tool.status = st
   local row = tool_row(S, tool)
   if row then
-    rewrite(S, row, tool_header_text(tool.name, st), tool.mark, STATUS_GROUP[st] or 'MilkTool')
+    rewrite(S, row, tool_header_text(tool.name, st, tool.by_milk), tool.mark, STATUS_GROUP[st] or 'MilkTool')
   end
 end
 
@@ -106,6 +114,19 @@ function M.find_tool(S, turn_id, call_id)
   return call_id and S.tools[tool_key(turn_id, call_id)] or nil
 end
 
+--- Close the fold of a new block at `row` in every window showing the chat. Folds made by
+--- 'foldexpr' after the user opened one come open (Neovim keeps the opened state for the
+--- folds that follow), so each new block is closed here: it starts folded, as the first did.
+local function fold_new_block(buf, row)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    api.nvim_win_call(win, function()
+      if vim.wo.foldmethod == 'expr' and vim.fn.foldlevel(row + 1) > 0 and vim.fn.foldclosed(row + 1) == -1 then
+        vim.cmd(('silent! %dfoldclose'):format(row + 1))
+      end
+    end)
+  end
+end
+
 --- A tool call appeared (a folded block) or changed status (its first line is rewritten).
 function M.tool_call(S, p)
   local id = p.toolCallId and tool_key(p.turnId, p.toolCallId) or ('?' .. tostring(vim.uv.hrtime()))
@@ -118,14 +139,16 @@ function M.tool_call(S, p)
     return
   end
   local st = p.status or 'pending'
-  local lines = { tool_header_text(p.name or '?', st), '' }
+  local milk = by_milk(p.toolCallId)
+  local lines = { tool_header_text(p.name or '?', st, milk), '' }
   local inputs = input_lines(p.input)
   vim.list_extend(lines, inputs)
   local row = item(S, 'tool', lines)
   hl_line(S.buf, row, STATUS_GROUP[st] or 'MilkTool')
-  tool = { name = p.name or '?', status = st, input_count = #inputs, input = vim.inspect(p.input), turn = p.turnId }
+  tool = { name = p.name or '?', status = st, input_count = #inputs, input = vim.inspect(p.input), turn = p.turnId, by_milk = milk }
   tool.mark = api.nvim_buf_set_extmark(S.buf, ns_mark, row, 0, {})
   S.tools[id] = tool
+  fold_new_block(S.buf, row)
 end
 
 --- Set the status of a turn's tool block (a permission question opened or was answered).

@@ -86,10 +86,13 @@ class RequestedChange:
     """A name (a rename): counted as a whole word, not inside longer names."""
 
     def count(self, text: str | None) -> int:
+        """How often the old text stands in `text`, not counting where it is part of the new
+        text ("X = 1" to "X = 10": the new line has the old one inside it)."""
         if not text:
             return 0
         if not self.word:
-            return text.count(self.old)
+            inside_new = self.new.count(self.old)
+            return text.count(self.old) - (text.count(self.new) * inside_new if inside_new else 0)
         return len(re.findall(rf"(?<![\w-]){re.escape(self.old)}(?![\w-])", text))
 
 

@@ -1,0 +1,112 @@
+"""The advisor route on real tasks (issue 32): `bench/real_tasks.py --advise`.
+
+Each multi-step task of the project (`Project.advisor_tasks`: a rename across files, a new
+parameter with its uses, a docstring pass) is one `milk/chat` on route `advise` in a new
+session of the real server, the project unpacked afresh. The Claude stand-in answers the plan
+request with the task's plan, written as Claude would write it, and any step Claude is asked
+to do with its canned text (it edits nothing: a step handed to Claude counts as Claude's,
+and is not checked). Each step the local model marked done is checked on the files; one
+that is not is a silent failure. Then the same request goes once to Claude alone (route
+`claude`, the stand-in answering in one API call: a lower bound of what Claude alone costs),
+and the Claude cost of the two is compared.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from bench._harness import FakeProcess
+from bench._llama import TimingsProxy
+from bench.real_tasks_suite import AdvisorTask, lay_out
+
+CLAUDE_REPLY = "Claude Code (the stand-in) took this task over."
+
+
+async def run_advisor_task(
+    task: AdvisorTask, turns: Any, proxy: TimingsProxy, sdist: Path, api: FakeProcess
+) -> dict[str, Any]:
+    """One task on route `advise`, then the same request on Claude alone; its row."""
+    lay_out(sdist, turns.workspace)
+    api.script([{"text": task.plan}, {"text": CLAUDE_REPLY, "repeat": 100_000}])
+    session_id = await turns.new_session()
+    proxy.label, start = task.name, len(proxy.calls)
+    started = time.perf_counter()
+    result, timed_out, seconds = await turns.chat(session_id, task.prompt, route="advise")
+    calls = proxy.since(start)
+    steps = []
+    for (text, check), shown in zip(task.steps, result.get("plan") or [], strict=False):
+        problem = check(turns.workspace)
+        done_locally = shown.get("status") == "completed" and shown.get("agent") == "local"
+        steps.append(
+            {
+                "step": text[:80],
+                "status": shown.get("status"),
+                "agent": shown.get("agent"),
+                "check": problem or "done",
+                "silent": done_locally and bool(problem),
+            }
+        )
+    advisor_cost = float((result.get("usage") or {}).get("costUsd") or 0.0)
+    lay_out(sdist, turns.workspace)
+    api.script([{"text": CLAUDE_REPLY, "repeat": 100_000}])
+    alone, _, _ = await turns.chat(await turns.new_session(), task.prompt, route="claude")
+    alone_cost = float((alone.get("usage") or {}).get("costUsd") or 0.0)
+    row = {
+        "task": task.name,
+        "kind": "advise",
+        "stopReason": result.get("stopReason"),
+        "timedOut": timed_out,
+        "steps": steps,
+        "stepsPlanned": len(task.steps),
+        "stepsLocal": sum(s["status"] == "completed" and s["agent"] == "local" for s in steps),
+        "stepsClaude": sum(s["status"] == "completed" and s["agent"] == "claude" for s in steps),
+        "stepsFailed": len(task.steps) - sum(s["status"] == "completed" for s in steps),
+        "silent": sum(s["silent"] for s in steps),
+        "seconds": round(seconds, 1),
+        "modelCalls": len(calls),
+        "generated": sum(c.generated for c in calls),
+        "claudeCostUsd": round(advisor_cost, 6),
+        "claudeAloneCostUsd": round(alone_cost, 6),
+        "wallSeconds": round(time.perf_counter() - started, 1),
+    }
+    marks = " ".join(
+        f"{n}:{'L' if s['agent'] == 'local' else 'C'}{'' if s['status'] == 'completed' else '✗'}"
+        f"{'!' if s['silent'] else ''}"
+        for n, s in enumerate(steps, 1)
+    )
+    print(
+        f"{task.name:<20} {row['stopReason']!s:<9} {row['seconds']:>6.1f} {len(calls):>5} "
+        f"{row['generated']:>6}  steps {marks or '-'}  Claude ${advisor_cost:.4f} "
+        f"(alone ${alone_cost:.4f})",
+        flush=True,
+    )
+    return row
+
+
+def advisor_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    planned = sum(r["stepsPlanned"] for r in rows)
+    local = sum(r["stepsLocal"] for r in rows)
+    cost = sum(r["claudeCostUsd"] for r in rows)
+    alone = sum(r["claudeAloneCostUsd"] for r in rows)
+    out = {
+        "steps": planned,
+        "stepsLocal": local,
+        "stepsClaude": sum(r["stepsClaude"] for r in rows),
+        "stepsFailed": sum(r["stepsFailed"] for r in rows),
+        "silentSteps": sum(r["silent"] for r in rows),
+        "shareLocal": round(local / planned, 3) if planned else None,
+        "claudeCostUsd": round(cost, 6),
+        "claudeAloneCostUsd": round(alone, 6),
+        "costRatio": round(cost / alone, 2) if alone else None,
+    }
+    print(
+        f"\nsteps done locally: {local}/{planned}"
+        f" ({100 * (out['shareLocal'] or 0):.0f} %); by Claude: {out['stepsClaude']}; "
+        f"failed: {out['stepsFailed']}; silent failures (a step marked done locally that the "
+        f"files do not show): {out['silentSteps']} (target 0)\n"
+        f"Claude cost on advisor turns ${cost:.4f} against ${alone:.4f} for the same requests "
+        f"on Claude alone (one stand-in call each, a lower bound): ratio {out['costRatio']}"
+    )
+    return out
