@@ -46,3 +46,8 @@ def fenced(text: str, info: str = "") -> str:
     fence = fence_for(text)
     inner = text if text.endswith("\n") or not text else text + "\n"
     return f"{fence}{info}\n{inner}{fence}\n"
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 file`, `2 files`: never `file(s)`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

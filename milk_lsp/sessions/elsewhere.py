@@ -30,6 +30,7 @@ class Database(Protocol):
 
     def read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]: ...
 
+
 LIVE_KEEP_SECONDS = 300.0
 """How long a live update stays in the store after it was written."""
 LIVE_PAGE = 500

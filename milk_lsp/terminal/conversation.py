@@ -16,9 +16,10 @@ from typing import Any
 from milk_lsp import wire
 from milk_lsp.terminal.commands import message_text, parse, show_help, unknown
 from milk_lsp.terminal.link import Link
-from milk_lsp.terminal.printer import ChatPrinter, plural
+from milk_lsp.terminal.printer import ChatPrinter
 from milk_lsp.terminal.undo import refused, undo_with
 from milk_lsp.terminal.waiting import Waiter
+from milk_lsp.text import plural
 
 
 class Conversation:

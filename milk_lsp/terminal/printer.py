@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from milk_lsp.lsp.standard.questions import permission_question
 from milk_lsp.terminal.style import Style, colour_wanted
+from milk_lsp.text import plural
 from milk_lsp.workspace.edit_preview import wire_edit_diff
 from milk_lsp.workspace.paths import shown_uri
 
@@ -25,11 +26,6 @@ _STOP_ROLES = {"error": "failed"}
 _STANDARD_KEYS = {"allow_once": "o", "allow_session": "s", "deny": "d"}
 _OWN_QUESTIONS = ("hand_off_to_claude", "claude_budget")
 """milk's own questions, asked in words (no tool, no diff)."""
-
-
-def plural(count: int, noun: str) -> str:
-    """`1 file`, `2 files`: never `file(s)`."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 class ChatPrinter:

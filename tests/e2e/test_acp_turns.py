@@ -32,13 +32,14 @@ async def test_initialize_new_session_and_a_streamed_local_turn(
 
         new = await agent.conn.new_session(cwd=str(env.workspace), mcp_servers=[])
         assert new.modes.current_mode_id == "auto"
-        assert [m.id for m in new.modes.available_modes] == ["auto", "local", "claude"]
+        assert [m.id for m in new.modes.available_modes] == ["auto", "local", "claude", "advise"]
         commands = await agent.client.wait_for(
             lambda u: u.session_update == "available_commands_update"
         )
         assert [c.name for c in commands.available_commands] == [
             "escalate",
             "local",
+            "advise",
             "context",
             "undo",
         ]

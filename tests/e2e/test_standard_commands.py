@@ -278,3 +278,28 @@ async def test_undo_puts_the_last_turns_changes_back(
     }
     uri = editor.shown_documents[0].uri
     await editor.until(lambda: f"Undid turn `{started['turnId']}`" in editor.buffers[uri].text)
+
+
+async def test_undoing_an_edit_of_an_open_buffer_says_to_reload_it(
+    editors: Editors, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """Issue 31 (plain Neovim, eglot): the edit went to the open buffer through
+    workspace/applyEdit, and the undo puts the buffer back to the file's text; standard LSP
+    cannot mark a buffer unmodified, so the message says to reload it."""
+    editor = await editors.start()
+    hello = env.workspace / "hello.py"
+    editor.open(hello)
+    editor.message_answers.append("Allow once")
+    edit = {"path": "hello.py", "old_text": "'hello'", "new_text": "'bonjour'"}
+    openai.enqueue({"tool_calls": [{"name": "edit_file", "arguments": edit}]}, {"text": "Done."})
+    started = await editor.command("milk.ask", "say bonjour instead")
+    await finished(editor, started)
+    assert "bonjour" in editor.buffers[hello.as_uri()].text
+    await editor.command("milk.undo")
+    await editor.until(lambda: "bonjour" not in editor.buffers[hello.as_uri()].text)
+    said = [m.message for m in editor.messages if m.message.startswith("milk: undid")]
+    assert said == [
+        "milk: undid the turn's changes (1 file restored). hello.py: the editor's text is the"
+        " file's again but may still be marked modified; reload it from disk (Neovim :edit,"
+        " Emacs revert-buffer)"
+    ]

@@ -35,7 +35,7 @@ from milk_lsp.lsp.standard.transcript import (
     split_document,
 )
 from milk_lsp.sessions.model import Session, TurnRecord
-from milk_lsp.text import fenced, one_line
+from milk_lsp.text import fenced, one_line, plural
 from milk_lsp.workspace.paths import path_to_uri, uri_to_path
 
 logger = logging.getLogger(__name__)
@@ -87,6 +87,7 @@ class StandardDoor:
     def __init__(self, engine: Engine, client: FrontClient, port: DocumentPort) -> None:
         self.engine = engine
         self._client = client
+        self._port = port
         self.book = TranscriptBook(
             _EngineSource(engine),
             port,
@@ -432,8 +433,30 @@ class StandardDoor:
         sync = await self.book.sync_for(session_id)
         names = ", ".join(f"`{Path(path).name}`" for path in restored) or "nothing to restore"
         sync.append(sync.renderer.note(f"Undid turn `{turn_id}`: {names}."), urgent=True)
-        self._client.show(f"milk: undid the turn's changes ({len(uris)} file(s) restored)")
+        message = f"milk: undid the turn's changes ({plural(len(uris), 'file')} restored)"
+        stale = self._modified_as_on_disk(restored)
+        if stale:
+            # standard LSP has no way to mark a buffer saved: the user reloads it
+            message += (
+                f". {', '.join(stale)}: the editor's text is the file's again but may still be"
+                " marked modified; reload it from disk (Neovim :edit, Emacs revert-buffer)"
+            )
+        self._client.show(message)
         return {"restored": uris, "turnId": turn_id}
+
+    def _modified_as_on_disk(self, restored: list[str]) -> list[str]:
+        """The restored files open in the editor whose buffer now equals the file on disk:
+        the undo reverted an unsaved edit there, and the editor's modified mark stays."""
+        names = []
+        for path in restored:
+            opened = self._port.open_text(Path(path))
+            try:
+                on_disk = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if opened is not None and opened[1] == on_disk:
+                names.append(Path(path).name)
+        return names
 
     async def _last_changed_turn(self, session_id: str) -> str | None:
         return await self.engine.last_undoable_turn(session_id)

@@ -14,6 +14,8 @@ local M = {}
 --- @field settings table the `milk` settings of PROTOCOL.md (nested, camelCase)
 --- @field ui milk.UiOptions
 --- @field health_timeout_ms integer how long :checkhealth waits for the server
+--- @field install_source string|nil what :MilkInstall installs when the plugin is not inside a
+--- milk-lsp checkout: a wheel, an sdist, a checkout folder or a pip URL
 
 --- @type milk.Options
 M.defaults = {
@@ -36,6 +38,7 @@ M.defaults = {
     },
   },
   health_timeout_ms = 15000,
+  install_source = nil,
 }
 
 --- @type milk.Options
@@ -91,6 +94,14 @@ function M.set(opts)
   expect('ui', merged.ui, 'table')
   if merged.cmd_env ~= nil then
     expect('cmd_env', merged.cmd_env, 'table')
+  end
+  if merged.install_source ~= nil then
+    expect('install_source', merged.install_source, 'string')
+    if vim.startswith(merged.install_source, '-') or vim.trim(merged.install_source) == '' then
+      error(('milk: install_source must name a wheel, sdist, folder or URL (got %s)'):format(
+        vim.inspect(merged.install_source)
+      ))
+    end
   end
   if not splits[merged.ui.split] then
     error(('milk: ui.split must be one of right, left, above, below, tab (got %s)'):format(

@@ -1,6 +1,7 @@
 --- `:MilkInstall`: milk-lsp in a virtual environment of its own under `stdpath('data')`,
 --- built from the repository this plugin is part of (it is `editors/nvim` of a milk-lsp
---- checkout), so the server matches the plugin and nobody sets up Python by hand. Every step
+--- checkout), or, for a plugin installed on its own, from `install_source` (a wheel, an
+--- sdist, a checkout or a pip URL), so nobody sets up Python by hand. Every step
 --- is an argv run by `vim.system` (never a shell string), asynchronously, with its progress
 --- in the command line and its whole output in a log file; `setup()` then finds the server
 --- without a `cmd` (see `M.server`).
@@ -55,6 +56,23 @@ function M.checkout()
     return nil, ('the plugin is not inside a milk-lsp checkout (no milk-lsp pyproject.toml at %s)'):format(pyproject)
   end
   return root
+end
+
+--- What `:MilkInstall` installs: the checkout the plugin is in, else `install_source` of
+--- setup() (a wheel, an sdist, a checkout folder or a pip URL), or nil and what to do.
+--- @return string?, string?
+function M.source()
+  local root, why = M.checkout()
+  if root then
+    return root
+  end
+  local named = require('milk.config').options.install_source
+  if named and named ~= '' then
+    return named
+  end
+  return nil, why .. "; name what to install instead: require('milk').setup({ install_source ="
+    .. " '/path/to/milk_lsp-0.1.0-py3-none-any.whl' }) (a wheel, an sdist, a milk-lsp checkout"
+    .. " or a pip URL), or pipx install one yourself"
 end
 
 local state = { running = false }
@@ -182,10 +200,9 @@ function M.install(opts)
     notify('milk: an install is already running; wait for it to end', vim.log.levels.WARN)
     return
   end
-  local root, why = M.checkout()
+  local root, why = M.source()
   if not root then
-    notify('milk: :MilkInstall cannot run: ' .. why
-      .. '. Install milk-lsp from a clone instead: pipx install /path/to/milk-lsp', vim.log.levels.ERROR)
+    notify('milk: :MilkInstall cannot run: ' .. why, vim.log.levels.ERROR)
     return finish(false, { error = why })
   end
   state.running = true
