@@ -422,7 +422,7 @@ def totals(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     project = PROJECTS[args.project]
     tasks = list(project.tasks)
-    if args.tasks:
+    if args.tasks and not args.advise:
         wanted = args.tasks.split(",")
         unknown = set(wanted) - {t.name for t in tasks}
         if unknown:
@@ -495,9 +495,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         started = time.perf_counter()
         if args.advise:
             print(f"\n{'task':<20} {'stop':<9} {'secs':>6} {'calls':>5} {'tokens':>6}  steps")
+            wanted = set(args.tasks.split(",")) if args.tasks else None
             rows = [
                 await run_advisor_task(task, turns, proxy, sdist, api)
                 for task in project.advisor_tasks
+                if wanted is None or task.name in wanted
             ]
             report |= {"advisorTasks": rows, "advisorTotals": advisor_totals(rows)}
             report["stats"] = await routing_numbers(milk, scratch.workspace)

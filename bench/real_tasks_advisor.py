@@ -49,6 +49,12 @@ async def run_advisor_task(
             }
         )
     advisor_cost = float((result.get("usage") or {}).get("costUsd") or 0.0)
+    why = [  # why each step Claude did was not the local model's (the hand-off reasons)
+        str(u.get("reason"))
+        for u in turns.updates.get(session_id, [])
+        if u.get("kind") == "escalated" and u.get("by") == "fallback"
+    ]
+    trace = turns.trace(session_id, result.get("turnId"))
     lay_out(sdist, turns.workspace)
     api.script([{"text": CLAUDE_REPLY, "repeat": 100_000}])
     alone, _, _ = await turns.chat(await turns.new_session(), task.prompt, route="claude")
@@ -70,6 +76,8 @@ async def run_advisor_task(
         "claudeCostUsd": round(advisor_cost, 6),
         "claudeAloneCostUsd": round(alone_cost, 6),
         "wallSeconds": round(time.perf_counter() - started, 1),
+        "handedOffBecause": why,
+        "trace": trace,
     }
     marks = " ".join(
         f"{n}:{'L' if s['agent'] == 'local' else 'C'}{'' if s['status'] == 'completed' else '✗'}"

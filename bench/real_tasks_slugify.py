@@ -254,13 +254,14 @@ SLUGIFY = Project(
             "Rename the constant DEFAULT_SEPARATOR to SEPARATOR across the package.",
             (
                 (
-                    "In `slugify/slugify.py`, rename the constant `DEFAULT_SEPARATOR` to "
-                    "`SEPARATOR`: its definition and every use in that file.",
+                    "In `slugify/slugify.py`, replace every `DEFAULT_SEPARATOR` with "
+                    "`SEPARATOR` (the definition `DEFAULT_SEPARATOR = '-'` and its 11 uses).",
                     lambda ws: _renamed(ws, "slugify/slugify.py"),
                 ),
                 (
-                    "In `slugify/__main__.py`, replace `DEFAULT_SEPARATOR` with `SEPARATOR` "
-                    "everywhere (the import and its two uses).",
+                    "In `slugify/__main__.py`, replace every `DEFAULT_SEPARATOR` with "
+                    "`SEPARATOR` (the import `from .slugify import slugify, DEFAULT_SEPARATOR` "
+                    "and its two uses).",
                     lambda ws: _renamed(ws, "slugify/__main__.py"),
                 ),
             ),
@@ -271,20 +272,20 @@ SLUGIFY = Project(
             "when false, and pass it from the command line's parameters.",
             (
                 (
-                    "In `slugify/slugify.py`, add the parameter `trim: bool = True` after "
-                    "`allow_unicode: bool = False,` in the parameters of `slugify`.",
+                    "In `slugify/slugify.py`, replace `allow_unicode: bool = False,` with "
+                    "`allow_unicode: bool = False, trim: bool = True,`.",
                     _trim_parameter,
                 ),
                 (
-                    "In `slugify/slugify.py`, replace the line `text = DUPLICATE_DASH_PATTERN"
-                    ".sub(DEFAULT_SEPARATOR, text).strip(DEFAULT_SEPARATOR)` with two lines: "
-                    "`text = DUPLICATE_DASH_PATTERN.sub(DEFAULT_SEPARATOR, text)` and "
-                    "`if trim: text = text.strip(DEFAULT_SEPARATOR)`.",
+                    "In `slugify/slugify.py`, replace `text = DUPLICATE_DASH_PATTERN.sub("
+                    "DEFAULT_SEPARATOR, text).strip(DEFAULT_SEPARATOR)` with `text = "
+                    "DUPLICATE_DASH_PATTERN.sub(DEFAULT_SEPARATOR, text).strip(DEFAULT_SEPARATOR "
+                    "if trim else '')`.",
                     _trim_used,
                 ),
                 (
-                    "In `slugify/__main__.py`, in `slugify_params`, add `trim=True,` to the "
-                    "arguments of `dict(...)`.",
+                    "In `slugify/__main__.py`, replace `allow_unicode=args.allow_unicode` with "
+                    "`allow_unicode=args.allow_unicode, trim=True`.",
                     _trim_passed,
                 ),
             ),
@@ -294,14 +295,15 @@ SLUGIFY = Project(
             "Give every function of slugify/__main__.py without a docstring a one-line one.",
             (
                 (
-                    'In `slugify/__main__.py`, add the docstring `"""Parse the command-line '
-                    'arguments."""` as the first line of the body of `parse_args`.',
+                    "In `slugify/__main__.py`, right under the line `def parse_args(argv: "
+                    'list[str]) -> argparse.Namespace:`, add the line `    """Parse the '
+                    'command-line arguments."""` (indented four spaces).',
                     lambda ws: _docstring(ws, "parse_args"),
                 ),
                 (
-                    'In `slugify/__main__.py`, add the docstring `"""The keyword arguments of '
-                    'slugify() from the parsed arguments."""` as the first line of the body of '
-                    "`slugify_params`.",
+                    "In `slugify/__main__.py`, right under the line `def slugify_params(args: "
+                    'argparse.Namespace) -> dict[str, Any]:`, add the line `    """The '
+                    'keyword arguments of slugify()."""` (indented four spaces).',
                     lambda ws: _docstring(ws, "slugify_params"),
                 ),
             ),

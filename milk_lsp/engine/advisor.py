@@ -33,19 +33,20 @@ STEP_CHARS = 600
 PLAN_REQUEST = """milk's advisor mode: change nothing yourself. Read what you need, then \
 answer with a plan only: a numbered checklist of at most {max_steps} steps, one line each, in \
 the order to do them. Each step names its file(s) as a relative path in backticks and says \
-the exact change (the text to put, the name to use) or its intent. A small local model \
-carries the steps out one at a time and sees only its step and your plan, so each step must \
-stand on its own. No code blocks, no text after the list.
+the exact change: for an edit, the exact text to replace and what replaces it, each in \
+backticks. A small local model carries the steps out one at a time and sees only its step, \
+so each step must stand on its own. No code blocks, no text after the list.
 
 The request:
 {request}"""
 
-STEP_REQUEST = """Step {number} of {total} of a plan Claude Code wrote for the user's \
-request: "{request}"
-The whole plan:
-{plan}
+STEP_REQUEST = """(milk: step {number} of {total} of a plan for the request "{request}"; \
+the other steps are done apart.)
 
-Do step {number} now, and only it: {step}"""
+{step}"""
+"""What the local model gets for a step: the step as Claude wrote it, last (small models do
+what they read last), after one line of where it stands. The whole plan made Qwen2.5-Coder-1.5B
+edit for the other steps too."""
 
 CLAUDE_STEP = """The local model could not do step {number} of your plan ({why}). Do this \
 step alone, then stop, leaving the other steps to the local model: {step}"""
@@ -134,18 +135,13 @@ class Advisor:
             return "end_turn"
         checklist = Checklist([PlanStep(content=step, status="pending") for step in steps])
         checklist.show(turn)
-        listing = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1))
         failed: list[str] = []
         for index, step in enumerate(steps):
             number = index + 1
             checklist.mark(turn, index, "in_progress", Agent.LOCAL)
             self._say(turn, f"step {number} of {len(steps)}: local model")
             ask = STEP_REQUEST.format(
-                number=number,
-                total=len(steps),
-                request=one_line(display_text),
-                plan=listing,
-                step=step,
+                number=number, total=len(steps), request=one_line(display_text), step=step
             )
             why = await self._local_step(session, turn, ask, plan, step)
             if why is None:
