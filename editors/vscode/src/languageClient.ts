@@ -34,6 +34,8 @@ export const EXTENSION_COMMANDS = new Set([
   'milk.backToLocal',
   'milk.acceptEdit',
   'milk.rejectEdit',
+  'milk.advise',
+  'milk.chooseFolder',
 ]);
 
 /**

@@ -57,7 +57,7 @@ test('every server key is declared in package.json with a default and a descript
   assert.equal(props['milk.local.textToolCalls'].default, true);
   assert.equal(props['milk.local.textToolCalls'].type, 'boolean');
   assert.equal(props['milk.local.handOff'].default, 'ask');
-  assert.deepEqual(props['milk.local.handOff'].enum, ['ask', 'auto', 'off']);
+  assert.deepEqual(props['milk.local.handOff'].enum, ['ask', 'auto', 'off', 'advise']);
   assert.equal(props['milk.local.memoryTags'].default, false);
   assert.equal(props['milk.claude.permissionTimeoutSeconds'].default, 600);
   // "number > 0" on the server: fractions allowed, zero not
@@ -112,4 +112,13 @@ test('the palette category is "milk" everywhere; the icon exists and is a PNG', 
   const icon = fs.readFileSync(path.join(__dirname, '..', pkg.icon));
   assert.equal(icon.subarray(1, 4).toString(), 'PNG');
   assert.ok(icon.readUInt32BE(16) >= 128 && icon.readUInt32BE(20) >= 128, 'at least 128x128');
+});
+
+
+test('every command the extension contributes is kept from the server\'s executeCommandProvider', () => {
+  // a server command of the same name would be registered twice: the extension then fails to
+  // start ("command 'milk.advise' already exists")
+  const source = require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'src', 'languageClient.ts'), 'utf8');
+  const kept = new Set([...source.split('EXTENSION_COMMANDS = new Set([')[1].split(']);')[0].matchAll(/'([^']+)'/g)].map((m) => m[1]));
+  for (const c of pkg.contributes.commands) assert.ok(kept.has(c.command), `${c.command} in EXTENSION_COMMANDS`);
 });

@@ -63,6 +63,7 @@ describe('bundled extension + real language client + real milk-lsp (mocked vscod
       subscriptions: [],
       extensionUri: Uri.file(root),
       extensionPath: root,
+      workspaceState: (() => { const m = new Map(); return { get: (k) => m.get(k), update: async (k, v) => void m.set(k, v), keys: () => [...m.keys()] }; })(),
       globalStorageUri: Uri.file(globalStorage),
       asAbsolutePath: (p) => path.join(root, p),
       extension: { packageJSON: require('../package.json') },

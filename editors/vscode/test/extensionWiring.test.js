@@ -59,6 +59,7 @@ before(async () => {
     subscriptions: [],
     extensionUri: Uri.file(root),
     extensionPath: root,
+    workspaceState: (() => { const m = new Map(); return { get: (k) => m.get(k), update: async (k, v) => void m.set(k, v), keys: () => [...m.keys()] }; })(),
     globalStorageUri: Uri.file(globalStorage),
     asAbsolutePath: (p) => path.join(root, p),
     extension: { packageJSON: require('../package.json') },
