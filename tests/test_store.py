@@ -399,3 +399,18 @@ def test_live_updates_reach_other_processes_in_order_and_never_their_writer(
     mine_last, mine = writer.elsewhere.live_after(start, "writer", ["/ws/a"])
     assert mine == [] and mine_last == last  # its own: read past, not relayed
     assert reader.elsewhere.live_after(start, "reader", []) == (start, [])
+
+
+def test_a_turn_is_written_for_other_doors_only_while_one_watches_its_folder(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sqlite3"
+    mine, theirs = SessionStore(path), SessionStore(path)
+    assert not mine.elsewhere.watched("me", "/ws/a")  # nobody else: nothing to write
+    mine.elsewhere.watch("me", ["/ws/a"])
+    assert not mine.elsewhere.watched("me", "/ws/a")  # its own watch does not count
+    theirs.elsewhere.watch("them", ["/ws/a", "/ws/b"])
+    assert mine.elsewhere.watched("me", "/ws/a") and mine.elsewhere.watched("me", "/ws/b")
+    assert not mine.elsewhere.watched("me", "/ws/c")
+    theirs.elsewhere.unwatch("them")
+    assert not mine.elsewhere.watched("me", "/ws/a")

@@ -35,6 +35,8 @@ LIVE_FLUSH_SECONDS = 0.2
 """How long a turn's updates gather before they are written for the other processes."""
 LIVE_POLL_SECONDS = 0.4
 """How often the other processes' updates are looked for."""
+LIVE_WATCHER_SECONDS = 0.5
+"""How often a running turn nobody else watches looks again for a door that does."""
 
 
 class RunningTurns:
@@ -127,7 +129,12 @@ class RunningTurns:
 
 
 class LiveFeed:
-    """This process's turn updates published to the store; the other processes' relayed."""
+    """This process's turn updates published to the store; the other processes' relayed.
+
+    A running turn's updates are written only while another live process watches its
+    folder (`live_watchers`); until then they wait in memory, and a door that starts
+    watching mid-turn gets the turn from its first update. With one door open, a turn adds
+    no writes (a full disk is not filled faster by updates nobody reads)."""
 
     def __init__(
         self,
@@ -145,6 +152,8 @@ class LiveFeed:
         self.origin = uuid.uuid4().hex
         """This process's mark on what it publishes (its own updates are not relayed)."""
         self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._unwatched: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+        """By (session, turn): updates of running turns nobody else watches yet."""
         self._flushing: asyncio.Task[None] | None = None
         self._watching: asyncio.Task[None] | None = None
         self._warned: set[str] = set()
@@ -153,7 +162,8 @@ class LiveFeed:
     # ---- this process's turns ---------------------------------------------------------
 
     def publish(self, workspace: str, update: dict[str, Any]) -> None:
-        """Queue one update of a turn run here; written within `LIVE_FLUSH_SECONDS`."""
+        """Queue one update of a turn run here; written within `LIVE_FLUSH_SECONDS` when
+        another door watches the folder."""
         if update.get("kind") == "turn_started":
             update = {**update, "door": self._door().name}
         self._pending.append((workspace, update))
@@ -161,18 +171,41 @@ class LiveFeed:
             self._flushing = self._running.spawn(self._flush_soon())
 
     async def _flush_soon(self) -> None:
+        """Flush after a moment; while turns wait for a watcher, look again now and then."""
         await asyncio.sleep(LIVE_FLUSH_SECONDS)
         await self.flush()
+        while self._unwatched or self._pending:
+            await asyncio.sleep(LIVE_FLUSH_SECONDS if self._pending else LIVE_WATCHER_SECONDS)
+            await self.flush()
 
     async def flush(self) -> None:
-        """Write what is queued (the server's shutdown waits for this)."""
+        """Write what is queued for the folders another door watches (the server's shutdown
+        waits for this)."""
         async with self._writing:
-            while self._pending:
+            while self._pending or self._unwatched:
                 batch, self._pending = self._pending, []
-                try:
-                    await self._sessions.publish_live(self.origin, batch)
-                except EngineError as exc:
-                    self._warn_once("publish", "cannot show this turn in other doors: %s", exc)
+                for workspace, update in batch:
+                    turn = (str(update.get("sessionId")), str(update.get("turnId")))
+                    self._unwatched.setdefault(turn, []).append((workspace, update))
+                ready: list[tuple[str, dict[str, Any]]] = []
+                for turn, updates in list(self._unwatched.items()):
+                    ended = updates[-1][1].get("kind") == "turn_ended"
+                    try:
+                        watched = await self._sessions.live_watched(self.origin, updates[0][0])
+                    except EngineError as exc:
+                        self._warn_once("publish", "cannot show this turn in other doors: %s", exc)
+                        watched = False
+                    if watched:
+                        ready += updates
+                    if watched or ended:  # nobody to show an ended turn to: it goes
+                        del self._unwatched[turn]
+                if ready:
+                    try:
+                        await self._sessions.publish_live(self.origin, ready)
+                    except EngineError as exc:
+                        self._warn_once("publish", "cannot show this turn in other doors: %s", exc)
+                if not self._pending:
+                    return
 
     # ---- the other processes' turns ---------------------------------------------------
 
@@ -184,9 +217,17 @@ class LiveFeed:
 
     async def _relay_forever(self) -> None:
         after: int | None = None
+        told: list[str] | None = None
         while True:
+            folders = sorted({*self._sessions.workspaces, *self._sessions.watched})
+            if folders and folders != told:
+                try:  # the other processes write their turns of these folders from now on
+                    await self._sessions.live_watch(self.origin)
+                    told = folders
+                except EngineError as exc:
+                    self._warn_once("watch", "cannot see turns run by other doors: %s", exc)
             await asyncio.sleep(LIVE_POLL_SECONDS)
-            if not self._sessions.workspaces and not self._sessions.watched:
+            if not folders:
                 continue
             try:
                 if after is None:
@@ -211,4 +252,6 @@ class LiveFeed:
     async def aclose(self) -> None:
         if self._watching is not None:
             self._watching.cancel()
+            with suppress(EngineError):
+                await self._sessions.live_unwatch(self.origin)
         await self.flush()

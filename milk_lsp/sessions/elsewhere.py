@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from milk_lsp.sessions.model import utc_now
 from milk_lsp.sessions.rows import iso
-from milk_lsp.system.orphans import process_alive
+from milk_lsp.system.orphans import process_alive, process_start
 
 
 class Database(Protocol):
@@ -95,6 +95,36 @@ class Elsewhere:
         return bool(rows) and process_alive(rows[0]["pid"], rows[0]["process_start"])
 
     # ---- live updates -----------------------------------------------------------------
+
+    def watch(self, origin: str, workspaces: Sequence[str]) -> None:
+        """Say that `origin` (this process) shows the turns of `workspaces` to its client:
+        the other processes then write their turns' updates for it."""
+        with self._store.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO live_watchers (origin, pid, process_start, workspaces)"
+                " VALUES (?, ?, ?, ?)",
+                (origin, os.getpid(), process_start(os.getpid()), json.dumps(list(workspaces))),
+            )
+
+    def unwatch(self, origin: str) -> None:
+        with self._store.transaction() as conn:
+            conn.execute("DELETE FROM live_watchers WHERE origin = ?", (origin,))
+
+    def watched(self, origin: str, workspace: str) -> bool:
+        """Whether a live process other than `origin` shows `workspace`'s turns (with none,
+        a turn's updates are not written: one door alone adds no writes to its turns)."""
+        rows = self._store.read(
+            "SELECT pid, process_start, workspaces FROM live_watchers WHERE origin != ?",
+            (origin,),
+        )
+        for row in rows:
+            try:
+                folders = json.loads(row["workspaces"])
+            except (TypeError, ValueError):
+                continue
+            if workspace in folders and process_alive(row["pid"], row["process_start"]):
+                return True
+        return False
 
     def publish(self, origin: str, updates: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Append `(workspace, payload)` updates of `origin` (one server process); at a

@@ -110,6 +110,12 @@ MIGRATIONS: dict[int, str] = {
             at REAL NOT NULL
         );
         CREATE INDEX live_updates_by_turn ON live_updates (session_id, turn_id);
+        CREATE TABLE live_watchers (
+            origin TEXT PRIMARY KEY,
+            pid INTEGER NOT NULL,
+            process_start TEXT NOT NULL DEFAULT '',
+            workspaces TEXT NOT NULL
+        );
     """,
     8: """
         ALTER TABLE turn_routes ADD COLUMN steps_local INTEGER NOT NULL DEFAULT 0;

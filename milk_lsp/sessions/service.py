@@ -269,6 +269,17 @@ class Sessions:
         """This process's turn updates, for the doors of the other processes."""
         await self._call(lambda store: store.elsewhere.publish(origin, updates))
 
+    async def live_watch(self, origin: str) -> None:
+        """This process shows the turns of its folders (the others then write theirs)."""
+        workspaces = [*self.workspaces, *(self.watched - set(self.workspaces))]
+        await self._call(lambda store: store.elsewhere.watch(origin, workspaces))
+
+    async def live_unwatch(self, origin: str) -> None:
+        await self._call(lambda store: store.elsewhere.unwatch(origin))
+
+    async def live_watched(self, origin: str, workspace: str) -> bool:
+        return await self._call(lambda store: store.elsewhere.watched(origin, workspace))
+
     async def live_start(self) -> int:
         return await self._call(lambda store: store.elsewhere.live_start())
 
