@@ -150,6 +150,7 @@ class Advisor:
             if self._claude_path() is None:
                 checklist.mark(turn, index, "failed", Agent.LOCAL)
                 failed.append(f"step {number} ({why}; Claude Code was not found to do it)")
+
                 continue
             checklist.mark(turn, index, "in_progress", Agent.CLAUDE)
             turn.clear_failure()
@@ -171,7 +172,9 @@ class Advisor:
             done = len(steps) - len(failed)
             turn.failure = (
                 FailureReason.LOCAL_FAILED,
-                f"{'; '.join(failed).capitalize()}. {done} of {len(steps)} steps are done.",
+                f"{'; '.join(failed).capitalize()}. {done} of {len(steps)} steps are done: "
+                "make that step yourself, or install Claude Code (or set claude.path) and "
+                "ask again; undo takes the turn's steps back",
             )
             return "error"
         return "end_turn"

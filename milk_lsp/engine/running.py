@@ -154,6 +154,9 @@ class LiveFeed:
         self._pending: list[tuple[str, dict[str, Any]]] = []
         self._unwatched: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
         """By (session, turn): updates of running turns nobody else watches yet."""
+        self._watchers_seen: dict[str, tuple[float, bool]] = {}
+        """By folder: when the store was last asked whether another door shows it, and
+        its answer."""
         self._flushing: asyncio.Task[None] | None = None
         self._watching: asyncio.Task[None] | None = None
         self._warned: set[str] = set()
@@ -190,11 +193,7 @@ class LiveFeed:
                 ready: list[tuple[str, dict[str, Any]]] = []
                 for turn, updates in list(self._unwatched.items()):
                     ended = updates[-1][1].get("kind") == "turn_ended"
-                    try:
-                        watched = await self._sessions.live_watched(self.origin, updates[0][0])
-                    except EngineError as exc:
-                        self._warn_once("publish", "cannot show this turn in other doors: %s", exc)
-                        watched = False
+                    watched = await self._watched(updates[0][0])
                     if watched:
                         ready += updates
                     if watched or ended:  # nobody to show an ended turn to: it goes
@@ -206,6 +205,21 @@ class LiveFeed:
                         self._warn_once("publish", "cannot show this turn in other doors: %s", exc)
                 if not self._pending:
                     return
+
+    async def _watched(self, workspace: str) -> bool:
+        """Whether another door shows `workspace`, asked of the store at most every
+        `LIVE_WATCHER_SECONDS` (a streaming turn flushes five times a second)."""
+        now = asyncio.get_running_loop().time()
+        known = self._watchers_seen.get(workspace)
+        if known is not None and now - known[0] < LIVE_WATCHER_SECONDS:
+            return known[1]
+        try:
+            watched = await self._sessions.live_watched(self.origin, workspace)
+        except EngineError as exc:
+            self._warn_once("publish", "cannot show this turn in other doors: %s", exc)
+            watched = False
+        self._watchers_seen[workspace] = (now, watched)
+        return watched
 
     # ---- the other processes' turns ---------------------------------------------------
 
@@ -219,7 +233,7 @@ class LiveFeed:
         after: int | None = None
         told: list[str] | None = None
         while True:
-            folders = sorted({*self._sessions.workspaces, *self._sessions.watched})
+            folders = self._sessions.shown_folders
             if folders and folders != told:
                 try:  # the other processes write their turns of these folders from now on
                     await self._sessions.live_watch(self.origin)

@@ -269,9 +269,14 @@ class Sessions:
         """This process's turn updates, for the doors of the other processes."""
         await self._call(lambda store: store.elsewhere.publish(origin, updates))
 
+    @property
+    def shown_folders(self) -> list[str]:
+        """The folders whose turns this process shows: its workspaces and `watched`."""
+        return sorted({*self.workspaces, *self.watched})
+
     async def live_watch(self, origin: str) -> None:
         """This process shows the turns of its folders (the others then write theirs)."""
-        workspaces = [*self.workspaces, *(self.watched - set(self.workspaces))]
+        workspaces = self.shown_folders
         await self._call(lambda store: store.elsewhere.watch(origin, workspaces))
 
     async def live_unwatch(self, origin: str) -> None:
@@ -286,7 +291,7 @@ class Sessions:
     async def live_after(self, after_id: int, origin: str) -> tuple[int, list[LiveUpdate]]:
         """Other processes' updates on this server's workspace folders since `after_id`, and
         the last id read."""
-        workspaces = [*self.workspaces, *(self.watched - set(self.workspaces))]
+        workspaces = self.shown_folders
         return await self._call(
             lambda store: store.elsewhere.live_after(after_id, origin, workspaces)
         )

@@ -622,24 +622,18 @@ input.addEventListener('keydown', (e) => {
 });
 input.addEventListener('input', () => sent.stopBrowsing());
 sendBtn.addEventListener('click', submit);
-escalateBtn.addEventListener('click', () => {
+/** The input box's text for a button that sends it (kept for ↑), the box emptied. */
+function takeInput(): string | undefined {
   const text = input.value.trim();
   input.value = '';
   if (text) {
     sent.add(text);
     persist();
   }
-  send({ type: 'escalate', text: text || undefined });
-});
-adviseBtn.addEventListener('click', () => {
-  const text = input.value.trim();
-  input.value = '';
-  if (text) {
-    sent.add(text);
-    persist();
-  }
-  send({ type: 'advise', text: text || undefined });
-});
+  return text || undefined;
+}
+escalateBtn.addEventListener('click', () => send({ type: 'escalate', text: takeInput() }));
+adviseBtn.addEventListener('click', () => send({ type: 'advise', text: takeInput() }));
 cancelBtn.addEventListener('click', () => send({ type: 'cancel' }));
 folderBtn.addEventListener('click', () => send({ type: 'chooseFolder' }));
 newBtn.addEventListener('click', () => send({ type: 'newSession' }));

@@ -75,6 +75,17 @@ local function opt(v)
   return v ~= vim.NIL and v or nil
 end
 
+--- How a stored turn ended: its changes, usage and end line, as the live turn showed them.
+local function render_end(S, turn, turn_id, info)
+  local changes = opt(info.changes)
+  if type(changes) == 'table' and #changes > 0 then
+    render.changes(S, turn_id, changes, info.undone == true)
+  end
+  render.usage(S, opt(info.usage))
+  local err = opt(info.error)
+  render.turn_end(S, info.agent or turn.agent, info.stopReason, type(err) == 'table' and err.message or nil)
+end
+
 --- One stored turn: the user's record, the agents' records, and how it ended.
 local function render_turn(S, turn_id, user, answers, info)
   local turn = chat.new_turn(turn_id)
@@ -111,14 +122,7 @@ local function render_turn(S, turn_id, user, answers, info)
         placed = true
       end
     end
-    local changes = opt(info.changes)
-    if type(changes) == 'table' and #changes > 0 then
-      render.changes(S, turn_id, changes, info.undone == true)
-    end
-    render.usage(S, opt(info.usage))
-    local err = opt(info.error)
-    render.turn_end(S, info.agent or turn.agent, info.stopReason, type(err) == 'table' and err.message or nil)
-    return
+    return render_end(S, turn, turn_id, info)
   end
   -- The turn started with the local model unless the user sent it to Claude.
   local first
@@ -142,13 +146,7 @@ local function render_turn(S, turn_id, user, answers, info)
       render_part(S, turn, rec)
     end
   end
-  local changes = opt(info.changes)
-  if type(changes) == 'table' and #changes > 0 then
-    render.changes(S, turn_id, changes, info.undone == true)
-  end
-  render.usage(S, opt(info.usage))
-  local err = opt(info.error)
-  render.turn_end(S, info.agent or turn.agent, info.stopReason, type(err) == 'table' and err.message or nil)
+  render_end(S, turn, turn_id, info)
 end
 
 --- Render a session's stored history (`milk/session/get`), replacing the buffer.
