@@ -88,7 +88,7 @@ def _lowercase_flag(tree: ast.Module, source: str) -> str:
     return "" if re.search(r"dest=['\"]lowercase['\"]", source) else "dest='lowercase' lost"
 
 
-def _renamed(workspace: Path, rel: str) -> str:
+def _separator_renamed(workspace: Path, rel: str) -> str:
     tree, problem = module(workspace, rel)
     if tree is None:
         return problem
@@ -256,13 +256,13 @@ SLUGIFY = Project(
                 (
                     "In `slugify/slugify.py`, replace every `DEFAULT_SEPARATOR` with "
                     "`SEPARATOR` (the definition `DEFAULT_SEPARATOR = '-'` and its 11 uses).",
-                    lambda ws: _renamed(ws, "slugify/slugify.py"),
+                    lambda ws: _separator_renamed(ws, "slugify/slugify.py"),
                 ),
                 (
                     "In `slugify/__main__.py`, replace every `DEFAULT_SEPARATOR` with "
                     "`SEPARATOR` (the import `from .slugify import slugify, DEFAULT_SEPARATOR` "
                     "and its two uses).",
-                    lambda ws: _renamed(ws, "slugify/__main__.py"),
+                    lambda ws: _separator_renamed(ws, "slugify/__main__.py"),
                 ),
             ),
         ),
