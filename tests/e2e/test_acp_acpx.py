@@ -98,6 +98,7 @@ async def test_acpx_exec_streams_a_local_turn(env: Env, openai: FakeOpenAIServer
     assert [c["name"] for c in commands[0]["availableCommands"]] == [
         "escalate",
         "local",
+        "advise",
         "context",
         "undo",
     ]
