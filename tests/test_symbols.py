@@ -69,6 +69,35 @@ def test_symbols_are_found_with_decorators_async_and_nesting(
     assert SOURCE[span.start : span.end].startswith(starts)
 
 
+@pytest.mark.parametrize(
+    ("where", "symbol", "starts"),
+    [
+        ("slugify/slugify.py", "slugify.slugify.Parser.run", "async def run"),
+        ("pkg/m.py", "m.cached", "@functools.cache"),
+        ("pkg/m.py", "pkg.m.Parser", "class Parser:"),
+        ("pkg/__init__.py", "pkg.outer", "def outer():"),
+    ],
+)
+def test_a_name_qualified_with_the_file_s_module_is_found(
+    where: str, symbol: str, starts: str
+) -> None:
+    span = find_symbol(SOURCE, symbol, where)
+    assert SOURCE[span.start : span.end].startswith(starts)
+
+
+def test_a_function_named_with_its_module_is_replaced_in_place() -> None:
+    text, span = replace_symbol(SOURCE, "m.outer", "def outer():\n    return 2\n", "pkg/m.py")
+    assert (span.first_line, text.count("def outer")) == (26, 1)
+    assert "return helper()" not in text and "    return 2" in text
+
+
+def test_a_module_prefix_the_file_does_not_have_is_still_missing() -> None:
+    with pytest.raises(EditDoesNotApply):
+        find_symbol(SOURCE, "other.cached", "pkg/m.py")
+    with pytest.raises(EditDoesNotApply):
+        find_symbol(SOURCE, "m", "pkg/m.py")  # the module itself is no definition
+
+
 def test_a_missing_symbol_names_those_the_file_has() -> None:
     with pytest.raises(EditDoesNotApply) as failed:
         find_symbol(SOURCE, "Parser.walk", "m.py")

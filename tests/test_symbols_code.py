@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import pytest
 
@@ -427,3 +428,14 @@ def test_the_edit_tool_change_uses_symbols_in_other_languages() -> None:
     assert "items[size] = x; size++;" in inside.apply(JAVA, "Stack.java").text
     with pytest.raises(EditDoesNotApply, match="symbol works for source files milk parses only"):
         EditChange("", "x", "intro", False, ()).apply("# Intro\n", "README.md")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_name_qualified_with_the_file_s_module_is_found(case: Case) -> None:
+    module = PurePosixPath(case.path).stem
+    for symbol in (case.function, case.method):
+        plain = find_symbol(case.source, symbol, case.path)
+        named = find_symbol(case.source, f"{module}.{symbol}", f"src/{case.path}")
+        assert (named.start, named.end) == (plain.start, plain.end)
+    with pytest.raises(EditDoesNotApply):
+        find_symbol(case.source, f"elsewhere.{case.function}", case.path)

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from milk_lsp.agents.local.replace import EditDoesNotApply
+from milk_lsp.agents.local.symbols.qualified import without_module
 from milk_lsp.agents.local.symbols.span import SymbolSpan, dedent, reindent
 from milk_lsp.code import Language, syntax_problems
 from milk_lsp.code.parse import Body, Extent, bodies, extents
@@ -42,7 +43,7 @@ class _Named:
 def find_code_symbol(text: str, symbol: str, where: str, language: Language) -> SymbolSpan:
     """The span of `symbol` in `text`: the definition with its doc comments, attributes and
     `export` (see the module's docstring); `EditDoesNotApply` naming the file's symbols."""
-    named, hits = _lookup(text, symbol, language)
+    named, hits = _lookup(text, symbol, where, language)
     return _span(text, _one(hits, named, symbol, where), symbol)
 
 
@@ -51,7 +52,7 @@ def replace_code_symbol(
 ) -> tuple[str, SymbolSpan]:
     """The whole new text with `symbol` replaced by `new_text` (indented as it is), and the
     span replaced; a definition not there yet is added (the span is then where it went)."""
-    named, hits = _lookup(text, symbol, language)
+    named, hits = _lookup(text, symbol, where, language)
     if not hits:
         added = _insert(text, _parts(symbol), new_text, language)
         if added is None:
@@ -87,15 +88,21 @@ def replace_code_symbol(
     return text[:start] + body + text[end:], span
 
 
-def _lookup(text: str, symbol: str, language: Language) -> tuple[list[_Named], list[_Named]]:
+def _lookup(
+    text: str, symbol: str, where: str, language: Language
+) -> tuple[list[_Named], list[_Named]]:
     """Every named definition of `text`, and those `symbol` names: the one whose path it is,
     else each whose path ends with it."""
     parts = _parts(symbol)
     if not parts:
         raise EditDoesNotApply("symbol must name a function, class, method or variable")
     named = _named(text, language)
-    exact = [one for one in named if one.path == parts]
-    return named, exact or [one for one in named if one.path[-len(parts) :] == parts]
+    for wanted in [parts, *without_module(parts, where)]:
+        exact = [one for one in named if one.path == wanted]
+        hits = exact or [one for one in named if one.path[-len(wanted) :] == wanted]
+        if hits:
+            return named, hits
+    return named, []
 
 
 def _parts(symbol: str) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
+from milk_lsp.agents.local.symbols.qualified import without_module
 from milk_lsp.agents.local.symbols.span import SymbolSpan, dedent, reindent
 
 if TYPE_CHECKING:
@@ -51,6 +52,10 @@ def find_symbol(text: str, symbol: str, where: str) -> SymbolSpan:
     if not parts:
         raise EditDoesNotApply("symbol must name a function, class, method or variable")
     found = _lookup(tree, parts)
+    for rest in [] if found else without_module(parts, where):
+        found = _lookup(tree, list(rest))
+        if found is not None:
+            break
     if found is None:
         raise EditDoesNotApply(
             f"{where} has no {symbol!r}. Its symbols are: {', '.join(symbol_names(tree)[:40])}."
