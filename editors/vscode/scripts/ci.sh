@@ -109,15 +109,14 @@ if [ "${SKIP_E2E:-}" = 1 ]; then
   finish
 fi
 CS_DIR="$MILK_CI_CACHE/code-server-$CS_VERSION"
-# run one code-server e2e script: name, timeout, script (its last `e2e: N passed, N failed` counts)
+# run one code-server e2e script: name, timeout, script (its `e2e: N passed, N failed` lines add up)
 e2e_run() {
   local name="$1" limit="$2" script="$3" s=$(date +%s) rc=0
   CS_BIN="$CS_BIN" VSIX="$HERE/milk-lsp.vsix" ART="$ART/$name" timeout "$limit" bash "$script" > "$ART/$name.log" 2>&1 || rc=$?
   echo "$name $(( $(date +%s) - s ))s rc=$rc" >> "$ART/timings.txt"
   local line ep ef
-  line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$ART/$name.log" | tail -1)
-  ep=$(echo "$line" | awk '{print $2}')
-  ef=$(echo "$line" | awk '{print $4}')
+  ep=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$ART/$name.log" | awk '{p += $2} END {if (NR) print p}')
+  ef=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$ART/$name.log" | awk '{f += $4} END {if (NR) print f}')
   log "code-server $name: ${ep:-?} passed, ${ef:-?} failed (rc=$rc, $(( $(date +%s) - s ))s)"
   grep -E '^(PASS|FAIL) ' "$ART/$name.log" | sed 's/^/    /'
   if [ -z "$ep" ] || [ $rc -ne 0 ]; then
@@ -129,7 +128,7 @@ e2e_run() {
 }
 if step code-server-install 1200 env CS_VERSION=$CS_VERSION CS_DIR="$CS_DIR" bash scripts/install_code_server.sh; then
   CS_BIN="$(tail -1 "$ART/code-server-install.log")"
-  e2e_run e2e 600 scripts/e2e.sh
+  e2e_run e2e 900 scripts/e2e.sh
   # issue 22: from a clean HOME with no milk-lsp on PATH, the extension installs its own
   e2e_run e2e-install 720 scripts/e2e_install.sh
 else

@@ -93,6 +93,7 @@ cat > "$W/ud/User/settings.json" <<JSON
   "milk.storageDir": "$W/storage"
 }
 JSON
+cp "$W/ud/User/settings.json" "$W/settings.orig.json"
 PORT="$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")"
 printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$W/config.yaml"
 CS=("$CS_BIN" --config "$W/config.yaml" --user-data-dir "$W/ud" --extensions-dir "$W/ext")
@@ -114,4 +115,15 @@ URL="http://127.0.0.1:$PORT/?folder=$W/workspace" OUT="$ART" PROFILE="$W/chrome-
   OPENAI_URL="$OPENAI_URL" ANTHROPIC_URL="$ANTHROPIC_URL" MILK_LSP="$MILK_VENV/bin/milk-lsp" STORAGE="$W/storage" \
   timeout 480 node "$HERE/e2e/drive.js" || rc=$?
 echo "e2e finished rc=$rc ($(el)); artifacts in $ART"
+
+# a multi-root window (e2e/multiroot.js): two folders in a .code-workspace, the chat on the
+# second; drive.js changed User settings through the Settings editor, so they are put back
+mkdir -p "$W/mr/alpha" "$W/mr/beta"
+printf 'print("alpha")\n' > "$W/mr/alpha/main.py"
+printf 'codename = ORCHID-7\n' > "$W/mr/beta/orchid.txt"
+printf '{"folders": [{"path": "alpha"}, {"path": "beta"}]}\n' > "$W/mr/both.code-workspace"
+cp "$W/settings.orig.json" "$W/ud/User/settings.json"
+URL="http://127.0.0.1:$PORT/?workspace=$W/mr/both.code-workspace" OUT="$ART" PROFILE="$W/chrome-profile-mr" OPENAI_URL="$OPENAI_URL" \
+  timeout 240 node "$HERE/e2e/multiroot.js" || rc=1
+echo "multi-root e2e finished rc=$rc ($(el))"
 exit $rc

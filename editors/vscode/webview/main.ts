@@ -539,7 +539,7 @@ window.addEventListener('message', (ev: MessageEvent<ToWebview>) => {
       if (named) renderTurn(named);
       workspaceFolder = m.workspaceFolder;
       folderBtn.hidden = !m.folder;
-      folderBtn.textContent = m.folder ? `📁 ${m.folder}` : '';
+      folderBtn.textContent = m.folder ? `${m.folder} ▾` : '';
       serverState = m.serverState;
       problemEl.hidden = !(m.serverState === 'failed' && m.problem);
       problemEl.textContent = m.problem ?? '';
