@@ -2,13 +2,17 @@
 
 Each multi-step task of the project (`Project.advisor_tasks`: a rename across files, a new
 parameter with its uses, a docstring pass) is one `milk/chat` on route `advise` in a new
-session of the real server, the project unpacked afresh. The Claude stand-in answers the plan
-request with the task's plan, written as Claude would write it, and any step Claude is asked
-to do with its canned text (it edits nothing: a step handed to Claude counts as Claude's,
-and is not checked). Each step the local model marked done is checked on the files; one
-that is not is a silent failure. Then the same request goes once to Claude alone (route
-`claude`, the stand-in answering in one API call: a lower bound of what Claude alone costs),
-and the Claude cost of the two is compared.
+session of the real server, the project unpacked afresh. The Claude stand-in plays Claude as
+it would work: it reads the files the plan touches, then answers the plan request with the
+task's plan; a step handed to Claude is done with Claude Code's Read and Edit tools (the
+step's `ClaudeEdit`), for real. Each step the local model marked done is checked on the
+files (one that is not is a silent failure), and the workspace at the end is checked for
+every step. Then the same request goes to Claude alone (route `claude`): it reads the files
+and makes every step's edit, one tool call each, as Claude Code does.
+
+The stand-in counts each request's tokens from its size (`usage: "measured"`: 4 characters a
+token, a start shared with an earlier request read from the prompt cache), so the two routes'
+Claude costs, as the real CLI prices them, compare like with like.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 from bench._harness import FakeProcess
 from bench._llama import TimingsProxy
-from bench.real_tasks_suite import AdvisorTask, lay_out
+from bench.real_tasks_suite import AdvisorTask, ClaudeEdit, lay_out
 
 CLAUDE_REPLY = "Claude Code (the stand-in) took this task over."
 
@@ -29,14 +33,31 @@ async def run_advisor_task(
 ) -> dict[str, Any]:
     """One task on route `advise`, then the same request on Claude alone; its row."""
     lay_out(sdist, turns.workspace)
-    api.script([{"text": task.plan}, {"text": CLAUDE_REPLY, "repeat": 100_000}])
+    api.script(
+        [
+            *_reads(task.files, turns.workspace),
+            {"text": task.plan, "usage": "measured"},
+            *(
+                {
+                    "when": text[:60],
+                    "then": [
+                        *_reads([edit.path], turns.workspace),
+                        *_edit(edit, turns.workspace),
+                        _done(),
+                    ],
+                }
+                for text, _, edit in task.steps
+            ),
+            {**_done(), "repeat": 100_000},
+        ]
+    )
     session_id = await turns.new_session()
     proxy.label, start = task.name, len(proxy.calls)
     started = time.perf_counter()
     result, timed_out, seconds = await turns.chat(session_id, task.prompt, route="advise")
     calls = proxy.since(start)
     steps = []
-    for (text, check), shown in zip(task.steps, result.get("plan") or [], strict=False):
+    for (text, check, _), shown in zip(task.steps, result.get("plan") or [], strict=False):
         problem = check(turns.workspace)
         done_locally = shown.get("status") == "completed" and shown.get("agent") == "local"
         steps.append(
@@ -55,10 +76,18 @@ async def run_advisor_task(
         if u.get("kind") == "escalated" and u.get("by") == "fallback"
     ]
     trace = turns.trace(session_id, result.get("turnId"))
+    unmade = [problem for _, check, _ in task.steps if (problem := check(turns.workspace))]
     lay_out(sdist, turns.workspace)
-    api.script([{"text": CLAUDE_REPLY, "repeat": 100_000}])
+    api.script(
+        [
+            *_reads(task.files, turns.workspace),
+            *(call for _, _, edit in task.steps for call in _edit(edit, turns.workspace)),
+            {**_done(), "repeat": 100_000},
+        ]
+    )
     alone, _, _ = await turns.chat(await turns.new_session(), task.prompt, route="claude")
     alone_cost = float((alone.get("usage") or {}).get("costUsd") or 0.0)
+    alone_unmade = [problem for _, check, _ in task.steps if (problem := check(turns.workspace))]
     row = {
         "task": task.name,
         "kind": "advise",
@@ -70,6 +99,9 @@ async def run_advisor_task(
         "stepsClaude": sum(s["status"] == "completed" and s["agent"] == "claude" for s in steps),
         "stepsFailed": len(task.steps) - sum(s["status"] == "completed" for s in steps),
         "silent": sum(s["silent"] for s in steps),
+        "endedAsAsked": not unmade,
+        "notMade": unmade,
+        "aloneEndedAsAsked": not alone_unmade,
         "seconds": round(seconds, 1),
         "modelCalls": len(calls),
         "generated": sum(c.generated for c in calls),
@@ -87,10 +119,37 @@ async def run_advisor_task(
     print(
         f"{task.name:<20} {row['stopReason']!s:<9} {row['seconds']:>6.1f} {len(calls):>5} "
         f"{row['generated']:>6}  steps {marks or '-'}  Claude ${advisor_cost:.4f} "
-        f"(alone ${alone_cost:.4f})",
+        f"(alone ${alone_cost:.4f}){'' if not unmade else '  NOT AS ASKED: ' + unmade[0]}",
         flush=True,
     )
     return row
+
+
+def _measured(call: dict[str, Any]) -> dict[str, Any]:
+    return {**call, "usage": "measured"}
+
+
+def _done() -> dict[str, Any]:
+    return _measured({"text": CLAUDE_REPLY})
+
+
+def _reads(paths: list[str], workspace: Path) -> list[dict[str, Any]]:
+    """Claude Code reading each file (one Read call per response, as it works)."""
+    return [
+        _measured({"tool_use": {"name": "Read", "input": {"file_path": str(workspace / p)}}})
+        for p in paths
+    ]
+
+
+def _edit(edit: ClaudeEdit, workspace: Path) -> list[dict[str, Any]]:
+    """Claude Code's Edit call making the step."""
+    change = {
+        "file_path": str(workspace / edit.path),
+        "old_string": edit.old,
+        "new_string": edit.new,
+        "replace_all": edit.every,
+    }
+    return [_measured({"tool_use": {"name": "Edit", "input": change}})]
 
 
 def advisor_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,13 +167,17 @@ def advisor_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "claudeCostUsd": round(cost, 6),
         "claudeAloneCostUsd": round(alone, 6),
         "costRatio": round(cost / alone, 2) if alone else None,
+        "endedAsAsked": sum(r["endedAsAsked"] for r in rows),
+        "aloneEndedAsAsked": sum(r["aloneEndedAsAsked"] for r in rows),
     }
     print(
         f"\nsteps done locally: {local}/{planned}"
         f" ({100 * (out['shareLocal'] or 0):.0f} %); by Claude: {out['stepsClaude']}; "
         f"failed: {out['stepsFailed']}; silent failures (a step marked done locally that the "
         f"files do not show): {out['silentSteps']} (target 0)\n"
+        f"tasks that ended as asked: advisor {out['endedAsAsked']}/{len(rows)}, Claude alone "
+        f"{out['aloneEndedAsAsked']}/{len(rows)}\n"
         f"Claude cost on advisor turns ${cost:.4f} against ${alone:.4f} for the same requests "
-        f"on Claude alone (one stand-in call each, a lower bound): ratio {out['costRatio']}"
+        f"on Claude alone (tokens measured by the stand-in): ratio {out['costRatio']}"
     )
     return out

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bench.real_tasks_suite import (
     AdvisorTask,
+    ClaudeEdit,
     Project,
     Task,
     defaults,
@@ -257,12 +258,14 @@ SLUGIFY = Project(
                     "In `slugify/slugify.py`, replace every `DEFAULT_SEPARATOR` with "
                     "`SEPARATOR` (the definition `DEFAULT_SEPARATOR = '-'` and its 11 uses).",
                     lambda ws: _separator_renamed(ws, "slugify/slugify.py"),
+                    ClaudeEdit("slugify/slugify.py", "DEFAULT_SEPARATOR", "SEPARATOR", every=True),
                 ),
                 (
                     "In `slugify/__main__.py`, replace every `DEFAULT_SEPARATOR` with "
                     "`SEPARATOR` (the import `from .slugify import slugify, DEFAULT_SEPARATOR` "
                     "and its two uses).",
                     lambda ws: _separator_renamed(ws, "slugify/__main__.py"),
+                    ClaudeEdit("slugify/__main__.py", "DEFAULT_SEPARATOR", "SEPARATOR", every=True),
                 ),
             ),
         ),
@@ -275,6 +278,11 @@ SLUGIFY = Project(
                     "In `slugify/slugify.py`, replace `allow_unicode: bool = False,` with "
                     "`allow_unicode: bool = False, trim: bool = True,`.",
                     _trim_parameter,
+                    ClaudeEdit(
+                        "slugify/slugify.py",
+                        "allow_unicode: bool = False,",
+                        "allow_unicode: bool = False, trim: bool = True,",
+                    ),
                 ),
                 (
                     "In `slugify/slugify.py`, replace `text = DUPLICATE_DASH_PATTERN.sub("
@@ -282,11 +290,23 @@ SLUGIFY = Project(
                     "DUPLICATE_DASH_PATTERN.sub(DEFAULT_SEPARATOR, text).strip(DEFAULT_SEPARATOR "
                     "if trim else '')`.",
                     _trim_used,
+                    ClaudeEdit(
+                        "slugify/slugify.py",
+                        "text = DUPLICATE_DASH_PATTERN.sub(DEFAULT_SEPARATOR, text)"
+                        ".strip(DEFAULT_SEPARATOR)",
+                        "text = DUPLICATE_DASH_PATTERN.sub(DEFAULT_SEPARATOR, text)"
+                        ".strip(DEFAULT_SEPARATOR if trim else '')",
+                    ),
                 ),
                 (
                     "In `slugify/__main__.py`, replace `allow_unicode=args.allow_unicode` with "
                     "`allow_unicode=args.allow_unicode, trim=True`.",
                     _trim_passed,
+                    ClaudeEdit(
+                        "slugify/__main__.py",
+                        "allow_unicode=args.allow_unicode",
+                        "allow_unicode=args.allow_unicode, trim=True",
+                    ),
                 ),
             ),
         ),
@@ -299,12 +319,24 @@ SLUGIFY = Project(
                     'list[str]) -> argparse.Namespace:`, add the line `    """Parse the '
                     'command-line arguments."""` (indented four spaces).',
                     lambda ws: _docstring(ws, "parse_args"),
+                    ClaudeEdit(
+                        "slugify/__main__.py",
+                        "def parse_args(argv: list[str]) -> argparse.Namespace:\n",
+                        "def parse_args(argv: list[str]) -> argparse.Namespace:\n"
+                        '    """Parse the command-line arguments."""\n',
+                    ),
                 ),
                 (
                     "In `slugify/__main__.py`, right under the line `def slugify_params(args: "
                     'argparse.Namespace) -> dict[str, Any]:`, add the line `    """The '
                     'keyword arguments of slugify()."""` (indented four spaces).',
                     lambda ws: _docstring(ws, "slugify_params"),
+                    ClaudeEdit(
+                        "slugify/__main__.py",
+                        "def slugify_params(args: argparse.Namespace) -> dict[str, Any]:\n",
+                        "def slugify_params(args: argparse.Namespace) -> dict[str, Any]:\n"
+                        '    """The keyword arguments of slugify()."""\n',
+                    ),
                 ),
             ),
         ),

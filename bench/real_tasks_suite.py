@@ -47,18 +47,35 @@ class Task:
 
 
 @dataclass(frozen=True)
+class ClaudeEdit:
+    """A plan step as Claude Code's Edit tool makes it: the stand-in's scripted tool call
+    when Claude does the step (alone, or after the local model failed it)."""
+
+    path: str
+    old: str
+    new: str
+    every: bool = False
+
+
+@dataclass(frozen=True)
 class AdvisorTask:
     """A multi-step request run on the advisor route (issue 32): the plan the Claude
     stand-in answers with, as Claude would write it, and a check per step of the files."""
 
     name: str
     prompt: str
-    steps: tuple[tuple[str, Callable[[Path], str]], ...]
-    """(the step as the plan says it, its check: "" when the workspace shows it done)."""
+    steps: tuple[tuple[str, Callable[[Path], str], ClaudeEdit], ...]
+    """(the step as the plan says it, its check: "" when the workspace shows it done, the
+    edit Claude makes for it)."""
 
     @property
     def plan(self) -> str:
-        return "\n".join(f"{n}. {step}" for n, (step, _) in enumerate(self.steps, 1))
+        return "\n".join(f"{n}. {step}" for n, (step, _, _) in enumerate(self.steps, 1))
+
+    @property
+    def files(self) -> list[str]:
+        """The files the steps edit, in order: what Claude reads before planning or editing."""
+        return list(dict.fromkeys(edit.path for _, _, edit in self.steps))
 
 
 @dataclass(frozen=True)

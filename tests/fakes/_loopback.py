@@ -172,11 +172,25 @@ class ScriptedLoopbackServer:
         with self.lock:
             return len(self._queue)
 
-    def pop_response(self) -> Response:
-        """The next response (`"repeat": N` answers N requests); "ok" when the queue is empty."""
+    def pop_response(self, said: str = "") -> Response:
+        """The next response (`"repeat": N` answers N requests); "ok" when the queue is empty.
+
+        An entry `{"when": text, "then": [...]}` waits in the queue, skipped, until a request
+        whose latest user text (`said`) contains `text`: its `then` responses are then the
+        next ones, in order (a conversation whose turns are not known in advance)."""
         with self.lock:
-            if not self._queue:
+            for entry in list(self._queue):
+                when = entry.get("when")
+                if isinstance(when, str) and when in said:
+                    self._queue.remove(entry)
+                    self._queue.extendleft(reversed(copy.deepcopy(list(entry.get("then", [])))))
+                    break
+            waiting = [r for r in self._queue if "when" in r]
+            ready = [r for r in self._queue if "when" not in r]
+            if not ready:
                 return {"text": "ok"}
+            self._queue.clear()
+            self._queue.extend(ready + waiting)
             response = self._queue[0]
             repeat = int(response.get("repeat", 1))
             if repeat > 1:

@@ -37,7 +37,10 @@ the text "ok"):
   (woken early by the client hanging up or ``stop()``), then the rest.
 * ``{"delay": s}``: waits ``s`` seconds before each chunk, so ``{"delay": s}`` alone answers
   "ok" after ``s`` seconds.
-* ``"usage"``: optional dict merged into the reported usage.
+* ``"usage"``: optional dict merged into the reported usage, or ``"measured"``: counted from
+  the request (`FakeAnthropicAPI.measured_usage`), for cost comparisons.
+* ``{"when": "text", "then": [...]}``: waits, skipped, until a request whose last user text
+  contains ``text``; its ``then`` responses answer that request and the ones after it.
 
 Side requests that Claude Code may make besides the conversation (title generation, quota
 probes, small-model side calls) never consume the script: a request is "main" only when it
@@ -91,6 +94,26 @@ def is_main_request(request: dict[str, Any]) -> bool:
         return False
     tools = body.get("tools")
     return bool(tools) and body.get("stream") is True
+
+
+def _shared_start(one: str, other: str) -> int:
+    """How many first characters `one` and `other` have in common (a binary search)."""
+    low, high = 0, min(len(one), len(other))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if one[:middle] == other[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def latest_user_text(body: dict[str, Any]) -> str:
+    """The text of the request's last user message (its tool results left out)."""
+    users = [
+        m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"
+    ]
+    return "\n".join(_block_texts(users[-1].get("content"))) if users else ""
 
 
 def _block_texts(content: Any) -> list[str]:
@@ -268,7 +291,9 @@ class _Handler(LoopbackHandler):
             )
             return
         if record["main"]:
-            response = self.server.api.pop_response()
+            response = self.server.api.pop_response(latest_user_text(body))
+            if response.get("usage") == "measured":
+                response = {**response, "usage": self.server.api.measured_usage(body)}
         else:
             response = {"text": SIDE_ANSWER, "chunk_chars": 1000}
         model = str(body.get("model") or "claude-fake-1")
@@ -548,6 +573,8 @@ class FakeAnthropicAPI(ScriptedLoopbackServer):
     def __init__(self, script: list[Response] | None = None, *, port: int = 0) -> None:
         self.requests_list: list[dict[str, Any]] = []
         """Every recorded request: method, path, headers (minus the key), JSON body, main."""
+        self._sent: list[str] = []
+        """The requests `measured_usage` counted, as sent (for what the cache holds)."""
         super().__init__(script, port=port)
 
     def _attach(self, server: ThreadingHTTPServer) -> None:
@@ -568,6 +595,21 @@ class FakeAnthropicAPI(ScriptedLoopbackServer):
     def clear_requests(self) -> None:
         with self.lock:
             self.requests_list.clear()
+
+    def measured_usage(self, body: dict[str, Any]) -> dict[str, int]:
+        """Usage as the API would count `body`, roughly: 4 characters a token; the longest
+        start it shares with an earlier request (tools, system prompt, earlier messages) is
+        read from the prompt cache when 1024 tokens or more, the rest is new input."""
+        sent = json.dumps([body.get("tools"), body.get("system"), body.get("messages")])
+        with self.lock:
+            shared = max((_shared_start(sent, old) for old in self._sent), default=0)
+            self._sent.append(sent)
+        cached = shared // 4 if shared // 4 >= 1024 else 0
+        return {
+            "input_tokens": max(1, len(sent) // 4 - cached),
+            "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": 0,
+        }
 
 
 @contextlib.contextmanager
