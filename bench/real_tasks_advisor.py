@@ -17,6 +17,7 @@ Claude costs, as the real CLI prices them, compare like with like.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ async def run_advisor_task(
             {**_done(), "repeat": 100_000},
         ]
     )
+    api.call("DELETE", "/_requests")
     session_id = await turns.new_session()
     proxy.label, start = task.name, len(proxy.calls)
     started = time.perf_counter()
@@ -77,6 +79,8 @@ async def run_advisor_task(
     ]
     trace = turns.trace(session_id, result.get("turnId"))
     unmade = [problem for _, check, _ in task.steps if (problem := check(turns.workspace))]
+    advisor_requests = _sizes(api.call("GET", "/_requests"))
+    api.call("DELETE", "/_requests")
     lay_out(sdist, turns.workspace)
     api.script(
         [
@@ -88,6 +92,7 @@ async def run_advisor_task(
     alone, _, _ = await turns.chat(await turns.new_session(), task.prompt, route="claude")
     alone_cost = float((alone.get("usage") or {}).get("costUsd") or 0.0)
     alone_unmade = [problem for _, check, _ in task.steps if (problem := check(turns.workspace))]
+    alone_requests = _sizes(api.call("GET", "/_requests"))
     row = {
         "task": task.name,
         "kind": "advise",
@@ -99,6 +104,7 @@ async def run_advisor_task(
         "stepsClaude": sum(s["status"] == "completed" and s["agent"] == "claude" for s in steps),
         "stepsFailed": len(task.steps) - sum(s["status"] == "completed" for s in steps),
         "silent": sum(s["silent"] for s in steps),
+        "claudeRequests": {"advisor": advisor_requests, "alone": alone_requests},
         "endedAsAsked": not unmade,
         "notMade": unmade,
         "aloneEndedAsAsked": not alone_unmade,
@@ -122,7 +128,27 @@ async def run_advisor_task(
         f"(alone ${alone_cost:.4f}){'' if not unmade else '  NOT AS ASKED: ' + unmade[0]}",
         flush=True,
     )
+    for route, sizes in (("advisor", advisor_requests), ("alone", alone_requests)):
+        print(
+            f"    {route:<7} {len(sizes)} Claude requests; tokens sent (tools + system +"
+            f" messages): {' '.join(f'{t}+{y}+{m}' for t, y, m in sizes)}",
+            flush=True,
+        )
     return row
+
+
+def _sizes(requests: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+    """Each conversation request's tools, system prompt and messages, in tokens (4
+    characters a token, as the stand-in counts them)."""
+
+    def tokens(body: dict[str, Any], key: str) -> int:
+        return len(json.dumps(body.get(key))) // 4
+
+    return [
+        (tokens(r["body"], "tools"), tokens(r["body"], "system"), tokens(r["body"], "messages"))
+        for r in requests
+        if r.get("main")
+    ]
 
 
 def _measured(call: dict[str, Any]) -> dict[str, Any]:
