@@ -12,7 +12,7 @@ import pytest
 from milk_lsp import cli
 from milk_lsp.doors import NVIM, TERMINAL, VSCODE
 from milk_lsp.engine import budget
-from milk_lsp.sessions import store as store_module
+from milk_lsp.sessions import routes as routes_module
 from milk_lsp.sessions.model import Agent, RecordStatus, Role, TurnRecord
 from milk_lsp.sessions.schema import MIGRATIONS, SCHEMA_VERSION
 from milk_lsp.sessions.service import stats_of
@@ -156,7 +156,7 @@ def test_store_counts_routes_undo_and_todays_cost(
     _turn(store, session, TurnRoute("escalated_by_user", "", None, 0.1, configured_model="cfg"))
     _turn(store, session, None)  # a turn whose route could not be made is not counted
     _turn(store, other, TurnRoute("escalated_by_user", "", None, 5.0, configured_model="cfg"))
-    monkeypatch.setattr(store_module, "today", lambda: "1999-12-31")
+    monkeypatch.setattr(routes_module, "today", lambda: "1999-12-31")
     _turn(store, session, TurnRoute("escalated_by_user", "", None, 0.2))
     info = store.turn_infos(session.id, [edited]).get(edited, {})
     store.set_turn_info(session.id, edited, {**info, "undone": True})
@@ -170,7 +170,7 @@ def test_store_counts_routes_undo_and_todays_cost(
     assert stats.claude_turns == 3
     assert stats.claude_cost_usd == pytest.approx(0.6)
     assert stats.workspace_folder == path_to_uri(WS)
-    assert store.claude_spent(WS, "1999-12-31") == pytest.approx(0.2)
+    assert store.routes.claude_spent(WS, "1999-12-31") == pytest.approx(0.2)
     monkeypatch.undo()
     assert stats_of(store, WS, 1.0).budget.spent_today_usd == pytest.approx(0.4)
     # the other workspace's session never ran locally: its model is the configured one

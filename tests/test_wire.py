@@ -1,4 +1,4 @@
-"""The wire contract in `milk_lsp/wire.py`: params errors, camelCase, exclude_none, labels,
+"""The wire contract in `milk_lsp/wire/`: params errors, camelCase, exclude_none, labels,
 and drift against PROTOCOL.md and the editor clients' method tables."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _name(model: object) -> str:
 
 
 def method_constants() -> dict[str, str]:
-    """Every module-level constant of wire.py that spells a method name."""
+    """Every constant of the wire package that spells a method name."""
     return {
         name: value
         for name, value in vars(wire).items()
@@ -415,7 +415,7 @@ BASE_FIELDS = {"sessionId", "turnId", "seq", "kind", "elsewhere"}
 
 
 def server_update_fields() -> dict[str, set[str]]:
-    """Kind → the wire names of its fields (besides the common ones), from wire.py's models."""
+    """Kind → the wire names of its fields (besides the common ones), from the wire package's models."""
     out: dict[str, set[str]] = {}
     for model in wire.UPDATE_MODELS:
         kind = model.model_fields["kind"].annotation.__args__[0]  # type: ignore[union-attr]

@@ -11,25 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from milk_lsp.sessions.database import Database
 from milk_lsp.sessions.model import utc_now
 from milk_lsp.sessions.rows import iso
 from milk_lsp.system.orphans import process_alive, process_start
-
-
-class Database(Protocol):
-    """What this needs of `SessionStore`: its transactions and its reads."""
-
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
-    def read(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]: ...
-
 
 LIVE_KEEP_SECONDS = 300.0
 """How long a live update stays in the store after it was written."""

@@ -1,7 +1,7 @@
 """The session data model: sessions, the records of their turns, and tool calls.
 
 Plain dataclasses with no I/O, shared by the store, the bricks, the context builders
-and the engine. Field names follow ADR 0029 / ADR 0004 (snake_case); `wire.py` maps them
+and the engine. Field names follow ADR 0029 / ADR 0004 (snake_case); `milk_lsp.wire` maps them
 onto the camelCase protocol types.
 """
 

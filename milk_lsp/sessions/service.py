@@ -251,7 +251,7 @@ class Sessions:
 
     async def claude_spent_today(self, workspace: str) -> float:
         """What Claude cost the workspace today (local date), for the budget."""
-        return await self._call(lambda store: store.claude_spent(workspace, today()))
+        return await self._call(lambda store: store.routes.claude_spent(workspace, today()))
 
     # ---- other server processes on the store -----------------------------------------
 
@@ -303,10 +303,10 @@ def stats_of(store: SessionStore, workspace: str, limit_usd: float | None) -> St
     day = today()
     return build_stats(
         path_to_uri(workspace),
-        store.route_groups(workspace),
-        store.claude_totals(workspace),
-        store.claude_spent(workspace, day),
+        store.routes.route_groups(workspace),
+        store.routes.claude_totals(workspace),
+        store.routes.claude_spent(workspace, day),
         limit_usd,
         day,
-        store.advisor_totals(workspace),
+        store.routes.advisor_totals(workspace),
     )

@@ -1,5 +1,5 @@
-"""SQLite storage of sessions, their turn records, the workspace percepts and where each
-turn went (the routing numbers).
+"""SQLite storage of sessions, their turn records and the workspace percepts; where each turn
+went (the routing numbers) is `routes.py`'s, what processes tell each other `elsewhere.py`'s.
 
 One database (WAL) shared by every server process of the user. A turn touches storage
 twice: `begin_turn` stores the user's message pessimistically marked `error` (so a crash
@@ -36,6 +36,7 @@ from milk_lsp.sessions.model import (
     TurnRecord,
     utc_now,
 )
+from milk_lsp.sessions.routes import RouteBook, write_route
 from milk_lsp.sessions.rows import (
     HANDOFF_FIELDS,
     iso,
@@ -44,15 +45,7 @@ from milk_lsp.sessions.rows import (
     tool_call_dict,
 )
 from milk_lsp.sessions.schema import MIGRATIONS, SCHEMA_VERSION
-from milk_lsp.sessions.stats import (
-    CLAUDE_KINDS,
-    AdvisorTotals,
-    ClaudeTotals,
-    RouteGroup,
-    TurnRoute,
-    attributed_model,
-    today,
-)
+from milk_lsp.sessions.stats import TurnRoute
 from milk_lsp.system.orphans import process_alive, process_start
 
 logger = logging.getLogger(__name__)
@@ -126,6 +119,7 @@ class SessionStore:
         self.path = path
         self._lock = threading.RLock()
         self.elsewhere = Elsewhere(self)
+        self.routes = RouteBook(self)
         """Cancel requests and live updates between the server processes on this store."""
         deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
         while True:
@@ -406,7 +400,7 @@ class SessionStore:
             if info is not None:
                 _write_turn_info(conn, session.id, turn_id, info)
             if route is not None:
-                _write_route(conn, session, turn_id, route)
+                write_route(conn, session, turn_id, route)
             _release_claim(conn, session.id, turn_id)
             reader = StoreReader(conn, self.path)
             if rebuild_bricks is None:
@@ -474,65 +468,6 @@ class SessionStore:
                     "UPDATE turn_routes SET undone = 1 WHERE session_id = ? AND turn_id = ?",
                     (session_id, turn_id),
                 )
-
-    # ---- the routing numbers -----------------------------------------------------------
-
-    def route_groups(self, workspace: str) -> list[RouteGroup]:
-        """The workspace's turns, counted by model, kind, signal, local edits and undo."""
-        rows = self.read(
-            "SELECT model, kind, signal, local_edits, undone, count(*) AS turns"
-            " FROM turn_routes WHERE workspace = ?"
-            " GROUP BY model, kind, signal, local_edits, undone",
-            (workspace,),
-        )
-        return [
-            RouteGroup(
-                model=str(row["model"] or ""),
-                kind=str(row["kind"]),
-                signal=None if row["signal"] is None else str(row["signal"]),
-                local_edits=bool(row["local_edits"]),
-                undone=bool(row["undone"]),
-                turns=int(row["turns"]),
-            )
-            for row in rows
-        ]
-
-    def advisor_totals(self, workspace: str) -> AdvisorTotals:
-        """The workspace's advisor turns: their steps and what Claude cost on them."""
-        row = self.read(
-            "SELECT count(*), coalesce(sum(steps_local), 0), coalesce(sum(steps_claude), 0),"
-            " coalesce(sum(steps_failed), 0), coalesce(sum(plan_cost_usd), 0),"
-            " coalesce(sum(claude_cost_usd), 0) FROM turn_routes"
-            " WHERE workspace = ? AND kind = 'advised'",
-            (workspace,),
-        )[0]
-        return AdvisorTotals(
-            turns=int(row[0]),
-            steps_local=int(row[1]),
-            steps_claude=int(row[2]),
-            steps_failed=int(row[3]),
-            plan_cost_usd=float(row[4]),
-            cost_usd=float(row[5]),
-        )
-
-    def claude_totals(self, workspace: str) -> ClaudeTotals:
-        """The workspace's Claude turns (all sessions) and what they cost."""
-        marks = ",".join("?" for _ in CLAUDE_KINDS)
-        row = self.read(
-            "SELECT count(*), count(claude_cost_usd), coalesce(sum(claude_cost_usd), 0)"
-            f" FROM turn_routes WHERE workspace = ? AND kind IN ({marks})",
-            (workspace, *CLAUDE_KINDS),
-        )[0]
-        return ClaudeTotals(turns=int(row[0]), costed_turns=int(row[1]), cost_usd=float(row[2]))
-
-    def claude_spent(self, workspace: str, day: str) -> float:
-        """What Claude cost the workspace on `day` (a local date, YYYY-MM-DD)."""
-        row = self.read(
-            "SELECT coalesce(sum(claude_cost_usd), 0) FROM turn_routes"
-            " WHERE workspace = ? AND day = ?",
-            (workspace, day),
-        )[0]
-        return float(row[0])
 
     def _insert_record(self, conn: sqlite3.Connection, session_id: str, record: TurnRecord) -> None:
         conn.execute(
@@ -607,40 +542,6 @@ def _write_turn_info(
         "INSERT INTO turn_info (session_id, turn_id, info) VALUES (?, ?, ?)"
         " ON CONFLICT (session_id, turn_id) DO UPDATE SET info = excluded.info",
         (session_id, turn_id, json.dumps(info, ensure_ascii=False)),
-    )
-
-
-def _write_route(
-    conn: sqlite3.Connection, session: Session, turn_id: str, route: TurnRoute
-) -> None:
-    """The turn's `turn_routes` row, counted on the local day it ended."""
-    session_last = None
-    if not route.model:
-        row = conn.execute(
-            "SELECT model FROM turn_routes WHERE session_id = ? AND model != ''"
-            " ORDER BY rowid DESC LIMIT 1",
-            (session.id,),
-        ).fetchone()
-        session_last = None if row is None else str(row["model"])
-    conn.execute(
-        "INSERT OR REPLACE INTO turn_routes (session_id, turn_id, workspace, day, model, kind,"
-        " signal, claude_cost_usd, local_edits, steps_local, steps_claude, steps_failed,"
-        " plan_cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            session.id,
-            turn_id,
-            session.workspace_folder,
-            today(),
-            attributed_model(route.model, session_last, route.configured_model),
-            route.kind,
-            route.signal,
-            route.claude_cost_usd,
-            int(route.local_edits),
-            route.steps_local,
-            route.steps_claude,
-            route.steps_failed,
-            route.plan_cost_usd,
-        ),
     )
 
 

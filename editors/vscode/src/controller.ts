@@ -6,7 +6,6 @@
 import { vscodeSettingNames } from './config';
 import {
   Methods,
-  type AgentName,
   type NextRoute,
   type TurnChangesResult,
   type TurnInfo,
@@ -25,7 +24,7 @@ import {
   type Update,
 } from './methods';
 import type { ServerState, ToWebview } from './viewMessages';
-import type { LocalDown } from './statusModel';
+import type { Busy, LocalDown } from './statusModel';
 
 /** The permission question that asks whether Claude takes over a failed local part. */
 export const HAND_OFF_TOOL = 'hand_off_to_claude';
@@ -57,8 +56,6 @@ export interface RpcLike {
   sendRequest<R>(method: string, params: unknown): Promise<R>;
   onNotification(method: string, handler: (params: any) => void): Disposable;
 }
-
-export type Busy = AgentName | 'pending' | undefined;
 
 export interface ControllerHost {
   /** to the chat webview (dropped when there is none) */

@@ -1,5 +1,5 @@
 // The milk-lsp wire contract (shared/design/PROTOCOL.md, version 1), mirroring the server's
-// milk_lsp/wire.py. Nothing else in the extension spells a method name: handlers and requests
+// milk_lsp/wire/. Nothing else in the extension spells a method name: handlers and requests
 // use these constants. No `vscode` import here (used by the unit tests and the webview).
 
 export const PROTOCOL_VERSION = 1;

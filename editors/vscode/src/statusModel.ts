@@ -1,9 +1,11 @@
 // What the status bar item shows. No `vscode` import.
 
 import { vscodeSettingNames } from './config';
-import type { NextRoute, Status } from './methods';
-import type { Busy } from './controller';
+import type { AgentName, NextRoute, Status } from './methods';
 import type { ServerState } from './viewMessages';
+
+/** Which agent runs a turn of the session (or `pending`: asked, not started), if any. */
+export type Busy = AgentName | 'pending' | undefined;
 
 /** A turn found the model server down (controller.ts `localDown`): what it said. */
 export interface LocalDown {

@@ -1,4 +1,4 @@
---- The wire names of milk-lsp, mirroring `milk_lsp/wire.py` and
+--- The wire names of milk-lsp, mirroring `milk_lsp/wire/` and
 --- `shared/design/PROTOCOL.md` (protocol version 1).
 ---
 --- Every method string the plugin sends or handles is spelled here and only here; the
