@@ -14,8 +14,19 @@ are checked with `node --check` and text (`js_edited`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import Path
 
-from bench.real_tasks_suite import Project, Task, for_claude, js_edited, mentions
+from bench.real_tasks_suite import (
+    AdvisorTask,
+    ClaudeEdit,
+    Project,
+    Task,
+    for_claude,
+    js_edited,
+    mentions,
+    node_check,
+)
 
 INDEX = "src/index.js"
 COMMAND = "src/command.js"
@@ -67,6 +78,128 @@ def _sigint_code(source: str) -> str:
         return ""
     found = re.search(r"signal\s*===\s*['\"]SIGINT['\"]\s*\?[^\n]*", source)
     return f"SIGINT line is {found.group(0)!r}" if found else "the SIGINT exit-code line is gone"
+
+
+# -- advisor tasks (issue 32): each step's check of the files, and Claude's edit for it ---------
+
+
+def _js_step(rel: str, test: Callable[[str], str]) -> Callable[[Path], str]:
+    """A step's check: `rel` passes `node --check` and `test(source)` finds no fault."""
+
+    def check(workspace: Path) -> str:
+        problem = node_check(workspace / rel)
+        return problem or test((workspace / rel).read_text(encoding="utf-8"))
+
+    return check
+
+
+def _windows_renamed(source: str) -> str:
+    if re.search(r"\bisWindows\b", source):
+        return "isWindows still there"
+    uses = len(re.findall(r"\bonWindows\b", source))
+    return "" if uses >= 2 else f"onWindows named {uses} time(s)"
+
+
+def _has(pattern: str, what: str) -> Callable[[str], str]:
+    return lambda source: "" if re.search(pattern, source) else what
+
+
+_ENV_HEAD = "function getEnvVars(envSetters) {"
+_PARSE_HEAD = "function parseCommand(args) {"
+_PARSE_DOC = "/** Splits the arguments into the env setters, the command and its arguments. */"
+_ENV_DOC = "/** The command's environment: process.env with the setters applied. */"
+
+
+def _documented(name: str) -> Callable[[str], str]:
+    above = rf"/\*\*(?:(?!\*/)[\s\S])*\*/\s*function\s+{name}\s*\("
+    return _has(above, f"no /** ... */ comment right above function {name}")
+
+
+ADVISOR_TASKS = (
+    AdvisorTask(
+        "rename-iswindows",
+        "Rename isWindows to onWindows wherever it is imported (src/command.js and "
+        "src/variable.js); the module file is-windows.js keeps its name.",
+        (
+            (
+                f"In `{COMMAND}`, replace every `isWindows` with `onWindows` (the require "
+                "`const isWindows = require('./is-windows')` and its call `isWindows()`).",
+                _js_step(COMMAND, _windows_renamed),
+                ClaudeEdit(COMMAND, "isWindows", "onWindows", every=True),
+            ),
+            (
+                f"In `{VARIABLE}`, replace every `isWindows` with `onWindows` (the require "
+                "and its call in replaceListDelimiters).",
+                _js_step(VARIABLE, _windows_renamed),
+                ClaudeEdit(VARIABLE, "isWindows", "onWindows", every=True),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "env-parameter",
+        "Let getEnvVars() take extra environment variables (extraEnv, default {}) that "
+        "override process.env, and pass options.env to it from crossEnv().",
+        (
+            (
+                f"In `{INDEX}`, replace `{_ENV_HEAD}` with "
+                "`function getEnvVars(envSetters, extraEnv = {}) {`.",
+                _js_step(
+                    INDEX,
+                    _has(
+                        r"function\s+getEnvVars\s*\(\s*envSetters\s*,\s*extraEnv\s*=\s*\{\s*\}\s*\)",
+                        "getEnvVars has no extraEnv = {} parameter",
+                    ),
+                ),
+                ClaudeEdit(INDEX, _ENV_HEAD, "function getEnvVars(envSetters, extraEnv = {}) {"),
+            ),
+            (
+                f"In `{INDEX}`, replace `const envVars = {{...process.env}}` with "
+                "`const envVars = {...process.env, ...extraEnv}`.",
+                _js_step(
+                    INDEX,
+                    _has(r"\.\.\.process\.env\s*,\s*\.\.\.extraEnv\b", "extraEnv is not merged"),
+                ),
+                ClaudeEdit(
+                    INDEX,
+                    "const envVars = {...process.env}",
+                    "const envVars = {...process.env, ...extraEnv}",
+                ),
+            ),
+            (
+                f"In `{INDEX}`, replace `const env = getEnvVars(envSetters)` with "
+                "`const env = getEnvVars(envSetters, options.env)`.",
+                _js_step(
+                    INDEX,
+                    _has(
+                        r"getEnvVars\(\s*envSetters\s*,\s*options\.env\s*\)",
+                        "crossEnv() does not pass options.env",
+                    ),
+                ),
+                ClaudeEdit(
+                    INDEX,
+                    "const env = getEnvVars(envSetters)",
+                    "const env = getEnvVars(envSetters, options.env)",
+                ),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "jsdoc-index",
+        f"Give parseCommand and getEnvVars in {INDEX} a one-line JSDoc comment each.",
+        (
+            (
+                f"In `{INDEX}`, right above the line `{_PARSE_HEAD}`, add the line `{_PARSE_DOC}`.",
+                _js_step(INDEX, _documented("parseCommand")),
+                ClaudeEdit(INDEX, _PARSE_HEAD, f"{_PARSE_DOC}\n{_PARSE_HEAD}"),
+            ),
+            (
+                f"In `{INDEX}`, right above the line `{_ENV_HEAD}`, add the line `{_ENV_DOC}`.",
+                _js_step(INDEX, _documented("getEnvVars")),
+                ClaudeEdit(INDEX, _ENV_HEAD, f"{_ENV_DOC}\n{_ENV_HEAD}"),
+            ),
+        ),
+    ),
+)
 
 
 CROSSENV = Project(
@@ -179,4 +312,5 @@ CROSSENV = Project(
         ),
     ),
     registry="npm",
+    advisor_tasks=ADVISOR_TASKS,
 )

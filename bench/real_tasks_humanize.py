@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+from pathlib import Path
 
 from bench.real_tasks_suite import (
+    AdvisorTask,
+    ClaudeEdit,
     Project,
     Task,
     defaults,
@@ -20,11 +24,15 @@ from bench.real_tasks_suite import (
     for_claude,
     function,
     mentions,
+    module,
 )
 
 FILESIZE = "src/humanize/filesize.py"
 TIME = "src/humanize/time.py"
 NUMBER = "src/humanize/number.py"
+LISTS = "src/humanize/lists.py"
+INIT = "src/humanize/__init__.py"
+I18N = "src/humanize/i18n.py"
 
 
 def _now_documented(tree: ast.Module, _: str) -> str:
@@ -67,6 +75,137 @@ def _precision_default(tree: ast.Module, _: str) -> str:
 
 CORE_TIME = ("_now", "naturaldelta", "naturaltime", "precisedelta")
 CORE_NUMBER = ("ordinal", "intcomma", "scientific", "metric")
+
+# -- advisor tasks (issue 32): each step's check of the files, and Claude's edit for it ---------
+
+
+def _list_renamed(workspace: Path, rel: str) -> str:
+    tree, problem = module(workspace, rel)
+    if tree is None:
+        return problem
+    source = (workspace / rel).read_text(encoding="utf-8")
+    if re.search(r"\bnatural_list\b", source):
+        return f"{rel} still says natural_list"
+    return "" if re.search(r"\bjoin_naturally\b", source) else f"{rel} has no join_naturally"
+
+
+def _conjunction_parameter(workspace: Path) -> str:
+    tree, problem = module(workspace, LISTS)
+    fn = function(tree, "natural_list") if tree is not None else None
+    if fn is None:
+        return problem or "no natural_list()"
+    given = defaults(fn).get("conjunction")
+    ok = isinstance(given, ast.Constant) and given.value == "and"
+    return "" if ok else 'natural_list() has no conjunction: str = "and"'
+
+
+def _conjunction_in(branch: str) -> Callable[[Path], str]:
+    """The `return` right under `branch` (a line of natural_list) uses `conjunction`."""
+
+    def check(workspace: Path) -> str:
+        tree, problem = module(workspace, LISTS)
+        if tree is None:
+            return problem
+        source = (workspace / LISTS).read_text(encoding="utf-8")
+        used = re.search(rf"{re.escape(branch)}\s*\n\s*return\b[^\n]*\bconjunction\b", source)
+        return "" if used else f"the return under `{branch}` does not use conjunction"
+
+    return check
+
+
+def _documented(name: str) -> Callable[[Path], str]:
+    def check(workspace: Path) -> str:
+        tree, problem = module(workspace, I18N)
+        fn = function(tree, name) if tree is not None else None
+        if fn is None:
+            return problem or f"no {name}()"
+        return "" if ast.get_docstring(fn) else f"{name}() has no docstring"
+
+    return check
+
+
+_TWO = 'return f"{str(items[0])} and {str(items[1])}"'
+_MANY = '+ f" and {str(items[-1])}"'
+_LOCALE_PATH = "def _get_default_locale_path() -> pathlib.Path | None:"
+_TRANSLATION = "def get_translation() -> gettext_module.NullTranslations:"
+_LOCALE_DOC = '"""The folder of the package\'s translations, or None when it has none."""'
+
+ADVISOR_TASKS = (
+    AdvisorTask(
+        "rename-natural-list",
+        "Rename the function natural_list to join_naturally, in its module and in the "
+        "package's exports.",
+        (
+            (
+                f"In `{LISTS}`, replace every `natural_list` with `join_naturally` (the "
+                "definition, `__all__` and the three examples of its docstring).",
+                lambda ws: _list_renamed(ws, LISTS),
+                ClaudeEdit(LISTS, "natural_list", "join_naturally", every=True),
+            ),
+            (
+                f"In `{INIT}`, replace every `natural_list` with `join_naturally` (the import "
+                "`from humanize.lists import natural_list` and its entry in `__all__`).",
+                lambda ws: _list_renamed(ws, INIT),
+                ClaudeEdit(INIT, "natural_list", "join_naturally", every=True),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "conjunction-parameter",
+        'Give natural_list() a conjunction parameter (default "and") and use it instead of '
+        "the fixed word and.",
+        (
+            (
+                f"In `{LISTS}`, replace `def natural_list(items: list[Any]) -> str:` with "
+                '`def natural_list(items: list[Any], conjunction: str = "and") -> str:`.',
+                _conjunction_parameter,
+                ClaudeEdit(
+                    LISTS,
+                    "def natural_list(items: list[Any]) -> str:",
+                    'def natural_list(items: list[Any], conjunction: str = "and") -> str:',
+                ),
+            ),
+            (
+                f"In `{LISTS}`, replace `{_TWO}` with "
+                '`return f"{str(items[0])} {conjunction} {str(items[1])}"`.',
+                _conjunction_in("elif len(items) == 2:"),
+                ClaudeEdit(LISTS, _TWO, 'return f"{str(items[0])} {conjunction} {str(items[1])}"'),
+            ),
+            (
+                f'In `{LISTS}`, replace `{_MANY}` with `+ f" {{conjunction}} {{str(items[-1])}}"`.',
+                _conjunction_in("else:"),
+                ClaudeEdit(LISTS, _MANY, '+ f" {conjunction} {str(items[-1])}"'),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "docstrings-i18n",
+        f"Give every function of {I18N} without a docstring a one-line one.",
+        (
+            (
+                f"In `{I18N}`, right under the line `{_LOCALE_PATH}`, add the line "
+                f"`    {_LOCALE_DOC}` (indented four spaces).",
+                _documented("_get_default_locale_path"),
+                ClaudeEdit(
+                    I18N,
+                    _LOCALE_PATH + "\n",
+                    f"{_LOCALE_PATH}\n    {_LOCALE_DOC}\n",
+                ),
+            ),
+            (
+                f"In `{I18N}`, right under the line `{_TRANSLATION}`, add the line "
+                '`    """The translations active in this thread."""` (indented four spaces).',
+                _documented("get_translation"),
+                ClaudeEdit(
+                    I18N,
+                    _TRANSLATION + "\n",
+                    _TRANSLATION + '\n    """The translations active in this thread."""\n',
+                ),
+            ),
+        ),
+    ),
+)
+
 
 HUMANIZE = Project(
     "humanize",
@@ -165,4 +304,5 @@ HUMANIZE = Project(
             for_claude(),
         ),
     ),
+    advisor_tasks=ADVISOR_TASKS,
 )

@@ -50,6 +50,18 @@ def test_a_when_entry_waits_for_its_request_then_answers_it_and_the_next() -> No
         assert _ask(api, [_user("do step 2 again")])["text"] == "other"
 
 
+def test_of_several_when_entries_the_one_named_last_in_the_request_answers() -> None:
+    script = [
+        {"when": "step one", "then": [{"text": "did one"}]},
+        {"when": "step two", "then": [{"text": "did two"}]},
+        {"text": "other", "repeat": 10},
+    ]
+    with FakeAnthropicAPI(script) as api:
+        said = "<context>step one was done</context> Now do step two"
+        assert _ask(api, [_user(said)])["text"] == "did two"
+        assert _ask(api, [_user("step one, please")])["text"] == "did one"
+
+
 def test_measured_usage_counts_the_request_and_reads_a_shared_start_from_the_cache() -> None:
     system = "You are Claude Code. " * 400  # about 2,000 tokens
     with FakeAnthropicAPI([{"text": "a", "usage": "measured", "repeat": 3}]) as api:

@@ -177,14 +177,20 @@ class ScriptedLoopbackServer:
 
         An entry `{"when": text, "then": [...]}` waits in the queue, skipped, until a request
         whose latest user text (`said`) contains `text`: its `then` responses are then the
-        next ones, in order (a conversation whose turns are not known in advance)."""
+        next ones, in order (a conversation whose turns are not known in advance). When
+        several match, the one found last in `said` is taken (a request's subject comes after
+        the context it carries)."""
         with self.lock:
-            for entry in list(self._queue):
-                when = entry.get("when")
-                if isinstance(when, str) and when in said:
-                    self._queue.remove(entry)
-                    self._queue.extendleft(reversed(copy.deepcopy(list(entry.get("then", [])))))
-                    break
+            matching = [
+                (said.rfind(when), index)
+                for index, entry in enumerate(self._queue)
+                if isinstance(when := entry.get("when"), str) and when in said
+            ]
+            if matching:
+                _, index = max(matching, key=lambda found: (found[0], -found[1]))
+                entry = self._queue[index]
+                del self._queue[index]
+                self._queue.extendleft(reversed(copy.deepcopy(list(entry.get("then", [])))))
             waiting = [r for r in self._queue if "when" in r]
             ready = [r for r in self._queue if "when" not in r]
             if not ready:
