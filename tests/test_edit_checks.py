@@ -38,6 +38,62 @@ def test_fine_or_unchecked_files_pass(path: str, before: str | None, after: str)
     assert broken_by_edit(path, before, after) is None
 
 
+def test_a_rename_that_left_the_old_name_in_all_is_broken() -> None:
+    before = '__all__ = ["natural_list"]\n\n\ndef natural_list(items):\n    return items\n'
+    after = before.replace("def natural_list", "def join_naturally")
+    problem = broken_by_edit("lists.py", before, after)
+    assert problem is not None and "natural_list (line 1" in problem
+    assert "rename its uses too" in problem
+    assert (
+        broken_by_edit("lists.py", before, after.replace('["natural_list"]', '["join_naturally"]'))
+        is None
+    )
+    # an export that named nothing before the edit is no news
+    stale = '__all__ = ["gone"]\nX = 1\n'
+    assert broken_by_edit("m.py", stale, stale.replace("X = 1", "X = 2")) is None
+
+
+JS_BEFORE = """const isWindows = require('./is-windows')
+const {spawn} = require('cross-spawn')
+
+function run(cmd) {
+  return isWindows() ? spawn('cmd', [cmd]) : spawn(cmd)
+}
+module.exports = run
+"""
+
+
+def test_a_rename_left_half_done_in_javascript_is_broken() -> None:
+    half = JS_BEFORE.replace("isWindows() ?", "onWindows() ?")
+    problem = broken_by_edit("src/run.js", JS_BEFORE, half)
+    assert problem is not None
+    assert "uses onWindows, which it defines nowhere, where it used isWindows" in problem
+    assert 'old_text "isWindows", new_text "onWindows" and replace_all true' in problem
+    assert broken_by_edit("src/run.ts", JS_BEFORE, half) is not None
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        JS_BEFORE.replace("isWindows", "onWindows"),  # the whole rename
+        JS_BEFORE.replace("isWindows() ?", "process.platform === 'win32' ?"),  # an expression
+        # a call switched to a name the file defines (imports)
+        JS_BEFORE.replace("const {spawn}", "const {spawn, sync}").replace(
+            "spawn(cmd)\n", "sync(cmd)\n"
+        ),
+        JS_BEFORE.replace("return isWindows()", "return !isWindows()"),
+    ],
+)
+def test_whole_renames_and_other_changes_in_javascript_pass(after: str) -> None:
+    assert broken_by_edit("src/run.js", JS_BEFORE, after) is None
+
+
+def test_a_go_call_switched_to_a_name_of_another_file_is_not_a_half_rename() -> None:
+    before = "package main\n\nfunc isWindows() bool { return false }\n\nfunc run() bool { return isWindows() }\n"
+    after = before.replace("return isWindows() }", "return onWindows() }")
+    assert broken_by_edit("main.go", before, after) is None  # Go: onWindows may be in main2.go
+
+
 def test_check_kinds_say_what_ran() -> None:
     assert check_kind("pkg/a.py") == "Python parses, no new undefined names"
     assert check_kind("conf.YAML") == "YAML loads"

@@ -439,3 +439,17 @@ def test_a_name_qualified_with_the_file_s_module_is_found(case: Case) -> None:
         assert (named.start, named.end) == (plain.start, plain.end)
     with pytest.raises(EditDoesNotApply):
         find_symbol(case.source, f"elsewhere.{case.function}", case.path)
+
+
+def test_renaming_the_symbol_it_names_goes_through_the_whole_file() -> None:
+    source = (
+        '__all__ = ["natural_list"]\n\n\ndef natural_list(items):\n'
+        '    """>>> natural_list([1])"""\n    return items\n\n\nDEFAULT = natural_list([])\n'
+    )
+    rename = EditChange("natural_list", "join_naturally", "natural_list", True, ())
+    done = rename.apply(source, "lists.py")
+    assert "natural_list" not in done.text and done.text.count("join_naturally") == 4
+    # a name renamed inside a symbol stays inside it
+    inside = EditChange("items", "values", "natural_list", True, ())
+    kept = inside.apply(source + "\nitems = 3\n", "lists.py")
+    assert kept.text.endswith("\nitems = 3\n") and "return values" in kept.text

@@ -67,6 +67,11 @@ class Language:
     cli_options: str | None = None
     """A regex (Python `re`) matching the source lines that declare command-line options
     with this language's usual libraries; None when there is no usual one."""
+    file_scoped_names: bool = False
+    """A file declares or imports every name of its own it uses (JavaScript and TypeScript
+    modules): a name that replaced one of the file's definitions at a use, and that the file
+    does not define, is a rename left half done. False where names come from other files of
+    the package unimported (Go, C, Java, …)."""
 
 
 def _rule(
@@ -181,9 +186,23 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         r"\.add_argument\(|\.add_option\(|\bclick\.option\(|\btyper\.Option\(",
     ),
-    Language("javascript", "JavaScript", (".js", ".jsx", ".mjs", ".cjs"), _JS_RULES, _JS_OPTIONS),
-    Language("typescript", "TypeScript", (".ts", ".mts", ".cts"), _TS_RULES, _JS_OPTIONS),
-    Language("tsx", "TSX", (".tsx",), _TS_RULES, _JS_OPTIONS),
+    Language(
+        "javascript",
+        "JavaScript",
+        (".js", ".jsx", ".mjs", ".cjs"),
+        _JS_RULES,
+        _JS_OPTIONS,
+        file_scoped_names=True,
+    ),
+    Language(
+        "typescript",
+        "TypeScript",
+        (".ts", ".mts", ".cts"),
+        _TS_RULES,
+        _JS_OPTIONS,
+        file_scoped_names=True,
+    ),
+    Language("tsx", "TSX", (".tsx",), _TS_RULES, _JS_OPTIONS, file_scoped_names=True),
     Language(
         "go",
         "Go",

@@ -54,9 +54,16 @@ class EditChange:
                 if lines is not None:
                     scopes.append(Scope(name, *lines))
         if self.every and current is not None and self.old_text:
-            # a rename goes through the whole file, unless the model named a symbol
-            given = scopes[:1] if self.symbol else []
+            # a rename goes through the whole file, unless the model named a symbol to rename
+            # inside (a module-level symbol named as the old text is the name renamed itself)
+            given = scopes[:1] if self.symbol and not self._renames_symbol() else []
             return replace_all(current, self.old_text, self.new_text, where, given)
         return replace_once(
             current, self.old_text, self.new_text, where, scopes, scope_given=bool(self.symbol)
         )
+
+    def _renames_symbol(self) -> bool:
+        """The call renames the symbol it names (`symbol` and `old_text` are one top-level
+        name): its uses are all over the file, not inside the symbol."""
+        name = self.symbol.strip().removesuffix("()")
+        return name.isidentifier() and name == self.old_text.strip()

@@ -2,25 +2,30 @@
 
 A small model's edit can leave a file that no longer parses, or a rename half done (the
 definition renamed, a use not). Before the turn counts as done, each file the local model
-changed is checked: Python must still parse (`ast`) and must not gain undefined names
-(pyflakes, compared with the file before the edit, so names that were already undefined,
-from a star import say, are no news); JSON, TOML and YAML must still load; a file of any
-other language the code package reads (`milk_lsp.code`: JavaScript, TypeScript, Go, Rust,
-Java, C, C++, C#, Ruby, PHP, Kotlin, Swift, …) must not gain syntax errors (tree-sitter's
-error nodes, counted before and after the edit, so a grammar's gap on valid code is no
-news). Other files are not checked.
+changed is checked: Python must still parse (`ast`) and must not gain undefined names, used
+or listed in `__all__` (pyflakes, compared with the file before the edit, so names that
+were already undefined, from a star import say, are no news); JSON, TOML and YAML must
+still load; a file of any other language the code package reads (`milk_lsp.code`:
+JavaScript, TypeScript, Go, Rust, Java, C, C++, C#, Ruby, PHP, Kotlin, Swift, …) must not
+gain syntax errors (tree-sitter's error nodes, counted before and after the edit, so a
+grammar's gap on valid code is no news). Other files are not checked.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 import tomllib
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 import yaml
 from pyflakes import checker, messages
+
+if TYPE_CHECKING:
+    from milk_lsp.code import Language
 
 CHECKED_SUFFIXES = frozenset({".py", ".pyi", ".json", ".toml", ".yaml", ".yml"})
 
@@ -68,7 +73,7 @@ def broken_by_edit(path: str, before: str | None, after: str) -> str | None:
 def _syntax(path: str, before: str | None, after: str) -> str | None:
     """Whether `after` has more syntax errors than `before` had, in the language of `path`
     (None when the code package parses none), said with the first new one (its line, its
-    column and the text there)."""
+    column and the text there); else whether it left a rename half done."""
     from milk_lsp.code import language_for, syntax_problems  # off start-up
 
     language = language_for(path)
@@ -76,7 +81,7 @@ def _syntax(path: str, before: str | None, after: str) -> str | None:
         return None
     now = syntax_problems(after, language)
     if not now:
-        return None
+        return _half_renamed(before, after, language)
     was = syntax_problems(before, language) if before is not None else []
     if len(now) <= len(was):
         return None
@@ -127,12 +132,59 @@ def _uses(text: str, name: str) -> bool:
 
 
 def _undefined(tree: ast.Module, path: str) -> list[tuple[str, int]]:
-    """pyflakes' undefined names of a module, with their lines."""
+    """pyflakes' undefined names of a module, with their lines: those used, and those
+    `__all__` exports (a rename that left its old name there breaks `import *`)."""
     found = checker.Checker(tree, filename=path)
     names: list[tuple[str, int]] = []
     for message in found.messages:
-        if isinstance(message, messages.UndefinedName | messages.UndefinedLocal):
+        if isinstance(
+            message, messages.UndefinedName | messages.UndefinedLocal | messages.UndefinedExport
+        ):
             name = str(message.message_args[0])
             if name not in (seen for seen, _ in names):
                 names.append((name, int(message.lineno)))
     return names
+
+
+_TOKEN = re.compile(r"[^\W\d][\w$]*|\$[\w$]*|\S")
+"""A name (letters, digits, `_` and `$`) or one other character: what the code is made of."""
+MAX_RENAME_TOKENS = 40_000
+"""Files longer than this are not compared token by token (the cost grows with the square)."""
+
+
+def _half_renamed(before: str | None, after: str, language: Language) -> str | None:
+    """A name that replaced one of the file's own definitions at a use, the definition left
+    under its old name and the new name defined nowhere in the file (`onWindows()` under
+    `const isWindows = require(…)`), in a language whose files name everything they use
+    (`Language.file_scoped_names`); None otherwise."""
+    if before is None or not language.file_scoped_names:
+        return None
+    was, now = _TOKEN.findall(before), _TOKEN.findall(after)
+    if max(len(was), len(now)) > MAX_RENAME_TOKENS:
+        return None
+    from milk_lsp.code import definitions  # off start-up
+
+    swaps = sorted(
+        {
+            (was[i1], now[j1])
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, was, now).get_opcodes()
+            if tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1
+        }
+    )
+    named = [(old, new) for old, new in swaps if _is_name(old) and _is_name(new)]
+    if not named:
+        return None
+    defined = {definition.name for definition in definitions(after, language)}
+    known = set(was)
+    for old, new in named:
+        if old in defined and new not in defined and new not in known:
+            return (
+                f"it now uses {new}, which it defines nowhere, where it used {old}, which it"
+                f" still defines: if you renamed {old}, rename its definition and every use"
+                f' too (edit_file with old_text "{old}", new_text "{new}" and replace_all true)'
+            )
+    return None
+
+
+def _is_name(token: str) -> bool:
+    return _TOKEN.fullmatch(token) is not None and (token[0].isalpha() or token[0] in "_$")
