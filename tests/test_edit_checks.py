@@ -72,6 +72,15 @@ def test_a_rename_left_half_done_in_javascript_is_broken() -> None:
     assert broken_by_edit("src/run.ts", JS_BEFORE, half) is not None
 
 
+def test_a_definition_renamed_with_its_uses_left_in_javascript_is_broken() -> None:
+    half = JS_BEFORE.replace("const isWindows =", "const onWindows =")
+    problem = broken_by_edit("src/run.js", JS_BEFORE, half)
+    assert problem is not None
+    assert (
+        "still uses isWindows, which it no longer defines (its definition is onWindows" in problem
+    )
+
+
 @pytest.mark.parametrize(
     "after",
     [

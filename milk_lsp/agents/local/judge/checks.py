@@ -153,10 +153,11 @@ MAX_RENAME_TOKENS = 40_000
 
 
 def _half_renamed(before: str | None, after: str, language: Language) -> str | None:
-    """A name that replaced one of the file's own definitions at a use, the definition left
-    under its old name and the new name defined nowhere in the file (`onWindows()` under
-    `const isWindows = require(…)`), in a language whose files name everything they use
-    (`Language.file_scoped_names`); None otherwise."""
+    """A rename left half done, in a language whose files name everything they use
+    (`Language.file_scoped_names`): a name that replaced one of the file's own definitions
+    at a use, the definition left under its old name and the new name defined nowhere in the
+    file (`onWindows()` under `const isWindows = require(…)`); or a definition renamed while
+    uses of its old name, now defined nowhere, stay. None otherwise."""
     if before is None or not language.file_scoped_names:
         return None
     was, now = _TOKEN.findall(before), _TOKEN.findall(after)
@@ -175,13 +176,20 @@ def _half_renamed(before: str | None, after: str, language: Language) -> str | N
     if not named:
         return None
     defined = {definition.name for definition in definitions(after, language)}
-    known = set(was)
+    had = {definition.name for definition in definitions(before, language)}
+    known, left = set(was), set(now)
+    finish = 'edit_file with old_text "{0}", new_text "{1}" and replace_all true'
     for old, new in named:
         if old in defined and new not in defined and new not in known:
             return (
                 f"it now uses {new}, which it defines nowhere, where it used {old}, which it"
                 f" still defines: if you renamed {old}, rename its definition and every use"
-                f' too (edit_file with old_text "{old}", new_text "{new}" and replace_all true)'
+                f" too ({finish.format(old, new)})"
+            )
+        if old in had and old not in defined and new in defined and old in left:
+            return (
+                f"it still uses {old}, which it no longer defines (its definition is {new}"
+                f" now): if you renamed {old}, rename every use too ({finish.format(old, new)})"
             )
     return None
 
