@@ -150,7 +150,6 @@ class Advisor:
             if self._claude_path() is None:
                 checklist.mark(turn, index, "failed", Agent.LOCAL)
                 failed.append(f"step {number} ({why}; Claude Code was not found to do it)")
-
                 continue
             checklist.mark(turn, index, "in_progress", Agent.CLAUDE)
             turn.clear_failure()

@@ -191,18 +191,16 @@ class ScriptedLoopbackServer:
                 entry = self._queue[index]
                 del self._queue[index]
                 self._queue.extendleft(reversed(copy.deepcopy(list(entry.get("then", [])))))
-            waiting = [r for r in self._queue if "when" in r]
-            ready = [r for r in self._queue if "when" not in r]
-            if not ready:
+            ready = next((i for i, r in enumerate(self._queue) if "when" not in r), None)
+            if ready is None:
                 return {"text": "ok"}
-            self._queue.clear()
-            self._queue.extend(ready + waiting)
-            response = self._queue[0]
+            response = self._queue[ready]
             repeat = int(response.get("repeat", 1))
             if repeat > 1:
                 response["repeat"] = repeat - 1
                 return copy.deepcopy(response)
-            return self._queue.popleft()
+            del self._queue[ready]
+            return response
 
 
 def script_from(loaded: Any) -> list[Response] | None:

@@ -5,23 +5,14 @@
 // to the local model, see an error card and retry, reload and compare the history.
 // Screenshots and result.json go to $OUT. Prints one line per check and `N passed, N failed`.
 //   URL=... OUT=... PROFILE=... WORKSPACE=... OPENAI_URL=... ANTHROPIC_URL=... node e2e/drive.js
-const { chromium } = require('playwright-core');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const { URL: WORKBENCH, OUT = '.', PROFILE, WORKSPACE, OPENAI_URL, ANTHROPIC_URL, SETTINGS, EXT_DIR, MILK_LSP, STORAGE } = process.env;
 const { spawn } = require('node:child_process');
 const review = require('./review');
-const { script, until, chatFrame, runCommand } = require('./workbench');
-const t0 = Date.now();
-const ms = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
-const checks = [];
-function check(name, ok, detail = '') {
-  detail = String(detail).replace(/\s+/g, ' ').trim().slice(0, 200);
-  checks.push({ name, ok: !!ok, detail });
-  console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ` (${detail})` : ''} [${ms()}]`);
-  return !!ok;
-}
+const { checker, openBrowser, script, until, chatFrame, runCommand } = require('./workbench');
+const { check, ms, finish } = checker();
 
 /** What a turn looks like, to compare the live chat with the reloaded one. */
 async function turnDigests(chat) {
@@ -60,16 +51,8 @@ async function shot(page, name) {
 
 (async () => {
   fs.mkdirSync(OUT, { recursive: true });
-  const ctx = await chromium.launchPersistentContext(PROFILE, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1440, height: 900 },
-    args: [
-      '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    ],
-  });
-  const result = { checks };
+  const ctx = await openBrowser(PROFILE);
+  const result = {};
   const consoleErrors = [];
   let page;
   try {
@@ -552,10 +535,5 @@ async function shot(page, name) {
     delete result.proxy;
     await ctx.close().catch(() => undefined);
   }
-  result.consoleErrors = consoleErrors;
-  const passed = checks.filter((c) => c.ok).length;
-  const failed = checks.length - passed;
-  fs.writeFileSync(path.join(OUT, 'result.json'), JSON.stringify(result, null, 2));
-  console.log(`e2e: ${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+  finish(OUT, { ...result, consoleErrors });
 })();

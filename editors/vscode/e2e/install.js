@@ -3,22 +3,13 @@
 // the one message for a too-old milk.server.python, the install from the wheel inside the
 // .vsix with its progress, and the installed server answering a chat message.
 // Prints one line per check and `e2e: N passed, N failed`; screenshots and result.json go to $OUT.
-const { chromium } = require('playwright-core');
 const fs = require('node:fs');
 const path = require('node:path');
 const { setSettings } = require('./review');
-const { script, until, chatFrame, runCommand } = require('./workbench');
+const { checker, openBrowser, script, until, chatFrame, runCommand } = require('./workbench');
 
 const { URL: WORKBENCH, OUT = '.', PROFILE, SETTINGS, USER_DATA, OPENAI_URL, FAKE_PYTHON, VSIX_FILES } = process.env;
-const t0 = Date.now();
-const ms = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
-const checks = [];
-function check(name, ok, detail = '') {
-  detail = String(detail).replace(/\s+/g, ' ').trim().slice(0, 240);
-  checks.push({ name, ok: !!ok, detail });
-  console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ` (${detail})` : ''} [${ms()}]`);
-  return !!ok;
-}
+const { check, ms, finish } = checker({ detailChars: 240 });
 async function shot(page, name) {
   await page.screenshot({ path: path.join(OUT, name) });
   console.log(`screenshot ${name} [${ms()}]`);
@@ -47,12 +38,7 @@ const OFFER = /milk-lsp server is not installed/;
 
 (async () => {
   fs.mkdirSync(OUT, { recursive: true });
-  const ctx = await chromium.launchPersistentContext(PROFILE, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1440, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const ctx = await openBrowser(PROFILE);
   let page;
   try {
     page = ctx.pages()[0] || (await ctx.newPage());
@@ -156,9 +142,5 @@ const OFFER = /milk-lsp server is not installed/;
   } finally {
     await ctx.close().catch(() => undefined);
   }
-  const passed = checks.filter((c) => c.ok).length;
-  const failed = checks.length - passed;
-  fs.writeFileSync(path.join(OUT, 'result.json'), JSON.stringify({ checks }, null, 2));
-  console.log(`e2e: ${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+  finish(OUT);
 })();

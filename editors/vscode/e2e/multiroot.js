@@ -3,21 +3,12 @@
 // the second folder has is answered from it (its path resolved in that folder, not rejected as
 // outside the workspace), and each folder keeps its own sessions.
 //   URL=...?workspace=<file>.code-workspace OUT=... PROFILE=... OPENAI_URL=... node e2e/multiroot.js
-const { chromium } = require('playwright-core');
 const fs = require('node:fs');
 const path = require('node:path');
-const { script, until, chatFrame, runCommand } = require('./workbench');
+const { checker, openBrowser, script, until, chatFrame, runCommand } = require('./workbench');
 
 const { URL: WORKBENCH, OUT = '.', PROFILE, OPENAI_URL } = process.env;
-const t0 = Date.now();
-const ms = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
-const checks = [];
-function check(name, ok, detail = '') {
-  detail = String(detail).replace(/\s+/g, ' ').trim().slice(0, 200);
-  checks.push({ name, ok: !!ok, detail });
-  console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ` (${detail})` : ''} [${ms()}]`);
-  return !!ok;
-}
+const { check, ms, finish } = checker({ resultFile: 'multiroot.json' });
 
 /** The folder button's text once it reads `want` (or what it read last). */
 async function folderShown(chat, want) {
@@ -39,12 +30,7 @@ async function pickFolder(page, name) {
 
 (async () => {
   fs.mkdirSync(OUT, { recursive: true });
-  const ctx = await chromium.launchPersistentContext(PROFILE, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1440, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const ctx = await openBrowser(PROFILE);
   let page;
   try {
     page = ctx.pages()[0] || (await ctx.newPage());
@@ -107,9 +93,5 @@ async function pickFolder(page, name) {
   } finally {
     await ctx.close().catch(() => undefined);
   }
-  const passed = checks.filter((c) => c.ok).length;
-  const failed = checks.length - passed;
-  fs.writeFileSync(path.join(OUT, 'multiroot.json'), JSON.stringify({ checks }, null, 2));
-  console.log(`e2e: ${passed} passed, ${failed} failed`);
-  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+  finish(OUT);
 })();

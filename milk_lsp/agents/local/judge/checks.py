@@ -195,4 +195,5 @@ def _half_renamed(before: str | None, after: str, language: Language) -> str | N
 
 
 def _is_name(token: str) -> bool:
-    return _TOKEN.fullmatch(token) is not None and (token[0].isalpha() or token[0] in "_$")
+    """A `_TOKEN` that is a name, not a single other character."""
+    return token[0].isalpha() or token[0] in "_$"
