@@ -101,6 +101,11 @@ class LocalConfig(_Section):
     permission as `run_command` is; a failure is fed back once, then is `check_failed`."""
     idle_stop_seconds: float = Field(default=600.0, gt=0)
     """The embedded engine stops after this long without local turns (it restarts lazily)."""
+    strategy: Literal["auto", "guided", "agent"] = "auto"
+    """How a local turn runs (issue 38): `guided`, milk locates the code and asks the model
+    one narrow question whose reply is a checked JSON shape; `agent`, the model drives the
+    tool loop; `auto`, guided for small models, servers without tool calls and models that
+    failed the tool protocol, agent otherwise (`milk_lsp.guided.strategy`)."""
 
 
 class ClaudeConfig(_Section):

@@ -133,6 +133,26 @@ class LocalGaveUp:
 
 
 @dataclass(frozen=True)
+class Cited:
+    """A place an answer rests on, found by milk: the quote's real lines in the file."""
+
+    path: str
+    """Relative to the workspace folder, POSIX separators."""
+    line: int
+    end_line: int
+    quote: str
+
+
+@dataclass(frozen=True)
+class CitationsEvent:
+    """The checked citations of the answer just shown, and the paths it proposes creating
+    (declared so by the model, not in the workspace yet)."""
+
+    citations: tuple[Cited, ...]
+    proposed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ClaudeSessionStarted:
     """Claude Code reported the id of the conversation this turn runs in."""
 
@@ -164,6 +184,7 @@ AgentEvent = (
     | EscalationRequested
     | LocalGaveUp
     | ClaudeSessionStarted
+    | CitationsEvent
     | TurnDone
     | TurnFailed
 )

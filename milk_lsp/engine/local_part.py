@@ -27,6 +27,7 @@ from milk_lsp.agents.base import (
     TurnDone,
     TurnFailed,
 )
+from milk_lsp.agents.local.agent import LocalAgent
 from milk_lsp.agents.local.judge.answer import TurnGrounding
 from milk_lsp.agents.local.judge.checks import check_kind
 from milk_lsp.agents.local.judge.edit_intent import (
@@ -44,12 +45,13 @@ from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import handoff
 from milk_lsp.engine.agent_host import TurnHost
+from milk_lsp.engine.guided_part import GuidedPart
 from milk_lsp.engine.local_clock import LocalClock
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
 from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.prompts import local as prompts
-from milk_lsp.sessions.model import Agent, Session, SessionState
+from milk_lsp.sessions.model import Agent, Session, SessionState, TurnRecord
 from milk_lsp.sessions.service import Sessions
 from milk_lsp.text import cut
 from milk_lsp.workspace.index import WorkspaceIndex
@@ -91,6 +93,8 @@ class LocalPart:
         self._sessions = sessions
         self._models = models
         self._claude_path = claude_path
+        self._guided = GuidedPart()
+        """The strategy of each turn, and the guided turns (`milk_lsp.guided`)."""
         self._indexes: dict[str, WorkspaceIndex] = {}
         """Per workspace folder: what exists there, for the judge of local answers."""
 
@@ -124,6 +128,62 @@ class LocalPart:
         notes = prompts.claude_notes(returning) + notes
         system = prompts.local_system_prompt(plan.offer_escalation)
         index = await indexed
+        progress = self._progress(turn)
+        async with self._models.around(progress, turn.notice) as agent:
+            if isinstance(agent, TurnFailed):  # the embedded model could not start
+                return handoff.from_model_failure(agent)
+            turn.local_model = agent.model_in_use  # known from an earlier turn, if any
+            strategy = await self._guided.strategy(config.local.strategy, agent)
+            if strategy.guided:
+                if not memory_tags and not plan.advises:
+                    turn.set_need(user_ask)  # the latest request is the goal, in any wording
+                turn.notice("info", f"milk guides this local turn: {strategy.why}.")
+                outcome = await self._guided.run(
+                    turn,
+                    agent,
+                    index,
+                    self._tools(session, turn, user_ask, index),
+                    user_ask=user_ask,
+                    text=text,
+                    offer_escalation=plan.offer_escalation,
+                    history=prompts.history_messages(history),
+                    progress=progress,
+                )
+            else:
+                outcome = await self._agent_loop(
+                    session, turn, agent, index, plan, text, user_ask, system, notes, history
+                )
+                self._guided.saw(agent.model_in_use, outcome)
+        if not turn.part.is_empty:
+            session.local_turns_since_claude += 1
+        return outcome
+
+    def _tools(
+        self, session: Session, turn: Turn, user_ask: str, index: WorkspaceIndex
+    ) -> WorkspaceTools:
+        return WorkspaceTools(
+            Path(session.workspace_folder),
+            TurnHost(turn, turn.config.claude.permission_timeout_seconds),
+            focus=focus_names(user_ask, index),
+            check_command=turn.config.local.check_command,
+            request=user_ask,
+        )
+
+    async def _agent_loop(
+        self,
+        session: Session,
+        turn: Turn,
+        agent: LocalAgent,
+        index: WorkspaceIndex,
+        plan: Plan,
+        text: str,
+        user_ask: str,
+        system: str,
+        notes: str,
+        history: list[TurnRecord],
+    ) -> LocalOutcome:
+        """The model drives the tool loop (`local.strategy` agent)."""
+        config = turn.config
         change = asks_for_change(user_ask)
         wide = self._claude_sized(plan, config.local.hand_off, user_ask, index, change)
         if wide is not None:
@@ -135,13 +195,7 @@ class LocalPart:
                 f"{wide}, more than the local model does well; milk handed it to Claude before"
                 " the local model started",
             )
-        tools = WorkspaceTools(
-            Path(session.workspace_folder),
-            TurnHost(turn, config.claude.permission_timeout_seconds),
-            focus=focus_names(user_ask, index),
-            check_command=config.local.check_command,
-            request=user_ask,
-        )
+        tools = self._tools(session, turn, user_ask, index)
         attached = text.strip() != user_ask.strip()  # attachments count as having looked
         if change and not attached:
             read = await read_first(user_ask, index, tools)
@@ -167,44 +221,40 @@ class LocalPart:
         )
         outcome: LocalOutcome = None
         progress = self._progress(turn)
-        async with self._models.around(progress, turn.notice) as agent:
-            if isinstance(agent, TurnFailed):  # the embedded model could not start
-                return handoff.from_model_failure(agent)
-            turn.local_model = agent.model_in_use  # known from an earlier turn, if any
-            run = agent.run(
-                messages,
-                tools,
-                offer_escalation=plan.offer_escalation,
-                cut_short=plan.watches_local,
-                change_requested=change,
-                change_hinted=hinted,
-                look_first=about and not attached,
-                judge=judge,
-                check=tools if config.local.check_command else None,
-            )
-            clock = turn.local_clock = LocalClock(config.local.turn_budget_seconds, progress)
-            try:
-                async with clock.bounded(), aclosing(run) as events:
-                    async for event in events:
-                        # the model as the turn ran on it: a failed turn forgets it after
-                        turn.local_model = agent.model_in_use or turn.local_model
-                        clock.saw(event)
-                        if isinstance(event, EscalationRequested | LocalGaveUp):
-                            outcome = event
+        run = agent.run(
+            messages,
+            tools,
+            offer_escalation=plan.offer_escalation,
+            cut_short=plan.watches_local,
+            change_requested=change,
+            change_hinted=hinted,
+            look_first=about and not attached,
+            judge=judge,
+            check=tools if config.local.check_command else None,
+        )
+        clock = turn.local_clock = LocalClock(config.local.turn_budget_seconds, progress)
+        try:
+            async with clock.bounded(), aclosing(run) as events:
+                async for event in events:
+                    # the model as the turn ran on it: a failed turn forgets it after
+                    turn.local_model = agent.model_in_use or turn.local_model
+                    clock.saw(event)
+                    if isinstance(event, EscalationRequested | LocalGaveUp):
+                        outcome = event
+                        break
+                    if isinstance(event, TurnFailed):
+                        outcome = handoff.from_model_failure(event)
+                        if outcome is not None:
                             break
-                        if isinstance(event, TurnFailed):
-                            outcome = handoff.from_model_failure(event)
-                            if outcome is not None:
-                                break
-                            turn.failure = (event.reason, event.message)
-                        elif not isinstance(event, TurnDone | ClaudeSessionStarted):
-                            turn.apply(event)
-            finally:  # the turn's info names the model, however the part ended
-                turn.local_model = agent.model_in_use or turn.local_model
-                turn.local_clock = None
-            if clock.ran_out:  # cancelled at the deadline: its stream and tools have stopped
-                outcome = clock.out_of_time()
-                turn.failure = None
+                        turn.failure = (event.reason, event.message)
+                    elif not isinstance(event, TurnDone | ClaudeSessionStarted):
+                        turn.apply(event)
+        finally:  # the turn's info names the model, however the part ended
+            turn.local_model = agent.model_in_use or turn.local_model
+            turn.local_clock = None
+        if clock.ran_out:  # cancelled at the deadline: its stream and tools have stopped
+            outcome = clock.out_of_time()
+            turn.failure = None
         turn.flush_text()
         self._say_checks(turn, tools)
         broken = await self._put_back_broken(turn, tools)
@@ -214,8 +264,6 @@ class LocalPart:
             outcome = await self._unmade_change(turn, tools, user_ask, focus_names(user_ask, index))
         elif change and _given_up_early(outcome):
             outcome = await self._ended_after_the_change(turn, tools, user_ask, outcome)
-        if not turn.part.is_empty:
-            session.local_turns_since_claude += 1
         return outcome
 
     async def hand_off(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from milk_lsp.agents.base import (
     AgentEvent,
+    CitationsEvent,
     FailureReason,
     NoticeEvent,
     PermissionTimedOut,
@@ -393,8 +394,33 @@ class Turn:
                 )
             case NoticeEvent(severity=severity, message=message):
                 self.notice(severity, message)
+            case CitationsEvent():
+                self._cite(event)
             case _:
                 logger.debug("turn %s: event %r handled by the engine", self.turn_id, event)
+
+    def _cite(self, event: CitationsEvent) -> None:
+        """The `citations` update: each place with its file's URI (in the workspace)."""
+        self.flush_text()
+        root = self.workspace or Path.cwd()
+
+        def uri(path: str) -> str:
+            return (root / path).as_uri()
+
+        citations = [
+            {
+                "path": cited.path,
+                "uri": uri(cited.path),
+                "line": cited.line,
+                "endLine": cited.end_line,
+                "quote": cited.quote,
+            }
+            for cited in event.citations
+        ]
+        proposed = [{"path": path, "uri": uri(path)} for path in event.proposed]
+        self.update(
+            "citations", agent=self.part.agent.value, citations=citations, proposed=proposed or None
+        )
 
     def _show_text(self, text: str) -> None:
         if self._interceptor is None:

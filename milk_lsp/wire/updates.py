@@ -106,6 +106,28 @@ class PlanUpdate(_Update):
     steps: list[PlanStep]
 
 
+class Citation(WireModel):
+    path: str
+    uri: str
+    line: int
+    end_line: int
+    quote: str
+
+
+class ProposedPath(WireModel):
+    path: str
+    uri: str
+
+
+class CitationsUpdate(_Update):
+    """Since issue 38: the checked citations of a local answer, right after its text."""
+
+    kind: Literal["citations"]
+    agent: AgentName
+    citations: list[Citation]
+    proposed: list[ProposedPath] | None = None
+
+
 class TurnEndedUpdate(_Update):
     kind: Literal["turn_ended"]
     agent: AgentName
@@ -124,6 +146,7 @@ Update = Annotated[
     | NoticeUpdate
     | ChangesUpdate
     | PlanUpdate
+    | CitationsUpdate
     | TurnEndedUpdate,
     Field(discriminator="kind"),
 ]
@@ -139,6 +162,7 @@ UPDATE_MODELS: tuple[type[_Update], ...] = (
     NoticeUpdate,
     ChangesUpdate,
     PlanUpdate,
+    CitationsUpdate,
     TurnEndedUpdate,
 )
 _UPDATE = TypeAdapter(Update)

@@ -264,6 +264,26 @@ class WorkspaceIndex:
             self._definitions = known = (state.counts, names)
         return known[1]
 
+    def file_words(self) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """Each file read here, with its distinct tokens (identifiers, `--options`, and
+        the marked names it defines: `names_defined`), for a ranking over the workspace
+        (`milk_lsp.guided.locate`). The tuple is the index's own: the same object while the
+        file is unchanged, so a caller may cache what it derives from it."""
+        for path, entry in self._state.files.items():
+            if entry.tokens:
+                yield path, entry.tokens
+
+    @staticmethod
+    def names_defined(tokens: tuple[str, ...]) -> tuple[str, ...]:
+        """The names a file defines, of the tokens `file_words` gives for it, sorted."""
+        start = len(_DEFINED)
+        return tuple(sorted(token[start:] for token in tokens if token[:start] == _DEFINED))
+
+    @staticmethod
+    def is_word(token: str) -> bool:
+        """Whether a token of `file_words` is a word of the file's text (not a mark)."""
+        return not token.startswith("\x00")
+
     def in_file(self, path: str, token: str) -> bool:
         """Whether the text of the file `path` (relative) has the identifier `token`."""
         entry = self._state.files.get(path)

@@ -118,6 +118,7 @@ class LocalClient:
         self._base_url = settings.base_url.rstrip("/")
         self._listed_model: str | None = None
         self._ignores_tool_choice: set[str] = set()
+        self._refuses_json_schema: set[str] = set()
         self._drops_tools: bool | None = None
         """The server's template renders no tools (None: not asked yet)."""
         self._ollama: dict[str | None, OllamaInfo | None] = {}
@@ -243,6 +244,20 @@ class LocalClient:
     def ignores_tool_choice(self, model: str) -> None:
         """The server ignored or refused `tool_choice` for `model`: not sent again."""
         self._ignores_tool_choice.add(model)
+
+    def takes_json_schema(self, model: str) -> bool:
+        """Whether a `response_format` with a JSON schema may be sent for `model` (not
+        known to be refused by this server: llama.cpp, Ollama, vLLM and LM Studio take it)."""
+        return model not in self._refuses_json_schema
+
+    def refuses_json_schema(self, model: str) -> None:
+        """The server refused `response_format` for `model`: the reply is validated instead."""
+        self._refuses_json_schema.add(model)
+
+    async def drops_tools(self) -> bool:
+        """Whether the server's chat template drops tool definitions (llama.cpp's
+        `/props`: the model cannot call tools there)."""
+        return await self._template_drops_tools()
 
     def forget_model(self) -> None:
         """After a failed turn: look the model up again next time (the server may have

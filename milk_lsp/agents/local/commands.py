@@ -95,22 +95,32 @@ async def run_shell(
     command outlives the call, cancelled or not (except detached ones that closed the output).
     Raises `CommandNotStarted` when the shell cannot be started.
     """
+    # The command text is what the user approved; the shell is an explicit argv.
+    return await run_argv([SHELL, "-c", command], cwd, timeout_seconds, output_cap_chars)
+
+
+async def run_argv(
+    argv: list[str],
+    cwd: Path,
+    timeout_seconds: float,
+    output_cap_chars: int,
+    env: dict[str, str] | None = None,
+) -> CommandResult:
+    """`run_shell` for a program and its arguments, no shell between (`env` added to the
+    environment)."""
     try:
-        # The command text is what the user approved; the shell is an explicit argv.
         process = await asyncio.create_subprocess_exec(
-            SHELL,
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, COMMAND_RUN_ENV: new_run_token()},
+            env={**os.environ, **(env or {}), COMMAND_RUN_ENV: new_run_token()},
             start_new_session=True,
             preexec_fn=die_with_parent(signal.SIGKILL),
         )
     except OSError as exc:
-        raise CommandNotStarted(f"Could not start the command: {exc}") from exc
+        raise CommandNotStarted(f"Could not start {argv[0]}: {exc}") from exc
     output = _CappedOutput(output_cap_chars)
     _RUNNING_GROUPS.add(process.pid)
     try:

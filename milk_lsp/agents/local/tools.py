@@ -412,6 +412,11 @@ class WorkspaceTools:
         text = (result.output or "(no output)").rstrip()
         return CheckRun(command, f"{text}\n[{result.status}]", failed=result.failed)
 
+    async def ask_to_run(self, tool_call_id: str, command: str, description: str) -> bool:
+        """Ask the user, as `run_command` does, whether milk may run `command` (a check it
+        runs itself, with no shell)."""
+        return await self._ask(tool_call_id, RUN_COMMAND, {"command": command}, description)
+
     def _still_broken(self, parts: Parts) -> str:
         problem = self._broken.get(parts)
         return f" But {shown(parts)} is still broken: {problem}." if problem else ""

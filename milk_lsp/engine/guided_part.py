@@ -1,0 +1,119 @@
+"""The local part of a turn run guided (`milk_lsp.guided`): the strategy chosen per turn,
+and a guided turn's events folded into the turn as the agent loop's are (`local_part`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import aclosing
+from pathlib import Path
+
+from milk_lsp.agents.base import (
+    ClaudeSessionStarted,
+    EscalationRequested,
+    LocalGaveUp,
+    TurnDone,
+    TurnFailed,
+)
+from milk_lsp.agents.local.agent import LocalAgent
+from milk_lsp.agents.local.stream import LocalModelError
+from milk_lsp.agents.local.tools import WorkspaceTools
+from milk_lsp.engine import handoff
+from milk_lsp.engine.local_clock import LocalClock
+from milk_lsp.engine.turn import Turn
+from milk_lsp.guided.locate import Budget, Locator
+from milk_lsp.guided.strategy import PROTOCOL_SIGNALS, Strategy, choose
+from milk_lsp.guided.turn import GuidedTurn
+from milk_lsp.workspace.index import WorkspaceIndex
+
+logger = logging.getLogger(__name__)
+
+LocalOutcome = EscalationRequested | LocalGaveUp | None
+
+
+class GuidedPart:
+    """Chooses each local turn's strategy and runs the guided ones."""
+
+    def __init__(self) -> None:
+        self._locators: dict[int, Locator] = {}
+        self._protocol_failures: set[str] = set()
+        """Models that failed to drive the tool loop in a turn of this server."""
+
+    async def strategy(self, setting: str, agent: LocalAgent) -> Strategy:
+        """`local.strategy` resolved for this turn's model (`guided.strategy.choose`)."""
+        if setting in ("guided", "agent"):
+            return choose(setting, "", drops_tools=False, failed_protocol=False)
+        try:
+            model = await agent.client.resolve_model()
+            drops = await agent.client.drops_tools()
+        except LocalModelError:
+            return Strategy(False, "the model server did not answer")  # the loop says why
+        except Exception:
+            logger.warning("could not tell whether the model server takes tools", exc_info=True)
+            model, drops = agent.settings.model or "", False
+        return choose(
+            setting, model, drops_tools=drops, failed_protocol=model in self._protocol_failures
+        )
+
+    def saw(self, model: str | None, outcome: LocalOutcome) -> None:
+        """An agent-loop turn ended: one that failed the tool protocol makes `auto` guide
+        the model's later turns."""
+        if model and isinstance(outcome, LocalGaveUp) and outcome.signal in PROTOCOL_SIGNALS:
+            self._protocol_failures.add(model)
+
+    async def run(
+        self,
+        turn: Turn,
+        agent: LocalAgent,
+        index: WorkspaceIndex,
+        tools: WorkspaceTools,
+        *,
+        user_ask: str,
+        text: str,
+        offer_escalation: bool,
+        history: list[dict[str, object]],
+        progress: Callable[[str], None],
+    ) -> LocalOutcome:
+        """The guided local part: its events shown, its hand-off signal returned."""
+        locator = self._locators.get(id(index))
+        if locator is None or locator.index is not index:
+            locator = self._locators[id(index)] = Locator(index)
+        config = turn.config
+        budget = Budget.for_context(
+            config.local.context_size if config.local.provider == "embedded" else None
+        )
+        guided = GuidedTurn(
+            agent.client,
+            locator,
+            tools,
+            Path(index.root),
+            progress,
+            offer_escalation=offer_escalation,
+            history=history,
+            budget=budget,
+        )
+        outcome: LocalOutcome = None
+        clock = turn.local_clock = LocalClock(config.local.turn_budget_seconds, progress)
+        try:
+            async with clock.bounded(), aclosing(guided.run(user_ask, text)) as events:
+                async for event in events:
+                    turn.local_model = agent.model_in_use or turn.local_model
+                    clock.saw(event)
+                    if isinstance(event, EscalationRequested | LocalGaveUp):
+                        outcome = event
+                        break
+                    if isinstance(event, TurnFailed):
+                        outcome = handoff.from_model_failure(event)
+                        if outcome is not None:
+                            break
+                        turn.failure = (event.reason, event.message)
+                    elif not isinstance(event, TurnDone | ClaudeSessionStarted):
+                        turn.apply(event)
+        finally:
+            turn.local_model = agent.model_in_use or turn.local_model
+            turn.local_clock = None
+        if clock.ran_out:
+            outcome = clock.out_of_time()
+            turn.failure = None
+        turn.flush_text()
+        return outcome

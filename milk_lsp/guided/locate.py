@@ -1,0 +1,311 @@
+"""Locate, deterministically: what of the workspace a request is about, gathered into a
+bounded context of numbered lines before the model is asked anything.
+
+Three sources, in this order of trust:
+- what the request names (`asked`: definitions and files its words match, in any human
+  language), each definition given whole (up to `DEFINITION_MAX_LINES`);
+- the request's terms (`words`: identifiers split and stemmed) ranked over the workspace:
+  files by the inverse document frequency of the terms they hold (BM25's weight without its
+  length term: a file's tokens are kept once each by the index), then the best lines of the
+  best files, each widened to a few lines around it;
+- a short map of the repository: paths and the names each defines (aider's repo map), the
+  best-ranked files first.
+
+The context is sized in characters (`Budget`), so what the model is shown, most of the wait
+on a CPU, is bounded whatever the workspace.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from milk_lsp.agents.local.judge.grounding.asked import asked
+from milk_lsp.guided.words import path_terms, terms, word_terms
+from milk_lsp.workspace.index import WorkspaceIndex
+
+MAX_FILES = 6
+"""Files whose lines are read and ranked (the named ones first)."""
+DEFINITION_MAX_LINES = 60
+LINES_BEFORE = 3
+LINES_AFTER = 8
+"""A ranked line is shown with this many lines around it."""
+MAP_NAMES = 8
+"""Names listed per file in the repository map."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many characters of code and of map the model is shown."""
+
+    chunks: int = 4500
+    map: int = 1200
+
+    @classmethod
+    def for_context(cls, context_tokens: int | None) -> Budget:
+        """A budget that leaves room for milk's prompt and the reply in a context window
+        of `context_tokens` (about 3.5 characters a token of code)."""
+        if context_tokens is None:
+            return cls()
+        room = max(1500, int((context_tokens - 2600) * 3.5))
+        return cls(chunks=min(9000, int(room * 0.8)), map=min(2000, int(room * 0.2)))
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive lines of one file, `first`..`last` (1-based, inclusive)."""
+
+    path: str
+    first: int
+    lines: tuple[str, ...]
+    why: str
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.lines) - 1
+
+    def render(self) -> str:
+        width = len(str(self.last))
+        body = "\n".join(
+            f"{number:>{width}}| {line}" for number, line in enumerate(self.lines, self.first)
+        )
+        return f"--- {self.path} lines {self.first}-{self.last} ({self.why})\n{body}"
+
+    @property
+    def size(self) -> int:
+        return sum(len(line) + 8 for line in self.lines) + len(self.path) + 40
+
+
+@dataclass(frozen=True)
+class Located:
+    """What milk gathered for one request."""
+
+    chunks: tuple[Chunk, ...] = ()
+    repo_map: str = ""
+    names: tuple[str, ...] = ()
+    """Definitions the request names."""
+    files: tuple[str, ...] = ()
+    """Files the request names."""
+    ranked: tuple[str, ...] = ()
+    """Files whose lines were read, best first."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """The text of each file read, as milk read it (the editor's unsaved text first)."""
+
+    def context(self) -> str:
+        """The numbered lines and the map, as the model is shown them."""
+        parts = [chunk.render() for chunk in self.chunks]
+        if self.repo_map:
+            parts.append(f"--- repository map (files and what they define)\n{self.repo_map}")
+        return "\n\n".join(parts)
+
+    def holds(self, text: str) -> bool:
+        """Whether `text` occurs in the lines the model was shown."""
+        return any(text in "\n".join(chunk.lines) for chunk in self.chunks) or (
+            text in self.repo_map
+        )
+
+    @property
+    def paths(self) -> frozenset[str]:
+        return frozenset(chunk.path for chunk in self.chunks)
+
+
+class FileTexts(Protocol):
+    async def text_of(self, path: str) -> str | None: ...
+
+
+class Locator:
+    """Locates for one workspace; keeps each file's terms while the index keeps its tokens."""
+
+    def __init__(self, index: WorkspaceIndex) -> None:
+        self.index = index
+        self._terms: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+
+    def rank_files(self, request: str, limit: int = MAX_FILES) -> list[tuple[str, float]]:
+        """The files holding the request's terms, best first, with their scores."""
+        wanted = list(dict.fromkeys(terms(request)))
+        if not wanted:
+            return []
+        files = self._file_terms()
+        total = len(files) or 1
+        frequency = {term: 0 for term in wanted}
+        for held in files.values():
+            for term in wanted:
+                if term in held:
+                    frequency[term] += 1
+        weight = {
+            term: math.log((total - count + 0.5) / (count + 0.5) + 1.0)
+            for term, count in frequency.items()
+            if count
+        }
+        scores: list[tuple[str, float]] = []
+        for path, held in files.items():
+            score = sum(value for term, value in weight.items() if term in held)
+            if score:
+                named = path_terms(path)
+                score += sum(weight.get(term, 0.0) for term in named)  # the file's name
+                scores.append((path, score))
+        scores.sort(key=lambda pair: (-pair[1], pair[0]))
+        return scores[:limit]
+
+    def weights(self, request: str) -> dict[str, float]:
+        """Each term of the request by its inverse document frequency here."""
+        wanted = list(dict.fromkeys(terms(request)))
+        files = self._file_terms()
+        total = len(files) or 1
+        result: dict[str, float] = {}
+        for term in wanted:
+            count = sum(1 for held in files.values() if term in held)
+            result[term] = math.log((total - count + 0.5) / (count + 0.5) + 1.0)
+        return result
+
+    async def locate(self, request: str, texts: FileTexts, budget: Budget | None = None) -> Located:
+        """The bounded context for `request` (see the module)."""
+        budget = budget or Budget()
+        named = asked(request, self.index)
+        order: dict[str, str] = {}
+        for path in named.files:
+            order.setdefault(path, "named in the request")
+        for name in named.names:
+            for path in self.index.definers(name, limit=3):
+                order.setdefault(path, f"defines {name}")
+        for path, _ in self.rank_files(request, MAX_FILES * 2):
+            if len(order) >= MAX_FILES:
+                break
+            order.setdefault(path, "matches the request")
+        weights = self.weights(request)
+        read: dict[str, str] = {}
+        chunks: list[Chunk] = []
+        spent = 0
+        pending: list[tuple[float, str, int]] = []
+        for path, why in order.items():
+            text = await texts.text_of(path)
+            if text is None:
+                continue
+            read[path] = text
+            lines = text.splitlines()
+            for chunk in _definition_chunks(path, text, lines, named.names):
+                if spent + chunk.size <= budget.chunks:
+                    chunks.append(chunk)
+                    spent += chunk.size
+            if path in named.files and not any(chunk.path == path for chunk in chunks):
+                head = _chunk(path, lines, 1, min(len(lines), 40), "named in the request")
+                if head is not None and spent + head.size <= budget.chunks:
+                    chunks.append(head)
+                    spent += head.size
+            for number, line in enumerate(lines, 1):
+                score = _line_score(line, weights)
+                if score > 0:
+                    pending.append((score, path, number))
+            del why
+        pending.sort(key=lambda item: (-item[0], list(order).index(item[1]), item[2]))
+        for _, path, number in pending:
+            if spent >= budget.chunks:
+                break
+            if any(c.path == path and c.first <= number <= c.last for c in chunks):
+                continue
+            lines = read[path].splitlines()
+            first = max(1, number - LINES_BEFORE)
+            last = min(len(lines), number + LINES_AFTER)
+            for chunk in chunks:  # no line twice: start after, or end before, a shown chunk
+                if chunk.path == path and chunk.first <= last and first <= chunk.last:
+                    if chunk.first <= number:
+                        first = chunk.last + 1
+                    else:
+                        last = chunk.first - 1
+            piece = _chunk(path, lines, first, last, "matches the request")
+            if piece is not None and spent + piece.size <= budget.chunks:
+                chunks.append(piece)
+                spent += piece.size
+        chunks = _merged(chunks, order)
+        return Located(
+            chunks=tuple(chunks),
+            repo_map=self._repo_map(list(order), budget.map),
+            names=named.names,
+            files=named.files,
+            ranked=tuple(order),
+            texts=read,
+        )
+
+    def _file_terms(self) -> dict[str, frozenset[str]]:
+        """Every read file's terms (its tokens' and its path's), cached per token tuple."""
+        known = self._terms
+        fresh: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        is_word = self.index.is_word
+        for path, tokens in self.index.file_words():
+            cached = known.get(path)
+            if cached is not None and cached[0] is tokens:
+                fresh[path] = cached
+                continue
+            held: set[str] = set(path_terms(path))
+            for token in tokens:
+                if is_word(token):
+                    held.update(word_terms(token.lstrip("-")))
+            fresh[path] = (tokens, frozenset(held))
+        self._terms = fresh
+        return {path: pair[1] for path, pair in fresh.items()}
+
+    def _repo_map(self, first: list[str], budget: int) -> str:
+        """`path: names…` per file, the located files first, within `budget` characters."""
+        entries = {path: tokens for path, tokens in self.index.file_words()}
+        ordered = [path for path in first if path in entries]
+        ordered += sorted(path for path in entries if path not in set(first))
+        lines: list[str] = []
+        used = 0
+        for path in ordered:
+            names = self.index.names_defined(entries[path])
+            shown = ", ".join(names[:MAP_NAMES]) + (", …" if len(names) > MAP_NAMES else "")
+            line = f"{path}: {shown}" if shown else path
+            if used + len(line) + 1 > budget:
+                rest = len(ordered) - len(lines)
+                lines.append(f"(and {rest} more files)")
+                break
+            lines.append(line)
+            used += len(line) + 1
+        return "\n".join(lines)
+
+
+def _line_score(line: str, weights: dict[str, float]) -> float:
+    held = set(terms(line))
+    return sum(value for term, value in weights.items() if term in held)
+
+
+def _chunk(path: str, lines: list[str], first: int, last: int, why: str) -> Chunk | None:
+    if first > last or first < 1:
+        return None
+    return Chunk(path, first, tuple(line[:300] for line in lines[first - 1 : last]), why)
+
+
+def _definition_chunks(path: str, text: str, lines: list[str], names: Iterable[str]) -> list[Chunk]:
+    """Each definition of `names` in the file, whole up to `DEFINITION_MAX_LINES`."""
+    from milk_lsp.code import definitions, language_for  # off start-up
+
+    wanted = set(names)
+    language = language_for(path)
+    if not wanted or language is None:
+        return []
+    found: list[Chunk] = []
+    for definition in definitions(text, language):
+        if definition.name not in wanted:
+            continue
+        last = min(definition.last_line, definition.first_line + DEFINITION_MAX_LINES - 1)
+        chunk = _chunk(path, lines, definition.first_line, last, f"defines {definition.name}")
+        if chunk is not None:
+            found.append(chunk)
+    return found
+
+
+def _merged(chunks: list[Chunk], order: dict[str, str]) -> list[Chunk]:
+    """The chunks in file order (the located files' order), adjacent ones of a file joined."""
+    rank = {path: number for number, path in enumerate(order)}
+    chunks.sort(key=lambda chunk: (rank.get(chunk.path, len(rank)), chunk.first))
+    merged: list[Chunk] = []
+    for chunk in chunks:
+        last = merged[-1] if merged else None
+        if last is not None and last.path == chunk.path and chunk.first <= last.last + 1:
+            extra = chunk.lines[last.last + 1 - chunk.first :]
+            merged[-1] = Chunk(last.path, last.first, last.lines + extra, last.why)
+        else:
+            merged.append(chunk)
+    return merged

@@ -1,0 +1,76 @@
+"""The project's own fast check, run before and after guided edits: evidence that a file
+parsing is not (a Go rename that leaves a use of the old name behind parses, and does not
+build). Kept as data per kind of project: the file at the workspace's root that says which
+check it has, and the check's argv (never a shell). It counts only when it passed before
+the edits: a project already failing says nothing about them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from milk_lsp.agents.local.commands import CommandNotStarted, run_argv
+
+TIMEOUT_SECONDS = 120.0
+OUTPUT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class ProjectCheck:
+    marker: str
+    """A file at the workspace's root that says the project has this check."""
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.argv)
+
+    def program(self, root: Path) -> str | None:
+        """The check's program, installed (a path inside the project, or on PATH)."""
+        first = self.argv[0]
+        if "/" in first:
+            local = root / first
+            return str(local) if local.is_file() else None
+        return shutil.which(first)
+
+
+CHECKS: tuple[ProjectCheck, ...] = (
+    # `go vet` type-checks the test files too (`go build` leaves them out); no download
+    ProjectCheck(
+        "go.mod",
+        ("go", "vet", "./..."),
+        {"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOFLAGS": "-mod=mod"},
+    ),
+    ProjectCheck("tsconfig.json", ("node_modules/.bin/tsc", "--noEmit", "-p", ".")),
+    ProjectCheck("Cargo.toml", ("cargo", "check", "--offline", "--quiet")),
+)
+
+
+def check_for(root: Path) -> ProjectCheck | None:
+    """The check of the project at `root`, when it has one and its program is installed."""
+    for check in CHECKS:
+        if (root / check.marker).is_file() and check.program(root) is not None:
+            return check
+    return None
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    passed: bool
+    output: str
+
+
+async def run_check(check: ProjectCheck, root: Path) -> CheckOutcome:
+    """One run of `check` in `root`, bounded in time; its program resolved first."""
+    program = check.program(root)
+    if program is None:
+        return CheckOutcome(False, f"{check.argv[0]} is not installed")
+    argv = [program, *check.argv[1:]]
+    try:
+        result = await run_argv(argv, root, TIMEOUT_SECONDS, OUTPUT_CHARS, env=check.env)
+    except CommandNotStarted as exc:
+        return CheckOutcome(False, str(exc))
+    return CheckOutcome(not result.failed, f"{result.output.rstrip()}\n[{result.status}]")

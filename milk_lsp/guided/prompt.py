@@ -1,0 +1,68 @@
+"""What a guided request says: milk's short instructions, the located code, the request;
+and the repair message that hands a failed check back once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from milk_lsp.guided.locate import Located
+
+_SYSTEM = """\
+You help with the code in the user's workspace. milk has already found the code the request \
+is about: the numbered lines below come from the user's files. Reply with one JSON object.
+
+kind "answer": answer in `answer`, briefly (Markdown; file paths and code names in \
+backticks). For each thing you say about the workspace add a citation: the file's path, the \
+line number, and the exact text of that line copied from the lines shown (without the \
+number and the bar).
+kind "edits": when the user asks to change the code. Each edit: the file's path, `old_text` \
+copied exactly from the file (whole lines, enough to be unique), and `new_text` to put in its \
+place. To create a file: `old_text` "". Say in one sentence in `answer` what you changed.
+{escalate}\
+Put any file you suggest creating, which does not exist yet, in `proposed`. Leave the \
+fields you do not use empty. The shape: {{"kind": "answer", "answer": "…", "citations": \
+[{{"path": "…", "line": 1, "quote": "…"}}], "proposed": [], "edits": [{{"path": "…", \
+"old_text": "…", "new_text": "…"}}], "reason": ""}}"""
+
+_ESCALATE = """\
+kind "escalate": when the lines shown are not enough or the task is bigger than a few \
+edits; say why in `reason`.
+"""
+
+
+def system_prompt(offer_escalation: bool) -> str:
+    return _SYSTEM.format(escalate=_ESCALATE if offer_escalation else "")
+
+
+def messages(
+    request: str,
+    located: Located,
+    history: Sequence[dict[str, Any]],
+    *,
+    offer_escalation: bool,
+) -> list[dict[str, Any]]:
+    """The guided request's messages: instructions, the conversation so far, then the
+    located code and the request in one user message."""
+    context = located.context() or "(milk found nothing in the workspace for this request)"
+    user = f"Code from the workspace:\n\n{context}\n\nRequest: {request}"
+    return [
+        {"role": "system", "content": system_prompt(offer_escalation)},
+        *history,
+        {"role": "user", "content": user},
+    ]
+
+
+def repair(reply_text: str, problems: Sequence[str]) -> list[dict[str, Any]]:
+    """The messages that hand a failed check back: the reply, then what milk found."""
+    listed = "\n".join(f"- {problem}" for problem in problems)
+    return [
+        {"role": "assistant", "content": reply_text},
+        {
+            "role": "user",
+            "content": (
+                f"milk checked your reply against the files and found:\n{listed}\n"
+                "Reply again with the whole JSON object, fixed."
+            ),
+        },
+    ]

@@ -1,0 +1,140 @@
+"""The one shape a guided reply may take, as a JSON schema the model server constrains the
+reply to (`response_format`), and its parse: an answer with citations, edits, or a reason
+to escalate. Every string and list is bounded, so no runaway reply fits the shape.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ANSWER_MAX = 1500
+QUOTE_MAX = 300
+TEXT_MAX = 4000
+REASON_MAX = 500
+MAX_CITATIONS = 6
+MAX_EDITS = 6
+MAX_PROPOSED = 4
+
+
+class Citation(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    path: str = Field(max_length=400)
+    line: int = 0
+    quote: str = Field(max_length=QUOTE_MAX * 2)
+
+
+class Edit(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    path: str = Field(max_length=400)
+    old_text: str = Field(max_length=TEXT_MAX * 2)
+    new_text: str = Field(max_length=TEXT_MAX * 2)
+
+
+class GuidedReply(BaseModel):
+    """What the model filled in."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: Literal["answer", "edits", "escalate"]
+    answer: str = Field(default="", max_length=ANSWER_MAX * 2)
+    citations: list[Citation] = Field(default_factory=list, max_length=MAX_CITATIONS * 2)
+    proposed: list[str] = Field(default_factory=list, max_length=MAX_PROPOSED * 2)
+    """Paths the answer names that are not in the workspace yet, declared so."""
+    edits: list[Edit] = Field(default_factory=list, max_length=MAX_EDITS * 2)
+    reason: str = Field(default="", max_length=REASON_MAX * 2)
+
+
+def _string(limit: int) -> dict[str, Any]:
+    return {"type": "string", "maxLength": limit}
+
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string", "enum": ["answer", "edits", "escalate"]},
+        "answer": _string(ANSWER_MAX),
+        "citations": {
+            "type": "array",
+            "maxItems": MAX_CITATIONS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "path": _string(200),
+                    "line": {"type": "integer"},
+                    "quote": _string(QUOTE_MAX),
+                },
+                "required": ["path", "line", "quote"],
+                "additionalProperties": False,
+            },
+        },
+        "proposed": {"type": "array", "maxItems": MAX_PROPOSED, "items": _string(200)},
+        "edits": {
+            "type": "array",
+            "maxItems": MAX_EDITS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "path": _string(200),
+                    "old_text": _string(TEXT_MAX),
+                    "new_text": _string(TEXT_MAX),
+                },
+                "required": ["path", "old_text", "new_text"],
+                "additionalProperties": False,
+            },
+        },
+        "reason": _string(REASON_MAX),
+    },
+    "required": ["kind", "answer", "citations", "proposed", "edits", "reason"],
+    "additionalProperties": False,
+}
+
+
+def response_format() -> dict[str, Any]:
+    """The `response_format` of a guided request (OpenAI's json_schema form)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "milk_guided_reply", "strict": True, "schema": SCHEMA},
+    }
+
+
+class NotTheShape(ValueError):
+    """The reply is not the guided shape; the message says what is wrong, for the model."""
+
+
+def parse_reply(text: str) -> GuidedReply:
+    """The reply as a `GuidedReply`. Tolerates what constrained decoding does not prevent
+    everywhere: a ```json fence around it, text before or after the object, and an answer
+    field that holds the whole object again."""
+    raw = _object_text(text)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise NotTheShape(f"the reply is not a JSON object ({exc.msg} at {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise NotTheShape("the reply is JSON, but not an object")
+    try:
+        reply = GuidedReply.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the object"
+        raise NotTheShape(f"the reply's {where}: {first['msg']}") from None
+    inner = reply.answer.strip()
+    if inner.startswith("{") and inner.endswith("}"):
+        try:
+            return parse_reply(inner)
+        except NotTheShape:
+            return reply
+    return reply
+
+
+def _object_text(text: str) -> str:
+    """The outermost `{…}` of a reply (fences and surrounding words left out)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        return text.strip()
+    return text[start : end + 1]

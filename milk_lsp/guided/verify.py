@@ -1,0 +1,191 @@
+"""Verify a guided answer mechanically: each citation's quote is in its file (at, or near,
+the line it gives: the line is a hint, the quote decides), and every path and code name the
+answer states is true of the workspace or was in what the model was shown. No word of the
+answer or the request decides anything: a path that does not exist is a false claim
+whatever words surround it, unless the reply declares it proposed (a field, not a phrase).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from milk_lsp.agents.base import Cited
+from milk_lsp.agents.local.judge.grounding.asked import near
+from milk_lsp.guided.locate import Located
+from milk_lsp.guided.shape import QUOTE_MAX, GuidedReply
+from milk_lsp.workspace.index import WorkspaceIndex
+
+MIN_QUOTE = 3
+"""A quote of fewer non-blank characters proves nothing."""
+_NUMBERED = re.compile(r"^\s*\d+\s*\|\s?")
+"""`12| def f():`: the line-number gutter of milk's context, copied into a quote."""
+_SPAN = re.compile(r"`([^`\n]{1,200})`")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_PATH = re.compile(r"(?<![\w/.@-])(?:\.{1,2}/)?[\w@-][\w.@-]*(?:/[\w.@-]+)*(?::\d+(?:-\d+)?)?")
+_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
+_LINE_SUFFIX = re.compile(r":\d+(?:-\d+)?$")
+
+
+@dataclass
+class Verdict:
+    citations: list[Cited] = field(default_factory=list)
+    proposed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Each failed check, in words the model can act on (the repair request) and the user
+    reads (the hand-off)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def find_quote(text: str, quote: str, hint: int) -> tuple[int, int] | None:
+    """The lines (first, last) where `quote` occurs in `text`, the occurrence nearest the
+    line `hint`; blanks at line ends and milk's line-number gutter are not part of it."""
+    wanted = [_NUMBERED.sub("", line).strip() for line in quote.strip("\n").splitlines()]
+    while wanted and not wanted[0]:
+        wanted.pop(0)
+    while wanted and not wanted[-1]:
+        wanted.pop()
+    if not wanted or len("".join(wanted).replace(" ", "")) < MIN_QUOTE:
+        return None
+    lines = [line.strip() for line in text.splitlines()]
+    size = len(wanted)
+    found: list[int] = []
+    for start in range(len(lines) - size + 1):
+        window = lines[start : start + size]
+        if size == 1:
+            if wanted[0] in window[0]:
+                found.append(start + 1)
+        elif (
+            window[0].endswith(wanted[0])
+            and window[-1].startswith(wanted[-1])
+            and window[1:-1] == wanted[1:-1]
+        ):
+            found.append(start + 1)
+    if not found:
+        return None
+    first = min(found, key=lambda number: (abs(number - hint), number))
+    return first, first + size - 1
+
+
+def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex) -> Verdict:
+    """Each citation looked up in its file (the text milk read, else the index's path)."""
+    verdict = Verdict()
+    for citation in reply.citations:
+        path = index.file_for(_LINE_SUFFIX.sub("", citation.path.strip()).lstrip("./"))
+        if path is None:
+            verdict.problems.append(f"the citation's path {citation.path} is not a file here")
+            continue
+        text = located.texts.get(path)
+        if text is None:
+            try:
+                text = (index.root / path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                verdict.problems.append(f"{path} could not be read to check the citation")
+                continue
+        where = find_quote(text, citation.quote, citation.line)
+        if where is None:
+            verdict.problems.append(
+                f"the quote {_short(citation.quote)!r} is not in {path}"
+                f" (cited at line {citation.line}): quote the file's text exactly"
+            )
+            continue
+        quote = citation.quote.strip()[:QUOTE_MAX]
+        checked = Cited(path, where[0], where[1], quote)
+        if checked not in verdict.citations:
+            verdict.citations.append(checked)
+    return verdict
+
+
+def check_answer(
+    reply: GuidedReply, located: Located, index: WorkspaceIndex, request: str
+) -> Verdict:
+    """The citations checked, then every path and workspace code name the answer states:
+    a path must exist (or be declared proposed), a name must be in a verified quote, in
+    what the model was shown, or in the request; an answer stating such things must rest on
+    at least one verified citation."""
+    verdict = check_citations(reply, located, index)
+    answer = _URL.sub(" ", reply.answer)
+    declared = {_clean(path) for path in reply.proposed if _clean(path)}
+    quotes = "\n".join(citation.quote for citation in verdict.citations)
+    claims = 0
+    for path in sorted(_paths(answer, index)):
+        claims += 1
+        if index.has_path(path) or path in request:
+            continue
+        if path in declared:
+            verdict.proposed.append(path)
+            continue
+        verdict.problems.append(
+            f"{path} is not in the workspace: name a file that is, or put it in `proposed`"
+            " if the answer proposes creating it"
+        )
+    for name in sorted(_names(answer)):
+        if not near(name, index):
+            continue  # outside knowledge (a library's or the language's name)
+        claims += 1
+        bare = name.removesuffix("()")
+        if bare in quotes or located.holds(bare) or bare in request:
+            continue
+        verdict.problems.append(
+            f"`{bare}` is in none of the lines you were shown nor in a quote you cited"
+        )
+    for path in declared - set(verdict.proposed):
+        if not index.has_path(path):
+            verdict.proposed.append(path)
+    if claims and not reply.citations:
+        verdict.problems.append(
+            "the answer names files or code of the workspace but cites no line:"
+            " add citations (path, line, the exact quoted text)"
+        )
+    return verdict
+
+
+def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
+    """What the answer writes as a path: with a `/`, or ending in an extension this
+    workspace's files have (a capitalised word such as `Node.js` is a name, not a file,
+    unless written as code)."""
+    extensions = _extensions(index)
+    spans = set(_SPAN.findall(answer))
+    found: set[str] = set()
+    for match in _PATH.finditer(answer):
+        token = _clean(match.group())
+        if not token or token.startswith("-") or "." not in token.rsplit("/", 1)[-1]:
+            if "/" in token and token.count("/") >= 1 and not token.endswith("/"):
+                found.add(token)
+            continue
+        suffix = token.rsplit(".", 1)[-1]
+        in_code = any(token in span for span in spans)
+        if "/" in token or (
+            suffix in extensions and (in_code or not token[:1].isupper() or token.isupper())
+        ):
+            found.add(token)
+    return {path for path in found if not path.replace(".", "").replace("/", "").isdigit()}
+
+
+def _names(answer: str) -> set[str]:
+    """The identifiers the answer writes as code (in backticks)."""
+    names: set[str] = set()
+    for span in _SPAN.findall(answer):
+        for match in _NAME.finditer(span):
+            name = match.group()
+            if len(name.removesuffix("()")) >= 3 and "/" not in span:
+                names.add(name)
+    return names
+
+
+def _extensions(index: WorkspaceIndex) -> frozenset[str]:
+    return frozenset(
+        path.rsplit(".", 1)[-1] for path, _ in index.file_words() if "." in path.rsplit("/", 1)[-1]
+    )
+
+
+def _clean(path: str) -> str:
+    return _LINE_SUFFIX.sub("", path.strip().strip("`'\"()[],;:")).removeprefix("./").rstrip(".")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"

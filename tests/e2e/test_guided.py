@@ -1,0 +1,203 @@
+"""End to end: guided local turns (issue 38) through the real server and the scripted model
+server: milk locates, asks one constrained request, checks the reply by the files, repairs
+once, and shows the checked citations."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Env, MilkClient, request
+from tests.fakes.openai_server import FakeOpenAIServer
+
+pytestmark = pytest.mark.e2e
+
+PARSER = """\
+MAX_DEPTH = 256
+
+
+def parse_nested(text, depth=0):
+    \"\"\"Parse nested brackets, at most MAX_DEPTH deep.\"\"\"
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    return text
+"""
+
+
+def reply(**fields: Any) -> dict[str, Any]:
+    """A scripted guided reply (the JSON the schema asks for)."""
+    shape: dict[str, Any] = {
+        "kind": "answer",
+        "answer": "",
+        "citations": [],
+        "proposed": [],
+        "edits": [],
+        "reason": "",
+    }
+    shape.update(fields)
+    return {"text": json.dumps(shape, ensure_ascii=False)}
+
+
+@pytest.fixture
+def guided_env(env: Env) -> Env:
+    (env.workspace / "parser.py").write_text(PARSER)
+    env.settings["local"]["strategy"] = "guided"
+    return env
+
+
+async def chat(client: MilkClient, text: str, route: str = "local") -> dict[str, Any]:
+    return await request(client, "milk/chat", {"text": text, "route": route})
+
+
+def kinds(client: MilkClient, turn_id: str, kind: str) -> list[dict[str, Any]]:
+    return [u for u in client.turn_updates(turn_id) if u["kind"] == kind]
+
+
+async def test_a_cited_answer_is_checked_and_shown_with_its_sources(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    openai.enqueue(
+        reply(
+            answer="Yes: `parse_nested` stops past `MAX_DEPTH`, which is 256.",
+            citations=[{"path": "parser.py", "line": 2, "quote": "MAX_DEPTH = 256"}],
+        )
+    )
+    result = await chat(client, "Wie tief darf die Verschachtelung in parse_nested sein?")
+    assert result["stopReason"] == "end_turn", result
+    body = openai.requests[0]
+    assert body["response_format"]["type"] == "json_schema"
+    shown = body["messages"][-1]["content"]
+    assert "def parse_nested" in shown and "parser.py" in shown  # located before asking
+    assert result["text"].startswith("Yes: `parse_nested` stops")
+    assert "Sources (checked by milk):\n- parser.py:1" in result["text"]
+    (cited,) = kinds(client, result["turnId"], "citations")
+    assert cited["citations"][0]["line"] == 1  # the quote's real line, not the model's 2
+    assert cited["citations"][0]["uri"].endswith("/parser.py")
+    reads = [u for u in kinds(client, result["turnId"], "tool_call")]
+    assert reads and all(u["toolCallId"].startswith("milk-look-located") for u in reads)
+
+
+async def test_a_forged_quote_is_sent_back_once_then_fixed(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    openai.enqueue(
+        reply(
+            answer="The limit is `MAX_DEPTH` = 255.",
+            citations=[{"path": "parser.py", "line": 1, "quote": "MAX_DEPTH = 255"}],
+        ),
+        reply(
+            answer="The limit is `MAX_DEPTH` = 256.",
+            citations=[{"path": "parser.py", "line": 1, "quote": "MAX_DEPTH = 256"}],
+        ),
+    )
+    result = await chat(client, "是否有嵌套深度的限制？ parse_nested")
+    assert result["stopReason"] == "end_turn", result
+    assert "256" in result["text"] and "255" not in result["text"]
+    repair = openai.requests[1]["messages"][-1]["content"]
+    assert "is not in parser.py" in repair
+    notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
+    assert any("asked once more" in message for message in notices)
+
+
+async def test_two_forged_replies_never_end_as_done(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    forged = reply(
+        answer="It is defined in `nested/depth.py`.",
+        citations=[{"path": "nested/depth.py", "line": 3, "quote": "DEPTH = 9"}],
+    )
+    openai.enqueue(forged, forged)
+    result = await chat(client, "Где определён parse_nested?")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "ungrounded_answer"
+    assert "nested/depth.py" in result["error"]["message"]
+    assert not kinds(client, result["turnId"], "citations")
+
+
+async def test_an_invented_file_is_a_false_claim_unless_declared_proposed(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    quote = {"path": "parser.py", "line": 4, "quote": "def parse_nested(text, depth=0):"}
+    openai.enqueue(
+        reply(answer="For example, see `limits.py`.", citations=[quote]),
+        reply(
+            answer="`parse_nested` has no config; a `limits.py` could hold the limit.",
+            citations=[quote],
+            proposed=["limits.py"],
+        ),
+    )
+    result = await chat(client, "Could parse_nested read its limit from a config file?")
+    assert result["stopReason"] == "end_turn", result
+    assert "limits.py is not in the workspace" in openai.requests[1]["messages"][-1]["content"]
+    assert "Proposed, not in the workspace yet:\n- limits.py" in result["text"]
+    (cited,) = kinds(client, result["turnId"], "citations")
+    assert cited["proposed"][0]["path"] == "limits.py"
+
+
+async def test_an_edit_asked_in_german_is_made_and_judged_by_the_diff(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    client.permission_answers.append("allow_once")
+    openai.enqueue(
+        reply(
+            kind="edits",
+            answer="MAX_DEPTH ist jetzt 512.",
+            edits=[
+                {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = 512"}
+            ],
+        )
+    )
+    result = await chat(client, "Setze die maximale Tiefe auf 512.")
+    assert result["stopReason"] == "end_turn", result
+    assert (guided_env.workspace / "parser.py").read_text().startswith("MAX_DEPTH = 512\n")
+    assert result["changes"][0]["uri"].endswith("/parser.py")
+
+
+async def test_an_edit_that_breaks_the_file_is_repaired_or_put_back(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    broken = {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = ("}
+    openai.enqueue(
+        reply(kind="edits", answer="Done.", edits=[broken]),
+        reply(kind="edits", answer="Done.", edits=[broken]),
+    )
+    result = await chat(client, "Make the depth limit configurable.")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_broke_file"
+    assert (guided_env.workspace / "parser.py").read_text() == PARSER
+    assert "broken" in openai.requests[1]["messages"][-1]["content"]
+
+
+async def test_a_server_without_json_schemas_gets_the_shape_checked(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    openai.enqueue(
+        {"status": 400, "body": {"error": {"message": "response_format not supported"}}},
+        {
+            "text": "```json\n"
+            + json.dumps(
+                {
+                    "kind": "answer",
+                    "answer": "256 (`MAX_DEPTH`).",
+                    "citations": [{"path": "parser.py", "line": 1, "quote": "MAX_DEPTH = 256"}],
+                }
+            )
+            + "\n```"
+        },
+    )
+    result = await chat(client, "What is MAX_DEPTH?")
+    assert result["stopReason"] == "end_turn", result
+    assert "response_format" not in openai.requests[1]
+    assert result["text"].startswith("256")
+
+
+async def test_a_plain_answer_that_names_nothing_of_the_workspace_needs_no_citation(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    openai.enqueue(reply(answer="Hello! Ask me about this code."))
+    result = await chat(client, "hi")
+    assert result["stopReason"] == "end_turn", result
+    assert "Sources" not in result["text"]
