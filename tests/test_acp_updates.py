@@ -383,3 +383,33 @@ def test_another_doors_turn_shows_its_message_first() -> None:
     assert wire["sessionUpdate"] == "user_message_chunk"
     assert wire["content"] == {"type": "text", "text": "Was macht parse()?"}
     assert wire["_meta"]["milk"]["door"] == "terminal" and wire["_meta"]["milk"]["elsewhere"]
+
+
+def test_checked_sources_are_resource_links_not_text_twice() -> None:
+    mapper = UpdateMapper(WS)
+    block = "\n\nSources (checked by milk):\n- src/a.py:3"
+    assert mapper.updates(payload("text", agent="local", delta=block)) == []
+    cited = {
+        "path": "src/a.py",
+        "uri": "file:///ws/src/a.py",
+        "line": 3,
+        "endLine": 4,
+        "quote": "x = 1",
+    }
+    shown = [
+        valid(u)
+        for u in mapper.updates(
+            payload(
+                "citations",
+                agent="local",
+                citations=[cited],
+                proposed=[{"path": "b.py", "uri": "file:///ws/b.py"}],
+            )
+        )
+    ]
+    assert shown[0]["content"]["text"].strip() == "Sources (checked by milk):"
+    link = shown[1]["content"]
+    assert link["type"] == "resource_link"
+    assert (link["name"], link["uri"]) == ("src/a.py:3-4", "file:///ws/src/a.py#L3")
+    assert link["description"] == "x = 1"
+    assert "b.py (not in the workspace yet)" in shown[2]["content"]["text"]

@@ -300,3 +300,33 @@ def test_stored_turns_render_like_live_ones() -> None:
     assert "**Tool call: run_command**" in text and "*Denied.*" in text
     assert "*Done.*" in text
     assert text.endswith("crashed one\n\n**Failed** (or cut off).\n")
+
+
+def test_checked_sources_are_markdown_links_shown_once() -> None:
+    text = render_all(
+        updates(
+            {"kind": "turn_started", "agent": "local", "route": "auto", "reason": "default"},
+            {"kind": "text", "agent": "local", "delta": "It is 256."},
+            {
+                "kind": "text",
+                "agent": "local",
+                "delta": "\n\nSources (checked by milk):\n- p.py:1",
+            },
+            {
+                "kind": "citations",
+                "agent": "local",
+                "citations": [
+                    {
+                        "path": "p.py",
+                        "uri": "file:///ws/p.py",
+                        "line": 1,
+                        "endLine": 1,
+                        "quote": "N = 256",
+                    }
+                ],
+            },
+            {"kind": "turn_ended", "agent": "local", "stopReason": "end_turn"},
+        )
+    )
+    assert "It is 256.\n\nSources (checked by milk):\n- [p.py:1](file:///ws/p.py#L1)\n" in text
+    assert text.count("Sources (checked by milk)") == 1

@@ -34,6 +34,7 @@ from acp.schema import (
     Cost,
     FileEditToolCallContent,
     PlanEntry,
+    ResourceContentBlock,
     TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
@@ -47,6 +48,12 @@ from milk_lsp.agents.local import tool_specs
 from milk_lsp.agents.local.agent import ESCALATE_TOOL_NAME
 from milk_lsp.engine.budget import BUDGET_TOOL
 from milk_lsp.engine.handoff import HAND_OFF_TOOL
+from milk_lsp.guided.citations import (
+    PROPOSED_HEADING,
+    SOURCES_HEADING,
+    is_sources_block,
+    wire_place,
+)
 from milk_lsp.sessions.model import (
     RecordStatus,
     Role,
@@ -283,8 +290,12 @@ class UpdateMapper:
         kind = payload.get("kind")
         meta = _meta(payload)
         match kind:
+            case "text" if is_sources_block(str(payload.get("delta", ""))):
+                return []  # the `citations` update that follows gives them as links
             case "text":
                 return [message(str(payload.get("delta", "")), meta)]
+            case "citations":
+                return _citations(payload, meta)
             case "thinking":
                 return [thought(str(payload.get("delta", "")), meta)]
             case "tool_call":
@@ -495,6 +506,32 @@ def _plan(payload: dict[str, Any], meta: dict[str, Any]) -> SessionUpdate:
             )
         )
     return AgentPlanUpdate(session_update="plan", entries=entries, field_meta=meta)
+
+
+def _citations(payload: dict[str, Any], meta: dict[str, Any]) -> list[SessionUpdate]:
+    """A local answer's checked sources: the heading, then a resource link per place (the
+    client opens the file), then the files it proposes, marked as not there yet."""
+    updates: list[SessionUpdate] = []
+    citations = payload.get("citations") or []
+    if citations:
+        updates.append(message(f"\n\n{SOURCES_HEADING}\n", meta))
+        for cited in citations:
+            link = ResourceContentBlock(
+                type="resource_link",
+                name=wire_place(cited),
+                uri=f"{cited.get('uri')}#L{cited.get('line')}",
+                description=str(cited.get("quote") or "") or None,
+            )
+            updates.append(
+                AgentMessageChunk(
+                    session_update="agent_message_chunk", content=link, field_meta=meta
+                )
+            )
+    proposed = payload.get("proposed") or []
+    if proposed:
+        listed = "\n".join(f"- {item.get('path')} (not in the workspace yet)" for item in proposed)
+        updates.append(message(f"\n\n{PROPOSED_HEADING}\n{listed}\n", meta))
+    return updates
 
 
 def _hand_off_marker(payload: dict[str, Any], meta: dict[str, Any]) -> list[SessionUpdate]:

@@ -1,13 +1,23 @@
-// What the chat's answers open: a file name (the workspace file, by path or else by name, at
-// its line) and a code block's Insert (at the cursor of the editor, or a new document).
+// What the chat's answers open: a file name (the chat folder's file, by path or else by name,
+// at its line; a cited source with its lines selected) and a code block's Insert (at the
+// cursor of the editor, or a new document).
 
 import * as vscode from 'vscode';
 import { displayPath } from './paths';
 import { DOC_SCHEME } from './review';
 
-/** A file name in an answer: the workspace file (by path, else by name), at its line. */
-export async function openAnswerFile(p: string, line?: number): Promise<void> {
-  const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+/** Where in a file an answer points, and the folder its relative path is in. */
+export interface AnswerPlace {
+  line?: number;
+  /** a cited range: lines `line`..`endLine` are selected */
+  endLine?: number;
+  /** the chat's folder (a URI): in a multi-root window not always the first */
+  folder?: string;
+}
+
+/** A file name in an answer: the chat folder's file (by path, else by name), at its line. */
+export async function openAnswerFile(p: string, at: AnswerPlace = {}): Promise<void> {
+  const folder = at.folder ? vscode.Uri.parse(at.folder) : vscode.workspace.workspaceFolders?.[0]?.uri;
   const candidates: vscode.Uri[] = [];
   if (p.startsWith('/')) candidates.push(vscode.Uri.file(p));
   else if (folder) candidates.push(vscode.Uri.joinPath(folder, p.replace(/^\.\//, '')));
@@ -37,8 +47,18 @@ export async function openAnswerFile(p: string, line?: number): Promise<void> {
     void vscode.window.showInformationMessage(`milk: there is no ${p} in this workspace.`);
     return;
   }
-  const pos = line && line > 0 ? new vscode.Position(line - 1, 0) : undefined;
-  await vscode.window.showTextDocument(target, { preview: true, selection: pos ? new vscode.Range(pos, pos) : undefined });
+  await vscode.window.showTextDocument(target, { preview: true, selection: answerSelection(at.line, at.endLine) });
+}
+
+/**
+ * The caret at the start of `line`; with `endLine`, the lines `line`..`endLine` selected whole
+ * (to the start of the line after, as selecting lines does: VS Code clamps it at the end).
+ */
+export function answerSelection(line?: number, endLine?: number): vscode.Range | undefined {
+  if (!line || line < 1) return undefined;
+  const start = new vscode.Position(line - 1, 0);
+  const end = endLine && endLine >= line ? new vscode.Position(endLine, 0) : start;
+  return new vscode.Range(start, end);
 }
 
 export async function insertAnswerCode(text: string, language?: string): Promise<void> {

@@ -5,6 +5,7 @@
 import type {
   AgentName,
   ChangeSummary,
+  Citation,
   EscalationMode,
   PlanStep,
   SessionGetResult,
@@ -71,6 +72,9 @@ export interface TurnView {
   changes?: ChangeSummary[];
   /** the turn's changes were undone */
   undone?: boolean;
+  /** the places a verified local answer cites (the `citations` update): the quotes its
+   * Sources links show; the links themselves come from the answer's text */
+  citations?: Citation[];
   /** a permission question is open for this tool call (the dialog or the diff review) */
   asking?: string;
   lastSeq: number;
@@ -393,6 +397,10 @@ export function applyUpdate(state: ChatState, u: Update): TurnView | undefined {
       break;
     case 'changes':
       turn.changes = u.changes;
+      break;
+    case 'citations':
+      // no block of its own: the text already ends with the Sources block, shown as links
+      if (Array.isArray(u.citations)) turn.citations = u.citations;
       break;
     case 'plan': {
       const shown = turn.blocks.find((b) => b.kind === 'plan');

@@ -583,7 +583,7 @@ export class MilkExtension implements vscode.Disposable {
           if (/^(https?:|mailto:)/i.test(m.href)) await vscode.env.openExternal(vscode.Uri.parse(m.href));
           break;
         case 'openFile':
-          if (m.path) await openAnswerFile(m.path, m.line);
+          if (m.path) await openAnswerFile(m.path, { line: m.line, endLine: m.endLine, folder: this.folder.uri() });
           break;
         case 'copyCode':
           await vscode.env.clipboard.writeText(m.text);

@@ -371,6 +371,29 @@ export interface PlanUpdate extends UpdateBase {
   kind: 'plan';
   steps: PlanStep[];
 }
+/** A place a verified local answer cites (`quote`: the cited text, at most 300 characters). */
+export interface Citation {
+  path: string;
+  uri: string;
+  line: number;
+  endLine: number;
+  quote: string;
+}
+/** A file a verified local answer proposes that does not exist yet. */
+export interface ProposedFile {
+  path: string;
+  uri: string;
+}
+/**
+ * sent once after the text of a local answer milk verified (which ends with its Sources
+ * block), before `changes` and turn_ended: the same places, with their quotes
+ */
+export interface CitationsUpdate extends UpdateBase {
+  kind: 'citations';
+  agent: AgentName;
+  citations: Citation[];
+  proposed?: ProposedFile[];
+}
 export interface TurnEndedUpdate extends UpdateBase {
   kind: 'turn_ended';
   agent: AgentName;
@@ -387,6 +410,7 @@ export type Update =
   | NoticeUpdate
   | ChangesUpdate
   | PlanUpdate
+  | CitationsUpdate
   | TurnEndedUpdate;
 
 // ---- milk/requestPermission -----------------------------------------------------------

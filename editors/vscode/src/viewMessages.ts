@@ -35,8 +35,9 @@ export type FromWebview =
   | { type: 'deleteSession'; sessionId: string }
   | { type: 'showContext' }
   | { type: 'openLink'; href: string }
-  /** a file name in an answer: open it in the editor */
-  | { type: 'openFile'; path: string; line?: number }
+  /** a file name in an answer: open it in the editor; `endLine`: a cited source, its lines
+   * `line`..`endLine` selected */
+  | { type: 'openFile'; path: string; line?: number; endLine?: number }
   | { type: 'copyCode'; text: string }
   | { type: 'insertCode'; text: string; language?: string }
   | { type: 'backToLocal' }

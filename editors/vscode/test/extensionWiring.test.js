@@ -185,3 +185,49 @@ test("item 9: milk's own server without the embedded engine: the offer names it 
     api.serverCommand = undefined;
   }
 });
+
+test("issue 38: a cited source's link opens the file of the chat's folder (a multi-root window), its lines selected", async () => {
+  const roots = { api: path.join(tmp, 'ws', 'api'), web: path.join(tmp, 'ws', 'web') };
+  for (const root of Object.values(roots)) {
+    fs.mkdirSync(path.join(root, 'src'), { recursive: true });
+    fs.mkdirSync(path.join(root, 'données'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'src', 'my app.py'), 'a\nb\nc\nd\ne\n');
+    fs.writeFileSync(path.join(root, 'données', 'é.py'), 'x = 1\n');
+  }
+  const before = mock.vscode.workspace.workspaceFolders;
+  mock.vscode.workspace.workspaceFolders = [
+    { uri: Uri.file(roots.api), name: 'api', index: 0 },
+    { uri: Uri.file(roots.web), name: 'web', index: 1 },
+  ];
+  const opened = async (m) => {
+    const n = mock.shownDocuments.length;
+    mock.webview.send(m);
+    for (let i = 0; i < 200 && mock.shownDocuments.length === n; i++) await settle();
+    assert.equal(mock.shownDocuments.length, n + 1, `opened for ${JSON.stringify(m)}`);
+    const sel = mock.shownOptions.at(-1).selection;
+    return { file: mock.shownDocuments.at(-1).fsPath, selection: sel && [sel.start.line, sel.start.character, sel.end.line, sel.end.character] };
+  };
+  try {
+    // the chat works on the second folder
+    assert.equal(await mock.vscode.commands.executeCommand('milk.chooseFolder', Uri.file(roots.web).toString()), true);
+    await mock.vscode.commands.executeCommand('milk.openChat');
+    // `- src/my app.py:2-4`: lines 2 to 4 selected whole
+    assert.deepEqual(await opened({ type: 'openFile', path: 'src/my app.py', line: 2, endLine: 4 }), {
+      file: path.join(roots.web, 'src', 'my app.py'),
+      selection: [1, 0, 4, 0],
+    });
+    // `- données/é.py:1`: its one line selected
+    assert.deepEqual(await opened({ type: 'openFile', path: 'données/é.py', line: 1, endLine: 1 }), {
+      file: path.join(roots.web, 'données', 'é.py'),
+      selection: [0, 0, 1, 0],
+    });
+    // a file name in prose (no range): the caret at its line, as before
+    assert.deepEqual(await opened({ type: 'openFile', path: 'src/my app.py', line: 3 }), {
+      file: path.join(roots.web, 'src', 'my app.py'),
+      selection: [2, 0, 2, 0],
+    });
+  } finally {
+    await mock.vscode.commands.executeCommand('milk.chooseFolder', Uri.file(roots.api).toString());
+    mock.vscode.workspace.workspaceFolders = before;
+  }
+});

@@ -1,6 +1,7 @@
 // The chat webview's script (bundled to dist/webview.js for the browser). It keeps a
 // ChatState (src/chatModel.ts) from the extension's messages and renders it. Model output
-// goes through renderMarkdown (raw HTML off, safe links only); everything else is set as
+// goes through renderMarkdown (raw HTML off, safe links only; answers through renderAnswer,
+// which also makes a local answer's Sources block file links); everything else is set as
 // text. The page's CSP allows only this script (by nonce) and the extension's stylesheet.
 
 import {
@@ -36,6 +37,7 @@ import {
 import { InputHistory, inputKeyAction } from '../src/inputHistory';
 import { renderMarkdown } from '../src/markdown';
 import type { NextRoute, SessionInfo } from '../src/methods';
+import { renderAnswer } from '../src/sources';
 import type { FromWebview, ServerState, ToWebview } from '../src/viewMessages';
 import { keepAttachments, notePending, readSaved, restoreAttachments } from '../src/webviewState';
 
@@ -321,13 +323,16 @@ function updateBlock(node: HTMLElement, b: Block, turn: TurnView): void {
       if (reason) node.append(el('span', 'badge-reason', reason));
       break;
     }
-    case 'text':
-      if (node.dataset.len !== String(b.text.length)) {
-        node.innerHTML = renderMarkdown(b.text);
+    case 'text': {
+      // the quotes of the `citations` update arrive after the text: they re-render it too
+      const sig = `${b.text.length}|${turn.citations?.length ?? 0}`;
+      if (node.dataset.sig !== sig) {
+        node.innerHTML = renderAnswer(b.text, b.agent, turn.citations);
         decorateCode(node);
-        node.dataset.len = String(b.text.length);
+        node.dataset.sig = sig;
       }
       break;
+    }
     case 'thinking': {
       const md = node.querySelector('.md') as HTMLElement;
       if (md.dataset.len !== String(b.text.length)) {
@@ -643,15 +648,16 @@ deleteBtn.addEventListener('click', () => {
 sessionsSel.addEventListener('change', () => {
   if (sessionsSel.value) send({ type: 'switchSession', sessionId: sessionsSel.value });
 });
-// file names open in the editor; links in model output open outside, through the extension
-// (http(s)/mailto only)
+// file names open in the editor (a cited source with its lines selected); links in model
+// output open outside, through the extension (http(s)/mailto only)
 log.addEventListener('click', (e) => {
   const a = (e.target as HTMLElement).closest('a');
   if (!a) return;
   e.preventDefault();
   if (a.classList.contains('file-link')) {
     const line = a.dataset.line ? Number(a.dataset.line) : undefined;
-    send({ type: 'openFile', path: a.dataset.path ?? '', line });
+    const endLine = a.dataset.endLine ? Number(a.dataset.endLine) : undefined;
+    send({ type: 'openFile', path: a.dataset.path ?? '', line, endLine });
     return;
   }
   const href = a.getAttribute('href');

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from milk_lsp.guided.citations import is_sources_block, markdown_sources
 from milk_lsp.lsp.standard.questions import answer_words, is_own_question, permission_question
 from milk_lsp.sessions.model import Role, TurnRecord
 from milk_lsp.text import fenced, one_line
@@ -252,6 +253,8 @@ class TranscriptRenderer:
             self._changes(out, update.get("changes"))
         elif kind == "plan":
             self._plan(out, update.get("steps"))
+        elif kind == "citations":
+            self._emit(out, markdown_sources(update))
         elif kind == "turn_ended":
             self._ended(out, str(update.get("stopReason")))
         elif kind == QUESTION_KIND:
@@ -274,6 +277,8 @@ class TranscriptRenderer:
     def _text(self, out: list[str], agent: str, delta: str) -> None:
         if not delta or (delta == PART_BREAK and self._turn.agent != agent):
             return  # between two agents' parts the heading is the break
+        if is_sources_block(delta):
+            return  # the `citations` update that follows writes it with links
         self._heading(out, agent)
         if not self._in_text:  # the answer goes on after a block of milk's own
             self._paragraph(out)

@@ -165,6 +165,8 @@ function createMock() {
     answerInputBox: () => undefined,
     answerQuickPick: () => undefined,
     shownDocuments: [],
+    /** the options each showTextDocument had (its selection), in step with shownDocuments */
+    shownOptions: [],
     contentProviders: new Map(),
     webviewProviders: new Map(),
     statusItems: [],
@@ -331,6 +333,7 @@ function createMock() {
       showQuickPick: async (items, opts) => mock.answerQuickPick(await items, opts),
       showTextDocument: async (doc, opts) => {
         mock.shownDocuments.push(doc);
+        mock.shownOptions.push(opts);
         return { document: doc, options: opts };
       },
       withProgress: async (options, task) => {
