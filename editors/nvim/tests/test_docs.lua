@@ -20,7 +20,7 @@ H.run(function()
   pcall(vim.cmd, 'helpclose')
 
   local text = table.concat(vim.fn.readfile(H.plugin .. '/doc/milk.txt'), '\n')
-  for _, cmd in ipairs({ 'Milk', 'MilkLocal', 'MilkEscalate', 'MilkCancel', 'MilkUndo', 'MilkNew', 'MilkSessions', 'MilkContext', 'MilkStatus', 'MilkInstall' }) do
+  for _, cmd in ipairs({ 'Milk', 'MilkLocal', 'MilkEscalate', 'MilkCancel', 'MilkUndo', 'MilkNew', 'MilkSessions', 'MilkContext', 'MilkStatus', 'MilkSources', 'MilkInstall' }) do
     H.check(':' .. cmd .. ' defined and documented', vim.fn.exists(':' .. cmd) == 2 and text:find('*:' .. cmd .. '*', 1, true) ~= nil)
   end
   local defaults = require('milk.config').defaults
@@ -35,7 +35,7 @@ H.run(function()
     H.check('setting ' .. key .. ' documented', text:find('`' .. key .. '`', 1, true) ~= nil)
   end
   H.check('help mentions the protocol', text:find('*milk-protocol*', 1, true) ~= nil)
-  for _, tag in ipairs({ '*:Milk!*', '*milk-review*', '*milk-undo*', '*milk-route*', '*milk.statusline()*' }) do
+  for _, tag in ipairs({ '*:Milk!*', '*milk-review*', '*milk-undo*', '*milk-sources*', '*milk-route*', '*milk.statusline()*' }) do
     H.check('help has ' .. tag, text:find(tag, 1, true) ~= nil)
   end
   H.check('help lists the review keys', text:find('`a`              allow once', 1, true) ~= nil

@@ -32,6 +32,8 @@ M.close = window.close
 --- @field buf integer
 --- @field client_id integer?
 --- @field title string?
+--- @field workspace string? the session's workspace folder (a path), from its SessionInfo
+--- @field citations {turn: string, citations: table[]}? the last `citations` update
 --- @field next_route {agent: string, reason: string}? where the next `auto` turn goes
 --- @field turns table<string, milk.Turn>
 --- @field tools table<string, table> tool blocks by turn and call id
@@ -59,6 +61,13 @@ function M.show(session_id, opts)
 end
 
 local function set_keymaps(buf)
+  -- A source line of an answer opens its file; other lines keep the keys' own meaning.
+  -- Set first: a `ui.keymaps` key of the same name wins.
+  for _, key in ipairs({ 'gf', 'gF' }) do
+    vim.keymap.set('n', key, function()
+      require('milk.sources').follow(key)
+    end, { buffer = buf, desc = 'milk: open the source under the cursor' })
+  end
   local keys = require('milk.config').options.ui.keymaps or {}
   local function map(name, rhs, desc)
     local lhs = keys[name]
@@ -166,6 +175,11 @@ function M.set_info(S, info)
   end
   M.set_title(S, info.title)
   M.set_next_route(S, info.nextRoute)
+  local folder = require('milk.sources').folder_path(info.workspaceFolder)
+  if folder and folder ~= S.workspace then
+    S.workspace = folder
+    require('milk.sources').set_path(S)
+  end
 end
 
 --- The chat buffer of a session that lost its state (found by its buffer variable).
@@ -379,6 +393,10 @@ handlers[K.PLAN] = function(S, turn, p)
   require('milk.plan_block').show(S, turn, p.steps)
 end
 
+handlers[K.CITATIONS] = function(S, turn, p)
+  require('milk.sources').cited(S, turn.id, p)
+end
+
 handlers[K.TURN_ENDED] = function(S, turn, p)
   turn.ended = true
   for _, handle in ipairs(turn.permissions) do
@@ -394,6 +412,7 @@ handlers[K.TURN_ENDED] = function(S, turn, p)
   local message = render.take_error(S, turn.id, p.stopReason)
   render.usage(S, turn.usage)
   render.turn_end(S, p.agent or turn.agent, p.stopReason, message)
+  require('milk.sources').mark(S) -- a sources block whose update went missing too
   status.turn_ended(S.id)
 end
 

@@ -1,5 +1,6 @@
 --- The user commands: :Milk, :MilkLocal, :MilkEscalate, :MilkCancel, :MilkUndo, :MilkNew,
---- :MilkSessions, :MilkContext, :MilkStatus, and the session bookkeeping behind them.
+--- :MilkSessions, :MilkContext, :MilkStatus, :MilkSources, and the session bookkeeping
+--- behind them.
 local M = {}
 
 local api = vim.api
@@ -353,6 +354,9 @@ end
 local function at_cursor(what)
   local S, entry = chat.changes_at_cursor()
   if not entry then
+    if what == 'review' and require('milk.sources').open_at_cursor() then
+      return nil -- a source line of an answer: the review key opens it
+    end
     local keys = require('milk.config').options.ui.keymaps or {}
     if what == 'review' and keys.review == '<CR>' then
       pcall(vim.cmd, 'normal! +') -- <CR> elsewhere moves down, as it does everywhere
@@ -383,6 +387,21 @@ function M.undo_at_cursor()
   if client then
     require('milk.undo').undo(client, S, entry, false)
   end
+end
+
+--- `:MilkSources`: the checked sources of the current session's last answer back in the
+--- quickfix list, its window opened. Needs no server: a reloaded chat's text says them.
+function M.sources()
+  local sid = buffer_session()
+  local S = sid and chat.get(sid)
+  if not S then
+    return notify('milk: no session; :Milk opens one', vim.log.levels.WARN)
+  end
+  local count = require('milk.sources').reopen(S)
+  if not count then
+    return notify('milk: no answer of this session has checked sources')
+  end
+  vim.cmd('botright copen')
 end
 
 --- `:MilkCancel`: stop the running turn of the current session.

@@ -184,6 +184,7 @@ function M.render(S, turns, info)
   if #order == 0 then
     render.hint(S)
   end
+  require('milk.sources').mark(S)
   S.loaded = true
 end
 

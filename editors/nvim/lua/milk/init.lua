@@ -97,6 +97,7 @@ function M.define_commands()
   cmd('MilkSessions', run('sessions'), { nargs = 0, desc = 'milk: switch to or delete a session' })
   cmd('MilkContext', run('context'), { nargs = '*', desc = 'milk: preview what Claude would be given [reason]' })
   cmd('MilkStatus', run('status'), { nargs = 0, desc = 'milk: server, local model and Claude status' })
+  cmd('MilkSources', run('sources'), { nargs = 0, desc = "milk: the last answer's checked sources in the quickfix list" })
   cmd('MilkInstall', function(o)
     require('milk.install').install({ python = o.args })
   end, {

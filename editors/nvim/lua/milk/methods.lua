@@ -43,6 +43,7 @@ M.kind = {
   NOTICE = 'notice',
   CHANGES = 'changes',
   PLAN = 'plan',
+  CITATIONS = 'citations',
   TURN_ENDED = 'turn_ended',
 }
 
@@ -60,6 +61,7 @@ M.fields = {
   notice = { 'severity', 'message' },
   changes = { 'changes' },
   plan = { 'steps' },
+  citations = { 'agent', 'citations', 'proposed' },
   turn_ended = { 'agent', 'stopReason' },
 }
 

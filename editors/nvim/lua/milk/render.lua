@@ -380,6 +380,8 @@ function M.highlights()
     MilkNoticeInfo = 'DiagnosticInfo',
     MilkNoticeWarn = 'DiagnosticWarn',
     MilkNoticeError = 'DiagnosticError',
+    MilkSource = 'Underlined', -- a source line: gf opens it
+    MilkSourceProposed = 'DiagnosticUnnecessary', -- a file the answer proposes: not there
   }
   for group, target in pairs(links) do
     api.nvim_set_hl(0, group, { link = target, default = true })
