@@ -117,6 +117,8 @@ def parse_reply(text: str) -> GuidedReply:
         raise NotTheShape(f"the reply is not a JSON object ({exc.msg} at {exc.pos})") from None
     if not isinstance(data, dict):
         raise NotTheShape("the reply is JSON, but not an object")
+    if isinstance(data.get("answer"), dict):  # the whole object again, inside the answer
+        data = {**data, **data["answer"]}
     try:
         reply = GuidedReply.model_validate(data)
     except ValidationError as exc:

@@ -122,8 +122,9 @@ def check_answer(
             f"{path} is not in the workspace: name a file that is, or put it in `proposed`"
             " if the answer proposes creating it"
         )
+    prefixes = _definition_prefixes(index)
     for name in sorted(_names(answer)):
-        if not near(name, index):
+        if not _about_workspace(name, index, prefixes):
             continue  # outside knowledge (a library's or the language's name)
         claims += 1
         bare = name.removesuffix("()")
@@ -174,6 +175,24 @@ def _names(answer: str) -> set[str]:
             if len(name.removesuffix("()")) >= 3 and "/" not in span:
                 names.add(name)
     return names
+
+
+PREFIX = 6
+"""A name that begins as one of the workspace's definitions does (`newRandomFrom…` beside
+`NewRandomFromReader`) is about the workspace."""
+
+
+def _definition_prefixes(index: WorkspaceIndex) -> frozenset[str]:
+    return frozenset(
+        name[:PREFIX].lower() for name in index.definition_names() if len(name) > PREFIX
+    )
+
+
+def _about_workspace(name: str, index: WorkspaceIndex, prefixes: frozenset[str]) -> bool:
+    """Whether a name the answer writes as code claims something of this workspace: it is
+    near what the workspace defines (`asked.near`) or begins as a definition here does."""
+    last = name.removesuffix("()").rsplit(".", 1)[-1]
+    return near(name, index) or (len(last) > PREFIX and last[:PREFIX].lower() in prefixes)
 
 
 def _extensions(index: WorkspaceIndex) -> frozenset[str]:

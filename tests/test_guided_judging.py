@@ -1,0 +1,264 @@
+"""The guided turn's locate and verify steps on real code (tests/data/judging: Python, JavaScript,
+Go, Rust), asked in seven human languages: what the request is about is located, a right
+reply passes, a wrong one is caught, and no word of either decides it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from milk_lsp.guided.locate import Budget, Located, Locator
+from milk_lsp.guided.shape import GuidedReply, NotTheShape, parse_reply
+from milk_lsp.guided.strategy import choose, model_billions
+from milk_lsp.guided.verify import check_answer, find_quote
+from milk_lsp.guided.words import terms
+from milk_lsp.workspace.index import WorkspaceIndex
+
+DATA = Path(__file__).parent / "data" / "judging"
+
+
+class DiskTexts:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    async def text_of(self, path: str) -> str | None:
+        try:
+            return (self.root / path).read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+
+def workspace(tmp_path: Path, project: str) -> tuple[WorkspaceIndex, Locator, DiskTexts]:
+    root = tmp_path / project
+    shutil.copytree(DATA / project, root, ignore=shutil.ignore_patterns("SOURCE.md"))
+    index = WorkspaceIndex(root)
+    index.refresh()
+    return index, Locator(index), DiskTexts(root)
+
+
+def locate(tmp_path: Path, project: str, question: str) -> tuple[WorkspaceIndex, Located]:
+    index, locator, texts = workspace(tmp_path, project)
+    return index, asyncio.run(locator.locate(question, texts, Budget()))
+
+
+def answer(text: str, *cited: tuple[str, int, str], proposed: list[str] | None = None) -> Any:
+    return GuidedReply(
+        kind="answer",
+        answer=text,
+        citations=[{"path": p, "line": n, "quote": q} for p, n, q in cited],  # type: ignore[misc]
+        proposed=proposed or [],
+    )
+
+
+# project, question, the file and a line its located context must hold
+LOCATED = [
+    ("go-uuid", "Which version does NewRandom produce?", "version4.go", "func NewRandom()"),
+    ("go-uuid", "NewRandom は何を返しますか？", "version4.go", "func NewRandom()"),
+    ("go-uuid", "Какую версию даёт NewSHA1?", "hash.go", "func NewSHA1("),
+    ("javascript-ms", "Wie lang darf der String für parse höchstens sein?", "index.js", "100"),
+    ("javascript-ms", "¿Qué hace la función plural?", "index.js", "function plural("),
+    ("python-isodate", "Où est définie ISO8601Error ?", "isodate/isoerror.py", "ISO8601Error"),
+    ("python-isodate", "parse_duration 的默认参数是什么？", "isodate/isoduration.py", "def parse_"),
+    ("rust-semver", "How are prerelease versions matched by a requirement?", "src/eval.rs", "pre"),
+]
+
+
+@pytest.mark.parametrize(("project", "question", "path", "line"), LOCATED)
+def test_the_code_a_question_is_about_is_located(
+    tmp_path: Path, project: str, question: str, path: str, line: str
+) -> None:
+    _, located = locate(tmp_path, project, question)
+    assert path in located.paths, located.context()[:500]
+    assert any(line in text for chunk in located.chunks for text in chunk.lines)
+    assert len(located.context()) <= Budget().chunks + Budget().map + 2000
+
+
+# good replies: none may be flagged
+GOOD = [
+    (
+        "go-uuid",
+        "Welche Version erzeugt NewRandom?",
+        answer(
+            "Version 4: `NewRandomFromReader` sets the version bits in `version4.go`.",
+            ("version4.go", 53, "uuid[6] = (uuid[6] & 0x0f) | 0x40 // Version 4"),
+        ),
+    ),
+    (
+        "go-uuid",
+        "NewRandom 生成哪个版本？",
+        answer(
+            "版本 4（`NewRandom` 调用 `NewRandomFromReader`）。",
+            ("version4.go", 40, "func NewRandom() (UUID, error) {"),
+        ),
+    ),
+    (
+        "javascript-ms",
+        "Какая максимальная длина строки у parse?",
+        answer(
+            "100 characters: `parse` returns nothing for a longer `str`.",
+            ("index.js", 50, "if (str.length > 100) {"),
+        ),
+    ),
+    (
+        "python-isodate",
+        "Where is ISO8601Error defined?",
+        answer(
+            "In `isodate/isoerror.py`: `ISO8601Error` subclasses `ValueError`.",
+            ("isodate/isoerror.py", 6, "class ISO8601Error(ValueError):"),
+        ),
+    ),
+    (
+        "rust-semver",
+        "¿Dónde se comprueba una versión contra un requisito?",
+        answer(
+            "En `src/eval.rs`, `matches_req` recorre los comparadores.\n\n"
+            "- each comparator must match (`matches_impl`)\n"
+            "- then a prerelease needs a comparator allowing it",
+            ("src/eval.rs", 3, "pub(crate) fn matches_req(req: &VersionReq, ver: &Version) -> bool {"),
+            ("src/eval.rs", 5, "if !matches_impl(cmp, ver) {"),
+        ),
+    ),
+    (
+        "python-isodate",
+        "Could the error class live in its own errors module?",
+        answer(
+            "It already does: `isodate/isoerror.py`. A `isodate/errors.py` could re-export it.",
+            ("isodate/isoerror.py", 6, "class ISO8601Error(ValueError):"),
+            proposed=["isodate/errors.py"],
+        ),
+    ),
+    ("javascript-ms", "Hallo!", answer("Hallo! Frag mich etwas über diesen Code.")),
+    (
+        "go-uuid",
+        "Is it safe to use from several goroutines?",
+        answer(
+            "The pool is guarded by `poolMu`; `sync.Mutex` is the standard library's.",
+            ("version4.go", 60, "poolMu.Lock()"),
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("project", "question", "reply"), GOOD)
+def test_a_right_reply_is_not_flagged(
+    tmp_path: Path, project: str, question: str, reply: GuidedReply
+) -> None:
+    index, located = locate(tmp_path, project, question)
+    verdict = check_answer(reply, located, index, question)
+    assert verdict.ok, verdict.problems
+    assert len(verdict.citations) == len(reply.citations)
+
+
+# bad replies: each must be caught
+BAD = [
+    (  # a forged quote
+        "go-uuid",
+        "Welche Version erzeugt NewRandom?",
+        answer("Version 1.", ("version4.go", 53, "uuid[6] = (uuid[6] & 0x0f) | 0x10 // Version 1")),
+        "is not in version4.go",
+    ),
+    (  # an invented file after "for example"
+        "python-isodate",
+        "Where is ISO8601Error defined?",
+        answer(
+            "For example, in `isodate/exceptions.py`.",
+            ("isodate/isoerror.py", 6, "class ISO8601Error(ValueError):"),
+        ),
+        "isodate/exceptions.py is not in the workspace",
+    ),
+    (  # an invented file named with no look at all, asked in Chinese
+        "javascript-ms",
+        "parse 函数在哪里定义？",
+        answer("在 src/parse.js 中定义。"),
+        "src/parse.js is not in the workspace",
+    ),
+    (  # a workspace-looking name that was never shown
+        "go-uuid",
+        "Что делает NewRandom?",
+        answer(
+            "It calls `newRandomFromCache`.",
+            ("version4.go", 40, "func NewRandom() (UUID, error) {"),
+        ),
+        "`newRandomFromCache` is in none of the lines",
+    ),
+    (  # a claim with no citation at all
+        "rust-semver",
+        "Où est matches_req ?",
+        answer("Dans `src/eval.rs`, fonction `matches_req`."),
+        "cites no line",
+    ),
+    (  # a citation of a file that does not exist
+        "javascript-ms",
+        "Wie lang darf der String sein?",
+        answer("100.", ("lib/parse.js", 3, "if (str.length > 100) {")),
+        "is not a file here",
+    ),
+]
+
+
+@pytest.mark.parametrize(("project", "question", "reply", "problem"), BAD)
+def test_a_wrong_reply_is_caught(
+    tmp_path: Path, project: str, question: str, reply: GuidedReply, problem: str
+) -> None:
+    index, located = locate(tmp_path, project, question)
+    verdict = check_answer(reply, located, index, question)
+    assert not verdict.ok
+    assert any(problem in said for said in verdict.problems), verdict.problems
+
+
+def test_a_quote_is_found_where_it_really_is_and_the_gutter_is_ignored() -> None:
+    text = "a = 1\nb = 2\n\ndef f():\n    return b\n"
+    assert find_quote(text, "b = 2", 40) == (2, 2)
+    assert find_quote(text, "4| def f():\n5|     return b", 1) == (4, 5)
+    assert find_quote(text, "  return b  ", 0) == (5, 5)
+    assert find_quote(text, "x", 1) is None  # too short to prove anything
+    assert find_quote(text, "return c", 5) is None
+
+
+def test_the_reply_shape_tolerates_fences_and_a_wrapped_answer() -> None:
+    inner = '{"kind": "answer", "answer": "42", "citations": []}'
+    assert parse_reply(f"```json\n{inner}\n```").answer == "42"
+    as_text = json.dumps({"kind": "answer", "answer": inner})
+    assert parse_reply(as_text).answer == "42"
+    as_object = '{"kind": "answer", "answer": ' + inner + "}"
+    assert parse_reply(as_object).answer == "42"
+    with pytest.raises(NotTheShape):
+        parse_reply("I will search for the flag definitions first.")
+    with pytest.raises(NotTheShape):
+        parse_reply('{"kind": "plan"}')
+
+
+def test_terms_split_identifiers_and_stem_them() -> None:
+    assert {"pars", "nest", "array"} <= set(terms("parseNestedArray"))
+    assert "nest" in terms("Is there a limit on how deeply arrays can nest?")
+    assert set(terms("max_depth")) >= {"max", "depth", "max_depth"}
+
+
+@pytest.mark.parametrize(
+    ("model", "size"),
+    [
+        ("qwen2.5-coder-1.5b-instruct", 1.5),
+        ("llama3.1:8b", 8.0),
+        ("smollm2-135m-instruct", 0.135),
+        ("Qwen/Qwen2.5-Coder-32B-Instruct-GGUF", 32.0),
+        ("gpt-oss", None),
+    ],
+)
+def test_a_models_size_is_read_from_its_name(model: str, size: float | None) -> None:
+    assert model_billions(model) == size
+
+
+def test_auto_guides_small_or_tool_less_models_and_lets_others_drive() -> None:
+    small = choose("auto", "qwen2.5-coder-1.5b", drops_tools=False, failed_protocol=False)
+    assert small.guided and "1.5B" in small.why
+    big = choose("auto", "qwen2.5-coder-32b", drops_tools=False, failed_protocol=False)
+    assert not big.guided
+    assert choose("auto", "gpt-oss", drops_tools=True, failed_protocol=False).guided
+    assert choose("auto", "gpt-oss", drops_tools=False, failed_protocol=True).guided
+    assert not choose("agent", "tiny-1b", drops_tools=True, failed_protocol=True).guided
+    assert choose("guided", "big-70b", drops_tools=False, failed_protocol=False).guided
