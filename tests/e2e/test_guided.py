@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Env, MilkClient, request
+from tests.e2e.test_terminal_chat import one_shot
 from tests.fakes.openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.e2e
@@ -201,3 +202,18 @@ async def test_a_plain_answer_that_names_nothing_of_the_workspace_needs_no_citat
     result = await chat(client, "hi")
     assert result["stopReason"] == "end_turn", result
     assert "Sources" not in result["text"]
+
+
+def test_the_terminal_prints_the_checked_sources_as_path_line(
+    guided_env: Env, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue(
+        reply(
+            answer="256 (`MAX_DEPTH`).",
+            citations=[{"path": "parser.py", "line": 1, "quote": "MAX_DEPTH = 256"}],
+        )
+    )
+    done = one_shot(guided_env, "--route", "local", "--", "What is MAX_DEPTH?")
+    assert done.returncode == 0, done.stderr
+    assert "Sources (checked by milk):\n- parser.py:1" in done.stdout
+    assert done.stdout.count("parser.py:1") == 1

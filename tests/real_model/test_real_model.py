@@ -44,6 +44,36 @@ def turn_updates(client: MilkClient, turn_id: str) -> list[dict[str, Any]]:
     return updates
 
 
+def with_strategy(harness: Harness, strategy: str) -> dict[str, Any]:
+    """The harness's settings with `local.strategy` set (`auto` guides these small models)."""
+    settings = dict(harness.env.settings)
+    settings["local"] = {**settings["local"], "strategy": strategy}
+    return settings
+
+
+async def test_a_guided_turn_gets_a_reply_in_the_shape_from_the_real_model(
+    smollm2_harness: Harness, smollm2_server: LlamaServer
+) -> None:
+    """`local.strategy` auto guides SmolLM2 (135M): llama.cpp constrains the reply to the JSON
+    schema, so it parses, and the turn ends checked: done, or failed with the signal, never
+    as if a wrong answer were right (plumbing only; what a model this small says is
+    anyone's guess)."""
+    client = await smollm2_harness.start()
+    result = await chat(client, {"text": "What does greet in hello.py return?"})
+    updates = turn_updates(client, result["turnId"])
+    notices = [u["message"] for u in updates if u["kind"] == "notice"]
+    assert any(m.startswith("milk guides this local turn: smollm2") for m in notices), notices
+    assert not any("not a JSON object" in m or "not in the shape" in m for m in notices)
+    reads = [u for u in updates if u["kind"] == "tool_call"]
+    assert any(u["input"].get("path") == "hello.py" for u in reads), reads  # located
+    if result["stopReason"] == "end_turn":
+        deltas = [u["delta"] for u in updates if u["kind"] == "text"]
+        assert "".join(deltas) == result["text"] and result["text"].strip()
+    else:
+        assert result["error"]["data"]["signal"] in ("ungrounded_answer", "no_answer"), result
+        assert not [u for u in updates if u["kind"] == "citations"]
+
+
 async def test_status_reports_the_real_endpoint(
     smollm2_harness: Harness, smollm2_server: LlamaServer
 ) -> None:
@@ -66,7 +96,7 @@ async def test_chat_turn_streams_from_the_real_model(
     props = await get_json(f"{smollm2_server.root_url}/props")
     assert props["chat_template_caps"]["supports_tools"] is False
 
-    client = await smollm2_harness.start()
+    client = await smollm2_harness.start(settings=with_strategy(smollm2_harness, "agent"))
     prompt = "Say hello in five words."
     result = await chat(client, {"text": prompt})
     assert result["stopReason"] == "end_turn", result
@@ -112,7 +142,7 @@ async def test_qwen_coder_tool_call_reaches_the_local_agent(
     Qwen2.5-Coder calls the tool again after every result (it rarely answers), so the turn is
     capped at one tool round: it ends `end_turn` or with `tool_rounds_exceeded`.
     """
-    settings = dict(qwen_harness.env.settings)
+    settings = with_strategy(qwen_harness, "agent")
     settings["local"] = {**settings["local"], "maxToolRounds": 1}
     client = await qwen_harness.start(settings=settings)
     result = await chat(client, {"text": "Read the file hello.py."})

@@ -16,6 +16,7 @@ export const SERVER_SETTING_KEYS = [
   'local.checkCommand',
   'local.handOff',
   'local.memoryTags',
+  'local.strategy',
   'local.provider',
   'local.modelPath',
   'local.contextSize',

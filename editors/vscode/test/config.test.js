@@ -122,3 +122,9 @@ test('every command the extension contributes is kept from the server\'s execute
   const kept = new Set([...source.split('EXTENSION_COMMANDS = new Set([')[1].split(']);')[0].matchAll(/'([^']+)'/g)].map((m) => m[1]));
   for (const c of pkg.contributes.commands) assert.ok(kept.has(c.command), `${c.command} in EXTENSION_COMMANDS`);
 });
+
+test('local.strategy is offered with the server\'s values and default', () => {
+  const props = require('../package.json').contributes.configuration.properties;
+  assert.equal(props['milk.local.strategy'].default, 'auto');
+  assert.deepEqual(props['milk.local.strategy'].enum, ['auto', 'guided', 'agent']);
+});
