@@ -5,21 +5,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import aclosing
 from pathlib import Path
 
 from milk_lsp.agents.base import (
-    ClaudeSessionStarted,
-    EscalationRequested,
     LocalGaveUp,
-    TurnDone,
-    TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
 from milk_lsp.agents.local.stream import LocalModelError
 from milk_lsp.agents.local.tools import WorkspaceTools
-from milk_lsp.engine import handoff
-from milk_lsp.engine.local_clock import LocalClock
+from milk_lsp.engine.local_events import LocalOutcome, fold_local_events
 from milk_lsp.engine.turn import Turn
 from milk_lsp.guided.locate import Budget, Locator
 from milk_lsp.guided.strategy import PROTOCOL_SIGNALS, Strategy, choose
@@ -27,8 +21,6 @@ from milk_lsp.guided.turn import GuidedTurn
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
-
-LocalOutcome = EscalationRequested | LocalGaveUp | None
 
 
 class GuidedPart:
@@ -49,8 +41,8 @@ class GuidedPart:
         except LocalModelError:
             return Strategy(False, "the model server did not answer")  # the loop says why
         except Exception:
-            logger.warning("could not tell whether the model server takes tools", exc_info=True)
-            model, drops = agent.settings.model or "", False
+            logger.warning("could not tell which model the server runs", exc_info=True)
+            return Strategy(False, "the model could not be told")
         return choose(
             setting, model, drops_tools=drops, failed_protocol=model in self._protocol_failures
         )
@@ -92,28 +84,4 @@ class GuidedPart:
             history=history,
             budget=budget,
         )
-        outcome: LocalOutcome = None
-        clock = turn.local_clock = LocalClock(config.local.turn_budget_seconds, progress)
-        try:
-            async with clock.bounded(), aclosing(guided.run(user_ask, text)) as events:
-                async for event in events:
-                    turn.local_model = agent.model_in_use or turn.local_model
-                    clock.saw(event)
-                    if isinstance(event, EscalationRequested | LocalGaveUp):
-                        outcome = event
-                        break
-                    if isinstance(event, TurnFailed):
-                        outcome = handoff.from_model_failure(event)
-                        if outcome is not None:
-                            break
-                        turn.failure = (event.reason, event.message)
-                    elif not isinstance(event, TurnDone | ClaudeSessionStarted):
-                        turn.apply(event)
-        finally:
-            turn.local_model = agent.model_in_use or turn.local_model
-            turn.local_clock = None
-        if clock.ran_out:
-            outcome = clock.out_of_time()
-            turn.failure = None
-        turn.flush_text()
-        return outcome
+        return await fold_local_events(turn, agent, guided.run(user_ask, text), progress)

@@ -14,17 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeGuard
 
 from milk_lsp.agents.base import (
-    ClaudeSessionStarted,
     EscalationRequested,
     LocalGaveUp,
     LocalSignal,
-    TurnDone,
     TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
@@ -46,7 +43,7 @@ from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import handoff
 from milk_lsp.engine.agent_host import TurnHost
 from milk_lsp.engine.guided_part import GuidedPart
-from milk_lsp.engine.local_clock import LocalClock
+from milk_lsp.engine.local_events import LocalOutcome, fold_local_events
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
 from milk_lsp.local_model.provider import LocalModels
@@ -58,7 +55,6 @@ from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
 
-LocalOutcome = EscalationRequested | LocalGaveUp | None
 
 INDEX_WAIT_SECONDS = 2.0
 """How long a turn waits for the workspace's index before its first model request."""
@@ -219,8 +215,6 @@ class LocalPart:
             texts=tools,
             conversation=[str(message["content"]) for message in messages],
         )
-        outcome: LocalOutcome = None
-        progress = self._progress(turn)
         run = agent.run(
             messages,
             tools,
@@ -232,30 +226,7 @@ class LocalPart:
             judge=judge,
             check=tools if config.local.check_command else None,
         )
-        clock = turn.local_clock = LocalClock(config.local.turn_budget_seconds, progress)
-        try:
-            async with clock.bounded(), aclosing(run) as events:
-                async for event in events:
-                    # the model as the turn ran on it: a failed turn forgets it after
-                    turn.local_model = agent.model_in_use or turn.local_model
-                    clock.saw(event)
-                    if isinstance(event, EscalationRequested | LocalGaveUp):
-                        outcome = event
-                        break
-                    if isinstance(event, TurnFailed):
-                        outcome = handoff.from_model_failure(event)
-                        if outcome is not None:
-                            break
-                        turn.failure = (event.reason, event.message)
-                    elif not isinstance(event, TurnDone | ClaudeSessionStarted):
-                        turn.apply(event)
-        finally:  # the turn's info names the model, however the part ended
-            turn.local_model = agent.model_in_use or turn.local_model
-            turn.local_clock = None
-        if clock.ran_out:  # cancelled at the deadline: its stream and tools have stopped
-            outcome = clock.out_of_time()
-            turn.failure = None
-        turn.flush_text()
+        outcome = await fold_local_events(turn, agent, run, self._progress(turn))
         self._say_checks(turn, tools)
         broken = await self._put_back_broken(turn, tools)
         if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
