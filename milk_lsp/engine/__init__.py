@@ -168,6 +168,7 @@ class Engine:
         restored = await self.changes.undo(session, turn_id, force)
         if restored:
             await self._drop_undone_need(session, turn_id)
+            await self.sessions.rebuild_bricks(session)  # the turn's lines say it was undone
         return restored
 
     async def _drop_undone_need(self, session: Session, turn_id: str) -> None:

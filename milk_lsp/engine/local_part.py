@@ -109,12 +109,9 @@ class LocalPart:
         history = [record for record in history if record.turn_id != turn.turn_id]
         memory_tags = config.local.memory_tags
         goal = session.current_need
-        if (
-            not memory_tags
-            and not plan.advises
-            and (not session.current_need or asks_for_change(user_ask) or change_hinted(user_ask))
-        ):
-            turn.set_need(user_ask)  # no tags from the model: the latest request is the goal
+        follows = not memory_tags and not plan.advises
+        if follows and not session.current_need:
+            turn.set_need(user_ask)  # no tags from the model: the first request is the goal
             goal = ""  # ...and the request itself says it
         notes = prompts.session_notes(
             session.escalation_nonce, goal, percepts, memory_tags=memory_tags
@@ -130,15 +127,14 @@ class LocalPart:
                 return handoff.from_model_failure(agent)
             turn.local_model = agent.model_in_use  # known from an earlier turn, if any
             strategy = await self._guided.strategy(config.local.strategy, agent)
+            tools = self._tools(session, turn, user_ask, index)
             if strategy.guided:
-                if not memory_tags and not plan.advises:
-                    turn.set_need(user_ask)  # the latest request is the goal, in any wording
                 turn.notice("info", f"milk guides this local turn: {strategy.why}.")
                 outcome = await self._guided.run(
                     turn,
                     agent,
                     index,
-                    self._tools(session, turn, user_ask, index),
+                    tools,
                     user_ask=user_ask,
                     text=text,
                     offer_escalation=plan.offer_escalation,
@@ -147,9 +143,11 @@ class LocalPart:
                 )
             else:
                 outcome = await self._agent_loop(
-                    session, turn, agent, index, plan, text, user_ask, system, notes, history
+                    turn, agent, tools, index, plan, text, user_ask, system, notes, history
                 )
                 self._guided.saw(agent.model_in_use, outcome)
+        if follows and tools.edited_files() and outcome is None:
+            turn.set_need(user_ask)  # the files changed: this request is the goal now
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
         return outcome
@@ -167,9 +165,9 @@ class LocalPart:
 
     async def _agent_loop(
         self,
-        session: Session,
         turn: Turn,
         agent: LocalAgent,
+        tools: WorkspaceTools,
         index: WorkspaceIndex,
         plan: Plan,
         text: str,
@@ -191,7 +189,6 @@ class LocalPart:
                 f"{wide}, more than the local model does well; milk handed it to Claude before"
                 " the local model started",
             )
-        tools = self._tools(session, turn, user_ask, index)
         attached = text.strip() != user_ask.strip()  # attachments count as having looked
         if change and not attached:
             read = await read_first(user_ask, index, tools)
@@ -251,7 +248,7 @@ class LocalPart:
         else:
             return None
         session.escalation_brief = cut(brief, BRIEF_MAX_CHARS)
-        if not session.current_need:  # Claude gets at least the user's ask as goal
+        if not plan.advises:  # Claude's goal is the request it takes over
             turn.set_need(user_ask, news_for_claude=False)
         local_part = turn.part_of(Agent.LOCAL)
         pending = [] if local_part is None else [local_part.record(turn.turn_id)]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,8 +53,15 @@ _NO_RESULT = "(no result)"
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 
 
+UNDONE_MARK = " [undone by the user: the files it changed were put back]"
+"""How a turn the user undid reads in a brick: its edits are no longer in the files."""
+
+
 def render_brick(
-    records_newest_first: Iterable[TurnRecord], agent: Agent, budget_chars: int
+    records_newest_first: Iterable[TurnRecord],
+    agent: Agent,
+    budget_chars: int,
+    undone: Container[str] = (),
 ) -> str:
     """Render `agent`'s brick from the records after its boundary, newest first.
 
@@ -68,13 +75,15 @@ def render_brick(
         The agent whose brick this is.
     budget_chars
         Budget in characters (Python `len`); `<= 0` gives `""`.
+    undone
+        The turns the user undid (`milk/turn/undo`): each of their lines says so.
     """
     if budget_chars <= 0:
         return ""
     window = _Window()
     for record, marked in _brick_records(records_newest_first, agent):
         mark = window.mark()
-        window.add_unit(record, agent, marked)
+        window.add_unit(record, agent, marked, record.turn_id in undone)
         if window.size > budget_chars:
             if mark.item_count == 0:
                 return _cut_to_budget(window.render(), budget_chars)
@@ -191,8 +200,9 @@ class _Window:
             front.count = mark.front_run_count
         self.size = mark.size
 
-    def add_unit(self, record: TurnRecord, agent: Agent, marked: bool) -> None:
+    def add_unit(self, record: TurnRecord, agent: Agent, marked: bool, undone: bool) -> None:
         status = f" [{record.status}]" if marked else ""
+        status += UNDONE_MARK if undone else ""
         text = _clean(record.text)
         if record.role == Role.USER:
             self._add_line(f"User{status}: {text}\n")
@@ -270,6 +280,8 @@ class RecordReader(Protocol):
 
     def last_assistant_position(self, session_id: str, agent: Agent) -> int: ...
 
+    def undone_turns(self, session_id: str) -> frozenset[str]: ...
+
     def records_newest_first(
         self, session_id: str, after_position: int
     ) -> Iterator[TurnRecord]: ...
@@ -289,14 +301,17 @@ def rebuild_bricks(reader: RecordReader, session: BrickOwner, budget: int) -> tu
     not in an empty run), else it keeps its stored text. Reads only as far back as needed,
     so the cost is flat in the session's length."""
     claude_at = reader.last_assistant_position(session.id, Agent.CLAUDE)
-    local = render_brick(reader.records_newest_first(session.id, claude_at), Agent.LOCAL, budget)
+    undone = reader.undone_turns(session.id)
+    local = render_brick(
+        reader.records_newest_first(session.id, claude_at), Agent.LOCAL, budget, undone
+    )
     local_at = reader.last_assistant_position(session.id, Agent.LOCAL)
     claude = session.last_claude_summary
     if claude_at > local_at and not is_empty_claude_run(
         reader.records_newest_first(session.id, local_at)
     ):
         claude = render_brick(
-            reader.records_newest_first(session.id, local_at), Agent.CLAUDE, budget
+            reader.records_newest_first(session.id, local_at), Agent.CLAUDE, budget, undone
         )
     return local, claude
 
@@ -308,4 +323,5 @@ def local_brick_with(
     before a hand-off)."""
     claude_at = reader.last_assistant_position(session.id, Agent.CLAUDE)
     stored = reader.records_newest_first(session.id, claude_at)
-    return render_brick(itertools.chain(pending, stored), Agent.LOCAL, budget)
+    undone = reader.undone_turns(session.id)
+    return render_brick(itertools.chain(pending, stored), Agent.LOCAL, budget, undone)

@@ -193,6 +193,11 @@ class Sessions:
             lambda store: local_brick_with(pending, store.reader(), session, budget)
         )
 
+    async def rebuild_bricks(self, session: Session) -> None:
+        """Both bricks rendered again from the stored records (after an undo)."""
+        budget = self._config().context_budget_chars
+        await self._call(lambda store: store.rebuild_bricks(session, budget))
+
     # ---- a turn's two writes ---------------------------------------------------------
 
     async def begin_turn(self, session: Session, user_record: TurnRecord) -> None:

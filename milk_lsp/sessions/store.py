@@ -90,6 +90,15 @@ class StoreReader:
         )
         return int(rows[0][0] or 0)
 
+    def undone_turns(self, session_id: str) -> frozenset[str]:
+        """The session's turns the user undid (their `turn_info` says so)."""
+        rows = self._rows(
+            "SELECT turn_id FROM turn_info WHERE session_id = ?"
+            " AND json_valid(info) AND json_extract(info, '$.undone') = 1",
+            (session_id,),
+        )
+        return frozenset(str(row[0]) for row in rows)
+
     def records_newest_first(self, session_id: str, after_position: int) -> Iterator[TurnRecord]:
         """Records with position > after_position, newest first, fetched a page at a time."""
         upper = None
@@ -407,6 +416,18 @@ class SessionStore:
                 local, claude = bricks.rebuild_bricks(reader, session, budget_chars)
             else:
                 local, claude = rebuild_bricks(reader, session)
+            session.last_local_summary = local
+            session.last_claude_summary = claude
+            session.bricks_built = True
+            self._write_session(conn, session)
+
+    def rebuild_bricks(self, session: Session, budget_chars: int) -> None:
+        """Render both bricks again from the records and save them (a turn was undone:
+        what it did is no longer presented as standing)."""
+        with self.transaction() as conn:
+            local, claude = bricks.rebuild_bricks(
+                StoreReader(conn, self.path), session, budget_chars
+            )
             session.last_local_summary = local
             session.last_claude_summary = claude
             session.bricks_built = True
