@@ -13,7 +13,11 @@ folder and a `node_modules`. Then times:
   answers (general Python answers, right answers about the workspace quoting what they
   read, wrong ones naming files, functions and options that do not exist), each timed
   `--repeat` times; prints the median and p95 (target: median <= 50 ms), and how many
-  answers of each kind were flagged (general and right ones should be 0, wrong ones all).
+  answers of each kind were flagged (general and right ones should be 0, wrong ones all);
+* the guided turn's two steps (issue 38) on the same answers: `Locator.locate(question)`
+  (its first run in a process splits and stems every file's tokens once; later runs reuse
+  them) and `check_answer(reply)`, each answer given as the guided shape (a right one with
+  a citation of its module's definition line, the others with none); the same counts.
 
     .venv/bin/python bench/grounding.py [--files 10000] [--repeat 20]
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import shutil
 import statistics
 import sys
@@ -36,6 +41,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from milk_lsp.agents.local.judge.grounding import about_workspace, ungrounded, workspace_claims
+from milk_lsp.guided.locate import Locator
+from milk_lsp.guided.shape import Citation, GuidedReply
+from milk_lsp.guided.verify import check_answer
 from milk_lsp.workspace.index import WorkspaceIndex
 
 VERBS = [
@@ -470,8 +478,77 @@ def main() -> None:
                 f"  {kind:>7} answers: {flagged.get(kind, 0)} of {total} flagged, "
                 f"{about.get(kind, 0)} of {total} questions about the workspace"
             )
+        guided_checks(index, root / "ws", cases, modules, options.repeat)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+class _DiskTexts:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    async def text_of(self, path: str) -> str | None:
+        try:
+            return (self.root / path).read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+
+def _reply(case: Case, modules: list[Module]) -> GuidedReply:
+    """The answer in the guided shape: a right one cites, as a good model would, the line
+    of each name of the workspace it writes as code (for `Store.flush()`, the class's and
+    the method's)."""
+    citations: list[Citation] = []
+    if case.kind == "right":
+        named = set(
+            re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(re.findall(r"`([^`]+)`", case.answer)))
+        )
+        for module in modules:
+            if module.path not in case.answer and not named & {*module.functions, *module.classes}:
+                continue
+            lines = module.text.splitlines()
+            for name in sorted(named):
+                for number, line in enumerate(lines, 1):
+                    if re.search(rf"\b{re.escape(name)}\b", line):
+                        citations.append(Citation(path=module.path, line=number, quote=line))
+                        break
+    return GuidedReply(kind="answer", answer=case.answer, citations=citations[:6])
+
+
+def guided_checks(
+    index: WorkspaceIndex, root: Path, cases: list[Case], modules: list[Module], repeat: int
+) -> None:
+    import asyncio
+
+    locator = Locator(index)
+    texts = _DiskTexts(root)
+    first = timed(lambda: asyncio.run(locator.locate(cases[0].question, texts)))
+    print(
+        f"guided: first locate in a process (splits and stems every file's tokens): "
+        f"{first * 1000:.0f} ms"
+    )
+    locates: list[float] = []
+    checks: list[float] = []
+    flagged: dict[str, int] = {}
+    for case in cases:
+        reply = _reply(case, modules)
+        for _ in range(max(1, repeat // 4)):
+            started = time.perf_counter()
+            located = asyncio.run(locator.locate(case.question, texts))
+            locates.append(time.perf_counter() - started)
+        for _ in range(repeat):
+            started = time.perf_counter()
+            verdict = check_answer(reply, located, index, case.question)
+            checks.append(time.perf_counter() - started)
+        flagged[case.kind] = flagged.get(case.kind, 0) + (not verdict.ok)
+    print(f"guided locate per question ({len(cases)} questions): {ms(locates)}")
+    print(
+        f"guided check per answer ({len(cases)} answers x {repeat}): {ms(checks)}"
+        " (target median <= 50 ms)"
+    )
+    for kind in ("general", "right", "wrong"):
+        total = sum(case.kind == kind for case in cases)
+        print(f"  {kind:>7} answers: {flagged.get(kind, 0)} of {total} flagged")
 
 
 if __name__ == "__main__":

@@ -116,48 +116,36 @@ class FileTexts(Protocol):
 
 
 class Locator:
-    """Locates for one workspace; keeps each file's terms while the index keeps its tokens."""
+    """Locates for one workspace. Keeps each file's terms and, per term, the files holding
+    it (postings), updated for the files the index read again: a question costs the
+    postings of its own terms, not a pass over every file."""
 
     def __init__(self, index: WorkspaceIndex) -> None:
         self.index = index
-        self._terms: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        self._files: dict[str, tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]] = {}
+        """Per file: the index's token tuple it was made from, its terms, its path's terms."""
+        self._postings: dict[str, set[str]] = {}
 
     def rank_files(self, request: str, limit: int = MAX_FILES) -> list[tuple[str, float]]:
         """The files holding the request's terms, best first, with their scores."""
-        wanted = list(dict.fromkeys(terms(request)))
-        if not wanted:
-            return []
-        files = self._file_terms()
-        total = len(files) or 1
-        frequency = {term: 0 for term in wanted}
-        for held in files.values():
-            for term in wanted:
-                if term in held:
-                    frequency[term] += 1
-        weight = {
-            term: math.log((total - count + 0.5) / (count + 0.5) + 1.0)
-            for term, count in frequency.items()
-            if count
-        }
-        scores: list[tuple[str, float]] = []
-        for path, held in files.items():
-            score = sum(value for term, value in weight.items() if term in held)
-            if score:
-                named = path_terms(path)
-                score += sum(weight.get(term, 0.0) for term in named)  # the file's name
-                scores.append((path, score))
-        scores.sort(key=lambda pair: (-pair[1], pair[0]))
-        return scores[:limit]
+        weight = {term: value for term, value in self.weights(request).items() if value}
+        scores: dict[str, float] = {}
+        for term, value in weight.items():
+            for path in self._postings.get(term, ()):
+                scores[path] = scores.get(path, 0.0) + value
+        for path in scores:  # the file's own name counts once more
+            scores[path] += sum(weight.get(term, 0.0) for term in self._files[path][2])
+        ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+        return ranked[:limit]
 
     def weights(self, request: str) -> dict[str, float]:
-        """Each term of the request by its inverse document frequency here."""
-        wanted = list(dict.fromkeys(terms(request)))
-        files = self._file_terms()
-        total = len(files) or 1
+        """Each term of the request by its inverse document frequency here (0: no file)."""
+        self._sync()
+        total = len(self._files) or 1
         result: dict[str, float] = {}
-        for term in wanted:
-            count = sum(1 for held in files.values() if term in held)
-            result[term] = math.log((total - count + 0.5) / (count + 0.5) + 1.0)
+        for term in dict.fromkeys(terms(request)):
+            count = len(self._postings.get(term, ()))
+            result[term] = math.log((total - count + 0.5) / (count + 0.5) + 1.0) if count else 0.0
         return result
 
     async def locate(self, request: str, texts: FileTexts, budget: Budget | None = None) -> Located:
@@ -228,33 +216,46 @@ class Locator:
             texts=read,
         )
 
-    def _file_terms(self) -> dict[str, frozenset[str]]:
-        """Every read file's terms (its tokens' and its path's), cached per token tuple."""
-        known = self._terms
-        fresh: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+    def _sync(self) -> None:
+        """Bring the terms and postings up to the index's state (changed files only)."""
+        known = self._files
+        seen: set[str] = set()
         is_word = self.index.is_word
         for path, tokens in self.index.file_words():
-            cached = known.get(path)
-            if cached is not None and cached[0] is tokens:
-                fresh[path] = cached
+            seen.add(path)
+            entry = known.get(path)
+            if entry is not None and entry[0] is tokens:
                 continue
-            held: set[str] = set(path_terms(path))
+            if entry is not None:
+                self._unpost(path, entry[1])
+            named = path_terms(path)
+            held: set[str] = set(named)
             for token in tokens:
                 if is_word(token):
                     held.update(word_terms(token.lstrip("-")))
-            fresh[path] = (tokens, frozenset(held))
-        self._terms = fresh
-        return {path: pair[1] for path, pair in fresh.items()}
+            known[path] = (tokens, frozenset(held), named)
+            for term in held:
+                self._postings.setdefault(term, set()).add(path)
+        for path in [path for path in known if path not in seen]:
+            self._unpost(path, known.pop(path)[1])
+
+    def _unpost(self, path: str, held: frozenset[str]) -> None:
+        for term in held:
+            paths = self._postings.get(term)
+            if paths is not None:
+                paths.discard(path)
+                if not paths:
+                    del self._postings[term]
 
     def _repo_map(self, first: list[str], budget: int) -> str:
         """`path: names…` per file, the located files first, within `budget` characters."""
-        entries = {path: tokens for path, tokens in self.index.file_words()}
+        entries = self._files
         ordered = [path for path in first if path in entries]
         ordered += sorted(path for path in entries if path not in set(first))
         lines: list[str] = []
         used = 0
         for path in ordered:
-            names = self.index.names_defined(entries[path])
+            names = self.index.names_defined(entries[path][0])
             shown = ", ".join(names[:MAP_NAMES]) + (", …" if len(names) > MAP_NAMES else "")
             line = f"{path}: {shown}" if shown else path
             if used + len(line) + 1 > budget:

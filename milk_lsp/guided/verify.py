@@ -8,6 +8,7 @@ whatever words surround it, unless the reply declares it proposed (a field, not 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from milk_lsp.agents.base import Cited
@@ -128,7 +129,8 @@ def check_answer(
             continue  # outside knowledge (a library's or the language's name)
         claims += 1
         bare = name.removesuffix("()")
-        if bare in quotes or located.holds(bare) or bare in request:
+        last = bare.rsplit(".", 1)[-1]  # `Store.flush`: its method is what must be shown
+        if any(part in quotes or located.holds(part) or part in request for part in (bare, last)):
             continue
         verdict.problems.append(
             f"`{bare}` is in none of the lines you were shown nor in a quote you cited"
@@ -182,9 +184,24 @@ PREFIX = 6
 `NewRandomFromReader`) is about the workspace."""
 
 
+_CACHE: dict[str, tuple[object, frozenset[str]]] = {}
+"""What is derived from the index's state, with the object it came from (made once per
+refresh that changed it, not per answer: bench/grounding.py)."""
+
+
+def _cached(key: str, source: object, make: Callable[[], frozenset[str]]) -> frozenset[str]:
+    known = _CACHE.get(key)
+    if known is None or known[0] is not source:
+        known = _CACHE[key] = (source, make())
+    return known[1]
+
+
 def _definition_prefixes(index: WorkspaceIndex) -> frozenset[str]:
-    return frozenset(
-        name[:PREFIX].lower() for name in index.definition_names() if len(name) > PREFIX
+    names = index.definition_names()
+    return _cached(
+        f"prefixes:{index.root}",
+        names,
+        lambda: frozenset(name[:PREFIX].lower() for name in names if len(name) > PREFIX),
     )
 
 
@@ -196,8 +213,16 @@ def _about_workspace(name: str, index: WorkspaceIndex, prefixes: frozenset[str])
 
 
 def _extensions(index: WorkspaceIndex) -> frozenset[str]:
-    return frozenset(
-        path.rsplit(".", 1)[-1] for path, _ in index.file_words() if "." in path.rsplit("/", 1)[-1]
+    stems = index.file_stems()
+    return _cached(
+        f"extensions:{index.root}",
+        stems,
+        lambda: frozenset(
+            path.rsplit(".", 1)[-1]
+            for paths in stems.values()
+            for path in paths
+            if "." in path.rsplit("/", 1)[-1]
+        ),
     )
 
 

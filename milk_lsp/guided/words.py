@@ -35,17 +35,24 @@ def _stemmer() -> Stemmer:
     return snowballstemmer.stemmer("english")
 
 
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyz_0123456789")
+
+
 @lru_cache(maxsize=200_000)
 def word_terms(word: str) -> tuple[str, ...]:
-    """The terms of one word or identifier: its pieces stemmed, and the whole word
-    lower-cased when it has several pieces (so `max_depth` matches itself first)."""
-    _, pieces = _patterns()
-    stem = _stemmer().stemWord
-    parts = [piece.lower() for piece in pieces.findall(word)]
-    terms = [stem(part) for part in parts if len(part) >= MIN_TERM]
-    if len(parts) > 1:
-        terms.append(word.lower())
-    return tuple(dict.fromkeys(term for term in terms if len(term) >= MIN_TERM))
+    """The terms of one word or identifier: its pieces, stemmed (`max_depth`: `max`,
+    `depth`; `parseNestedArray`: `pars`, `nest`, `array`)."""
+    if _PLAIN.issuperset(word):  # snake_case and plain words, by far the most tokens
+        parts = [part for part in word.split("_") if part]
+    else:
+        _, pieces = _patterns()
+        parts = [piece.lower() for piece in pieces.findall(word)]
+    return tuple(dict.fromkeys(_stem(part) for part in parts if len(part) >= MIN_TERM))
+
+
+@lru_cache(maxsize=100_000)
+def _stem(piece: str) -> str:
+    return piece if piece.isdigit() else str(_stemmer().stemWord(piece))
 
 
 def terms(text: str) -> list[str]:
