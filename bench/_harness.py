@@ -222,6 +222,10 @@ class MilkLsp:
         def on_show(ls: LanguageClient, params: Any) -> None:
             return None
 
+        @client.feature("$/milk/nudge")  # keeps a quiet stream moving; clients ignore it
+        def on_nudge(ls: LanguageClient, params: Any) -> None:
+            return None
+
         uri = self.scratch.workspace.as_uri()
         started = time.perf_counter()
         await client.start_io(sys.executable, "-m", "milk_lsp", env=self.env, cwd=str(REPO))

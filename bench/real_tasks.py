@@ -3,9 +3,12 @@
 Opt-in and slow (tens of minutes on 2 cores); not a test and not in CI.
 
 The project (`--project`) is python-slugify 8.0.4 (`bench/real_tasks_slugify.py`, 15 tasks),
-humanize 4.12.3 (`bench/real_tasks_humanize.py`, 13 tasks) or the JavaScript package cross-env
+humanize 4.12.3 (`bench/real_tasks_humanize.py`, 13 tasks), the JavaScript package cross-env
 7.0.3 from npm (`bench/real_tasks_crossenv.py`, 15 tasks, questions in five human languages,
-edits checked with `node --check`), pinned by sha256 and unpacked afresh before every task
+edits checked with `node --check`) or the Go module google/uuid 1.3.0 as Debian ships it
+(`bench/real_tasks_uuid.py`, 12 tasks, questions in five human languages, edits checked by the
+diff and by `go build`, `go vet` and `go test`; needs Debian's `golang-go`, installed when
+missing and run as root), pinned by sha256 and unpacked afresh before every task
 (`bench/real_tasks_suite.py` fetches and checks). Each task is
 a new session of the REAL milk-lsp (`python -m milk_lsp` over stdio, driven like an editor;
 every permission question answered `allow_once`), one `milk/chat` with route `auto` and
@@ -31,9 +34,19 @@ turn 1 in the same workspace and a session C turn 1 in a second workspace folder
 and C1 <= 15 % of A1's evaluated prompt tokens. After the tasks it prints `milk/stats` of the
 tasks' workspace: milk's own routing numbers for the run.
 
-    .venv/bin/python bench/real_tasks.py [--project slugify|humanize|crossenv]
-        [--model-size 1.5b|0.5b] [--tasks a,b]
+    .venv/bin/python bench/real_tasks.py [--project slugify|humanize|crossenv|uuid]
+        [--model-size 1.5b|0.5b] [--tasks a,b] [--strategies guided,agent]
         [--base-url URL --model M] [--server-tree DIR] [--json out.json]
+
+`--strategies guided,agent` runs every task once per `local.strategy` (issue 38: `auto`,
+`guided`, `agent`), side by side in one run against the same model server: one server per
+strategy (its own workspace, storage and Claude stand-in home, `local.strategy` set in the
+initializationOptions beside `local.handOff`), each task in a fresh session on a freshly laid
+out workspace, the strategies taking turns task by task so that neither gets the quieter half
+of the run. Per strategy it prints the totals above, then one table: right locally, silent
+failures, needless hand-offs, median seconds per task, prompt tokens evaluated, and the ratio
+of the guided median seconds to the agent's. Without it, `local.strategy` is not sent: the
+server's default. The prefix-cache measurement runs on the first strategy's server.
 
 `--advise` runs the project's multi-step tasks on the advisor route instead
 (`bench/real_tasks_advisor.py`): the share of plan steps done locally, silent failures, and
@@ -49,9 +62,11 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -66,6 +81,7 @@ from bench.real_tasks_crossenv import CROSSENV
 from bench.real_tasks_humanize import HUMANIZE
 from bench.real_tasks_slugify import SLUGIFY
 from bench.real_tasks_suite import Project, Task, fetch_project, lay_out
+from bench.real_tasks_uuid import UUID
 from milk_lsp.agents.claude.cli import bundled_cli_path
 
 CLAUDE_REPLY = "Claude Code (the stand-in) took this task over."
@@ -79,7 +95,27 @@ CACHE_TURNS = (
 first turn should find the prefix cached too (system prompt and tool specs are the same bytes
 for every workspace)."""
 RIGHT = ("right locally", "handed to Claude")
-PROJECTS: dict[str, Project] = {"slugify": SLUGIFY, "humanize": HUMANIZE, "crossenv": CROSSENV}
+PROJECTS: dict[str, Project] = {
+    "slugify": SLUGIFY,
+    "humanize": HUMANIZE,
+    "crossenv": CROSSENV,
+    "uuid": UUID,
+}
+STRATEGIES = ("auto", "guided", "agent")
+"""The values of `local.strategy` (milk_lsp/config.py `LocalConfig.strategy`)."""
+DEFAULT = "default"
+"""The label of a run that sends no `local.strategy`: the server's default."""
+
+
+@dataclass
+class Lane:
+    """One strategy's server, with its own scratch root, workspace and rows."""
+
+    strategy: str  # a STRATEGIES value, or DEFAULT
+    scratch: Scratch
+    milk: MilkLsp
+    turns: Turns | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Turns:
@@ -212,10 +248,15 @@ def judge(task: Task, workspace: Path, result: dict[str, Any], timed_out: bool) 
     }
 
 
-async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -> dict[str, Any]:
+async def run_task(
+    task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path, strategy: str | None = None
+) -> dict[str, Any]:
+    """One task in a new session on a freshly laid out workspace; `strategy` labels the row
+    and its printed line (the server's `local.strategy`, set when it started)."""
     lay_out(sdist, turns.workspace)
     session_id = await turns.new_session()
-    proxy.label, start = task.name, len(proxy.calls)
+    proxy.label = f"{strategy}/{task.name}" if strategy else task.name
+    start = len(proxy.calls)
     result, timed_out, seconds = await turns.chat(session_id, task.prompt)
     calls = proxy.since(start)
     prompt_n, cache_n = sums(calls)
@@ -228,6 +269,7 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
     ]
     row = {
         "task": task.name,
+        **({"strategy": strategy} if strategy else {}),
         "kind": task.kind,
         **judge(task, turns.workspace, result, timed_out),
         "needless": needless_hand_off(task, turns, session_id, result),
@@ -235,6 +277,7 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
         "trace": turns.trace(session_id, result.get("turnId")),
         "seconds": round(seconds, 1),
         "modelCalls": len(calls),
+        "callsUntimed": sum(not c.timings for c in calls),
         "promptEvaluated": prompt_n,
         "promptCached": cache_n,
         "generated": sum(c.generated for c in calls),
@@ -251,8 +294,9 @@ async def run_task(task: Task, turns: Turns, proxy: TimingsProxy, sdist: Path) -
     # its failure is read)
     reply = str(result.get("text", ""))
     row["reply"] = reply if row["verdict"] != "right locally" else reply[:400]
+    lane = f"{strategy:<8} " if strategy else ""
     print(
-        f"{task.name:<20} {task.kind:<8} {row['verdict']:<17} "
+        f"{lane}{task.name:<20} {task.kind:<8} {row['verdict']:<17} "
         f"{'SILENT' if row['silent'] else 'NEEDLESS' if row['needless'] else '':<8} "
         f"{row['seconds']:>6.1f} {len(calls):>5} {prompt_n:>7} {cache_n:>7} "
         f"{row['generated']:>6} {len(ended):>5}  {', '.join(row['tools']) or '-'}",
@@ -419,6 +463,74 @@ def totals(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     return out
 
 
+def strategy_support(milk_env: dict[str, str]) -> bool:
+    """Whether the server's tree has the `local.strategy` setting (an older tree ignores the
+    key, reporting it as unknown: every lane then runs the server's one way)."""
+    code = "from milk_lsp.config import LocalConfig; print('strategy' in LocalConfig.model_fields)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=milk_env, cwd=REPO, capture_output=True, text=True
+    )
+    return done.stdout.strip() == "True"
+
+
+def median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+def side_by_side(lanes: list[Lane]) -> dict[str, Any]:
+    """The strategies' numbers in columns, and guided's median seconds over agent's."""
+    summary: dict[str, dict[str, Any]] = {}
+    for lane in lanes:
+        rows = lane.rows
+        summary[lane.strategy] = {
+            "tasks": len(rows),
+            "rightLocally": sum(r["verdict"] == "right locally" for r in rows),
+            "handedToClaude": sum(r["verdict"] == "handed to Claude" for r in rows),
+            "silent": sum(r["silent"] for r in rows),
+            "needlessHandOffs": sum(r["needless"] for r in rows),
+            "reportedFailures": sum(r["verdict"] == "reported failure" for r in rows),
+            "timeouts": sum(r["verdict"] == "timeout" for r in rows),
+            "medianSeconds": median([r["seconds"] for r in rows]),
+            "promptEvaluated": sum(r["promptEvaluated"] for r in rows),
+            "promptCached": sum(r["promptCached"] for r in rows),
+            "callsUntimed": sum(r.get("callsUntimed", 0) for r in rows),
+            "generated": sum(r["generated"] for r in rows),
+        }
+    lines = (
+        ("tasks", "tasks"),
+        ("right locally", "rightLocally"),
+        ("handed to Claude", "handedToClaude"),
+        ("silent (wrong, end_turn)", "silent"),
+        ("needless hand-offs", "needlessHandOffs"),
+        ("reported failures", "reportedFailures"),
+        ("timeouts", "timeouts"),
+        ("median s per task", "medianSeconds"),
+        ("prompt tokens evaluated", "promptEvaluated"),
+        ("prompt tokens cached", "promptCached"),
+        ("calls cut off, untimed", "callsUntimed"),
+        ("tokens generated", "generated"),
+    )
+    print(f"\n{'side by side':<26}" + "".join(f"{lane.strategy:>10}" for lane in lanes))
+    for label, key in lines:
+        cells = "".join(
+            f"{'-' if summary[lane.strategy][key] is None else summary[lane.strategy][key]:>10}"
+            for lane in lanes
+        )
+        print(f"{label:<26}{cells}")
+    print(
+        "(a model call cut off before its end, a turn's timeout or milk ending the reply, "
+        "brings no llama.cpp timings: its prompt tokens are not in the count above)"
+    )
+    out: dict[str, Any] = {"byStrategy": summary}
+    guided, agent = summary.get("guided"), summary.get("agent")
+    if guided and agent:
+        g, a = guided["medianSeconds"], agent["medianSeconds"]
+        ratio = round(g / a, 3) if g is not None and a else None
+        out["guidedOverAgentMedianSeconds"] = ratio
+        print(f"guided median s / agent median s: {g} / {a} = {ratio}")
+    return out
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     project = PROJECTS[args.project]
     tasks = list(project.tasks)
@@ -428,15 +540,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if unknown:
             raise SystemExit(f"unknown tasks {sorted(unknown)}; known: {[t.name for t in tasks]}")
         tasks = [t for t in tasks if t.name in wanted]
+    strategies: list[str] = args.strategies or [DEFAULT]
+    if args.advise and len(strategies) > 1:
+        raise SystemExit("--advise runs on one server: give at most one --strategies value")
     cli = bundled_cli_path()
     if cli is None:
         raise SystemExit("the claude-agent-sdk wheel's bundled claude CLI is missing")
+    if project.prepare is not None:
+        project.prepare()
     sdist = fetch_project(project)
     scratch = Scratch("milk-bench-real-")
     llama: LlamaProcess | None = None
     api: FakeProcess | None = None
     proxy: TimingsProxy | None = None
-    milk: MilkLsp | None = None
+    lanes: list[Lane] = []
     report: dict[str, Any] = {"args": vars(args)}
     try:
         if args.base_url:
@@ -462,18 +579,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             local["model"] = model
         api = FakeProcess("tests.fakes.anthropic_api")
         api.script([{"text": CLAUDE_REPLY, "repeat": 100_000}])
-        settings = {
-            "local": local,
-            "route": "auto",
-            "storageDir": str(scratch.storage),
-            "claude": {"path": cli},
-        }
-        env = claude_env(scratch, api)
-        if args.server_tree:
-            # no cwd on sys.path, the tree first: `-m milk_lsp` imports the tree's package
-            env |= {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(args.server_tree.resolve())}
-        milk = MilkLsp(scratch, settings, env)
-        source = server_source(milk.env)
+        for strategy in strategies:
+            # the first lane keeps the run's scratch (the model server's log is there too)
+            root = scratch if not lanes else Scratch(f"milk-bench-real-{strategy}-")
+            settings = {
+                "local": local | ({} if strategy == DEFAULT else {"strategy": strategy}),
+                "route": "auto",
+                "storageDir": str(root.storage),
+                "claude": {"path": cli},
+            }
+            env = claude_env(root, api)
+            if args.server_tree:
+                # no cwd on sys.path, the tree first: `-m milk_lsp` imports the tree's package
+                env |= {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(args.server_tree.resolve())}
+            lanes.append(Lane(strategy, root, MilkLsp(root, settings, env)))
+        source = server_source(lanes[0].milk.env)
         tree = args.server_tree or REPO
         print(f"model: {described}")
         print(f"milk-lsp server: {source} (tree {tree}, {tree_commit(tree)})")
@@ -481,49 +601,96 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             f"project: {project.name} {project.version} ({project.registry} {project.sdist}, "
             f"sha256 {project.sha256[:12]}…)"
         )
+        supported = strategy_support(lanes[0].milk.env)
+        if args.strategies:
+            print(
+                f"strategies: {', '.join(strategies)} (local.strategy); the server's tree "
+                + ("has that setting" if supported else "has NO such setting: it ignores it")
+            )
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
         report |= {
             "project": f"{project.name} {project.version}",
             "model": described,
             "server": source,
             "serverTree": tree_commit(tree),
+            "strategySetting": supported,
         }
-        await milk.start()
-        turns = Turns(milk, scratch.workspace, args.turn_timeout, args.n_predict)
+        for lane in lanes:
+            await lane.milk.start()
+            lane.turns = Turns(lane.milk, lane.scratch.workspace, args.turn_timeout, args.n_predict)
+        first = lanes[0]
+        assert first.turns is not None
         if not args.no_prefix_cache:
-            report["prefixCache"] = await prefix_cache(turns, proxy, sdist)
+            if len(lanes) > 1:
+                print(f"(prefix cache on the {first.strategy} server)")
+            report["prefixCache"] = await prefix_cache(first.turns, proxy, sdist)
         started = time.perf_counter()
         if args.advise:
             print(f"\n{'task':<20} {'stop':<9} {'secs':>6} {'calls':>5} {'tokens':>6}  steps")
-            wanted = set(args.tasks.split(",")) if args.tasks else None
-            rows = [
-                await run_advisor_task(task, turns, proxy, sdist, api)
+            wanted_advice = set(args.tasks.split(",")) if args.tasks else None
+            advice = [
+                await run_advisor_task(task, first.turns, proxy, sdist, api)
                 for task in project.advisor_tasks
-                if wanted is None or task.name in wanted
+                if wanted_advice is None or task.name in wanted_advice
             ]
-            report |= {"advisorTasks": rows, "advisorTotals": advisor_totals(rows)}
-            report["stats"] = await routing_numbers(milk, scratch.workspace)
+            report |= {"advisorTasks": advice, "advisorTotals": advisor_totals(advice)}
+            report["stats"] = await routing_numbers(first.milk, first.scratch.workspace)
             return report
+        lane_head = f"{'strategy':<8} " if args.strategies else ""
         print(
-            f"\n{'task':<20} {'kind':<8} {'verdict':<17} {'silent':<8} {'secs':>6} {'calls':>5} "
-            f"{'prompt':>7} {'cached':>7} {'tokens':>6} {'ended':>5}  tools"
+            f"\n{lane_head}{'task':<20} {'kind':<8} {'verdict':<17} {'silent':<8} {'secs':>6} "
+            f"{'calls':>5} {'prompt':>7} {'cached':>7} {'tokens':>6} {'ended':>5}  tools"
         )
-        rows = [await run_task(task, turns, proxy, sdist) for task in tasks]
-        report |= {"tasks": rows, "totals": totals(rows, time.perf_counter() - started)}
-        report["stats"] = await routing_numbers(milk, scratch.workspace)
+        label = (lambda lane: lane.strategy) if args.strategies else (lambda lane: None)
+        for task in tasks:  # the strategies take turns, task by task
+            for lane in lanes:
+                assert lane.turns is not None
+                lane.rows.append(await run_task(task, lane.turns, proxy, sdist, label(lane)))
+        wall = time.perf_counter() - started
+        per_strategy: dict[str, Any] = {}
+        for lane in lanes:
+            if len(lanes) > 1:
+                print(f"\n== strategy {lane.strategy}")
+            # side by side, the wall time is shared: each lane counts its own tasks' seconds
+            seconds = wall if len(lanes) == 1 else sum(r["seconds"] for r in lane.rows)
+            per_strategy[lane.strategy] = {
+                "tasks": lane.rows,
+                "totals": totals(lane.rows, seconds),
+                "stats": await routing_numbers(lane.milk, lane.scratch.workspace),
+            }
+        if args.strategies:
+            report |= {"strategies": per_strategy, "sideBySide": side_by_side(lanes)}
+        if len(lanes) == 1:
+            report |= per_strategy[first.strategy]
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
         return report
     finally:
         try:
-            if milk is not None:
-                await milk.stop()
+            for lane in lanes:
+                try:
+                    await lane.milk.stop()
+                except Exception as exc:  # the other lanes still stop, the rest still closes
+                    print(f"stopping the {lane.strategy} server: {exc!r}")
         finally:
             if proxy is not None:
                 await proxy.close()
             for part in (api, llama):
                 if part is not None:
                     part.close()
+            for lane in lanes[1:]:
+                lane.scratch.close()
             scratch.close()
+
+
+def strategy_list(text: str) -> list[str]:
+    """`--strategies`: comma-separated `local.strategy` values, each once, in order."""
+    chosen = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    wrong = [name for name in chosen if name not in STRATEGIES]
+    if wrong or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(wrong) or 'nothing'}: choose from {', '.join(STRATEGIES)}"
+        )
+    return chosen
 
 
 def main() -> None:
@@ -533,6 +700,12 @@ def main() -> None:
     parser.add_argument("--project", choices=sorted(PROJECTS), default="slugify")
     parser.add_argument("--model-size", choices=sorted(MODELS), default="1.5b")
     parser.add_argument("--tasks", help="comma-separated task names (default: all)")
+    parser.add_argument(
+        "--strategies",
+        type=strategy_list,
+        help="comma-separated local.strategy values (auto, guided, agent): every task runs "
+        "once per strategy, side by side (default: local.strategy not sent, the server's own)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--turn-timeout", type=float, default=300.0, help="seconds per turn")
     parser.add_argument("--threads", type=int, default=2)

@@ -2,18 +2,24 @@
 
 A project is a real package's source archive, pinned by version and sha256, fetched into the
 model cache with the registry's ordinary client (a Python sdist with `pip download --no-deps
---no-binary`, an npm package's registry tarball with `npm pack`), never installed, and unpacked
-afresh into the workspace before every task, so each task starts from the pristine tree. The
-projects are `bench/real_tasks_slugify.py` (python-slugify: text to URL slugs, an argparse CLI),
-`bench/real_tasks_humanize.py` (humanize: numbers, sizes and times in words, no CLI) and
+--no-binary`, an npm package's registry tarball with `npm pack`, a Debian package with
+`apt-get download`), never installed, and unpacked afresh into the workspace before every task,
+so each task starts from the pristine tree. A Debian package is a `.deb`, not a source archive:
+`dpkg-deb -x` unpacks it, the source folder inside it (`Project.tree`) is checked file by file
+against a pinned digest (`tree_digest`) and packed into a source archive beside the `.deb`
+(`debian_source`), which is what the tasks unpack. The projects are
+`bench/real_tasks_slugify.py` (python-slugify: text to URL slugs, an argparse CLI),
+`bench/real_tasks_humanize.py` (humanize: numbers, sizes and times in words, no CLI),
 `bench/real_tasks_crossenv.py` (cross-env, JavaScript: environment variables for a command on
-every OS, two CLI commands).
+every OS, two CLI commands) and `bench/real_tasks_uuid.py` (google/uuid, Go: Debian's
+golang-github-google-uuid-dev).
 
 Three kinds of task:
 
 * `question`: the answer is a fact in the code; right when the reply contains it.
 * `edit`: right when the file holds the change and still parses (`ast` for Python,
-  `node --check` for JavaScript: `js_edited`).
+  `node --check` for JavaScript: `js_edited`); for Go, right when the diff against the pristine
+  tree touches only the files named and `go build`, `go vet` and `go test` pass (`go_edited`).
 * `claude`: whole-package design or multi-file work meant for Claude; right only when the turn
   was handed to Claude (`TurnResult.escalated`), since the Claude here is a stand-in.
 """
@@ -21,15 +27,18 @@ Three kinds of task:
 from __future__ import annotations
 
 import ast
+import difflib
 import hashlib
 import io
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.real_model import fetch
@@ -84,19 +93,43 @@ class Project:
 
     name: str  # the distribution name on the package index
     version: str
-    sha256: str  # of the sdist (PyPI) or of the registry tarball (npm)
+    sha256: str  # of the sdist (PyPI), the registry tarball (npm) or the .deb (Debian)
     tasks: tuple[Task, ...]
-    registry: str = "pypi"  # "pypi" | "npm"
+    registry: str = "pypi"  # "pypi" | "npm" | "debian"
     advisor_tasks: tuple[AdvisorTask, ...] = ()
+    arch: str = "all"
+    """debian: the package's architecture, part of the .deb's file name."""
+    tree: str = ""
+    """debian: the folder inside the unpacked .deb that holds the source the tasks work on."""
+    tree_sha256: str = ""
+    """debian: `tree_digest` of that folder's files as the .deb ships them."""
+    go_module: str = ""
+    """Go: the module path; `debian_source` writes a go.mod (or its `go` line) when missing."""
+    prepare: Callable[[], None] | None = field(default=None, compare=False)
+    """Called once before a run: installs or checks what the checks need (Go: the toolchain)."""
 
     @property
     def sdist(self) -> str:
-        """The archive's file name, as `pip download` or `npm pack` writes it."""
+        """The archive's file name, as `pip download`, `npm pack` or `apt-get download`
+        writes it."""
         if self.registry == "npm":  # `@scope/name` packs as `scope-name-<version>.tgz`
             return f"{self.name.lstrip('@').replace('/', '-')}-{self.version}.tgz"
+        if self.registry == "debian":  # an epoch's colon is written %3a
+            return f"{self.name}_{self.version.replace(':', '%3a')}_{self.arch}.deb"
         return f"{self.name}-{self.version}.tar.gz"
 
+    @property
+    def source(self) -> str:
+        """The source archive the tasks unpack: the sdist itself, or for a .deb the
+        archive `debian_source` packs beside it."""
+        if self.registry == "debian":
+            return f"{self.name}_{self.version.replace(':', '%3a')}.source.tar.gz"
+        return self.sdist
+
     def download_command(self, folder: Path) -> list[str]:
+        if self.registry == "debian":
+            # the .deb itself, into the current folder; nothing is installed
+            return ["apt-get", "download", f"{self.name}={self.version}"]
         if self.registry == "npm":
             # a registry spec packs the registry's own tarball bytes (its shasum is the
             # registry's dist.shasum); nothing is installed and no script runs
@@ -112,23 +145,123 @@ class Project:
 
 
 def fetch_project(project: Project) -> Path:
-    """The verified source archive, from the cache or freshly downloaded (never installed)."""
+    """The verified source archive, from the cache or freshly downloaded (never installed).
+
+    The download goes to a temporary folder first, so the cache never holds half a file;
+    for a Debian package the archive returned is `debian_source`'s, made afresh each time
+    from the verified .deb."""
     folder = fetch.cache_root() / "projects"
     target = folder / project.sdist
     if not target.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        command = project.download_command(folder)
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=300, check=False, cwd=folder
-        )
-        if done.returncode != 0 or not target.exists():
-            raise RuntimeError(f"{' '.join(command[:3])} failed:\n{done.stderr}")
+        with tempfile.TemporaryDirectory(dir=folder) as temp:
+            command = project.download_command(Path(temp))
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=300, check=False, cwd=temp
+            )
+            got = Path(temp) / project.sdist
+            if done.returncode != 0 or not got.exists():
+                hint = (
+                    " (run `apt-get update` first; the pinned version is Debian 12's)"
+                    if project.registry == "debian"
+                    else ""
+                )
+                raise RuntimeError(f"{' '.join(command[:3])} failed{hint}:\n{done.stderr}")
+            got.replace(target)
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
     if digest != project.sha256:
         raise RuntimeError(
             f"{target}: sha256 {digest}, pinned {project.sha256}; remove it to refetch"
         )
+    if project.registry == "debian":
+        return debian_source(project, target)
     return target
+
+
+def tree_digest(root: Path) -> tuple[str, int]:
+    """(sha256 of the listing `<sha256 of the file>  <path>` of every file under `root`,
+    sorted by path, as `sha256sum` prints it; the number of files). A link or anything but a
+    plain file is an error: the pinned tree has none."""
+    lines = []
+    for path in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
+        if path.is_symlink() or not (path.is_file() or path.is_dir()):
+            raise RuntimeError(f"{path}: not a plain file or folder")
+        if path.is_file():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            lines.append(f"{digest}  {path.relative_to(root).as_posix()}\n")
+    return hashlib.sha256("".join(lines).encode()).hexdigest(), len(lines)
+
+
+def go_version() -> str:
+    """The Go toolchain's language version, `1.19` for go1.19.8."""
+    done = subprocess.run(
+        ["go", "env", "GOVERSION"], capture_output=True, text=True, timeout=60, check=False
+    )
+    found = re.match(r"go(\d+\.\d+)", done.stdout.strip())
+    if found is None:
+        raise RuntimeError(f"go env GOVERSION said {done.stdout!r} {done.stderr!r}")
+    return found.group(1)
+
+
+def debian_source(project: Project, deb: Path) -> Path:
+    """Unpack the verified .deb with `dpkg-deb -x`, check `project.tree`'s files against
+    `project.tree_sha256`, and pack that folder into `project.source` beside the .deb (one top
+    folder, which `lay_out` strips). A Go module gets its go.mod, or the go.mod's `go` line,
+    when the package lacks it, for the toolchain here: otherwise `go build -mod=mod` writes
+    that line itself into the workspace, inside the diff the edit checks read."""
+    target = deb.with_name(project.source)
+    with tempfile.TemporaryDirectory(dir=deb.parent) as temp:
+        unpacked = Path(temp) / "unpacked"
+        done = subprocess.run(
+            ["dpkg-deb", "-x", str(deb), str(unpacked)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"dpkg-deb -x {deb.name} failed:\n{done.stderr}")
+        root = unpacked / project.tree
+        if not root.is_dir():
+            raise RuntimeError(f"{deb.name} has no {project.tree}")
+        digest, count = tree_digest(root)
+        if digest != project.tree_sha256:
+            raise RuntimeError(
+                f"{deb.name}: {project.tree} (tree digest of {count} files) {digest}, "
+                f"pinned {project.tree_sha256}"
+            )
+        if project.go_module:
+            go_mod = root / "go.mod"
+            if not go_mod.exists():
+                go_mod.write_text(f"module {project.go_module}\n")
+            text = go_mod.read_text(encoding="utf-8")
+            if not re.search(r"(?m)^go\s+\d", text):
+                go_mod.write_text(text.rstrip("\n") + f"\n\ngo {go_version()}\n")
+        packed = Path(temp) / project.source
+        with tarfile.open(packed, "w:gz") as archive:
+            archive.add(root, arcname=root.name, filter=_plain)
+        packed.replace(target)
+    return target
+
+
+def _plain(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    member.uid = member.gid = 0
+    member.uname = member.gname = ""
+    member.mtime = 0
+    return member
+
+
+def pristine_sources(archive: Path, suffixes: tuple[str, ...]) -> dict[str, str]:
+    """The files of a source archive (top folder stripped) whose names end in `suffixes`."""
+    sources = {}
+    with tarfile.open(fileobj=io.BytesIO(archive.read_bytes()), mode="r:gz") as packed:
+        for member in packed.getmembers():
+            _, _, inner = member.name.partition("/")
+            if inner and member.isfile() and inner.endswith(suffixes):
+                extracted = packed.extractfile(member)
+                if extracted is not None:
+                    sources[inner] = extracted.read().decode("utf-8")
+    return sources
 
 
 def lay_out(sdist: Path, workspace: Path) -> None:
@@ -248,3 +381,131 @@ def js_edited(rel: str, keep: tuple[str, ...], test: Callable[[str], str]) -> Ch
         return not fault, fault or f"{rel} edited and passes node --check"
 
     return check
+
+
+# -- Go: the module built and tested, and the diff against the pristine tree ------------------
+
+
+GO_COMMANDS = (("build", "./..."), ("vet", "./..."), ("test", "-count=1", "./..."))
+
+
+def go_env() -> dict[str, str]:
+    """Offline and local: no module proxy, no checksum database, no toolchain switch (the
+    pinned module has no dependencies); the build cache kept beside the projects so the
+    standard library is compiled once."""
+    cache = fetch.cache_root()
+    return {
+        **os.environ,
+        "GOFLAGS": "-mod=mod",
+        "GOTOOLCHAIN": "local",
+        "GOPROXY": "off",
+        "GOSUMDB": "off",
+        "GONOSUMDB": "*",
+        "GOWORK": "off",
+        "GO111MODULE": "on",
+        "GOENV": "off",
+        "GOTELEMETRY": "off",
+        "CGO_ENABLED": "0",
+        "GOCACHE": str(cache / "go-build"),
+        "GOPATH": str(cache / "gopath"),
+    }
+
+
+def go_check(workspace: Path) -> str:
+    """'' when `go build ./...`, `go vet ./...` and `go test ./...` all pass in the module at
+    `workspace`, else the first that failed with its first lines of output."""
+    for args in GO_COMMANDS:
+        try:
+            done = subprocess.run(
+                ["go", *args],
+                cwd=workspace,
+                env=go_env(),
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"go {args[0]} did not run: {exc}"
+        if done.returncode != 0:
+            said = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+            return f"go {args[0]} failed: {' | '.join(said[:4])[:400]}"
+    return ""
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """How a file of the workspace differs from the pristine tree."""
+
+    status: str  # "changed" | "new" | "deleted"
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+
+
+def source_diff(
+    pristine: dict[str, str], workspace: Path, suffixes: tuple[str, ...]
+) -> dict[str, FileDiff]:
+    """The files ending in `suffixes` that differ between `pristine` (path: text) and the
+    workspace, with the lines removed and added (`difflib`, as `diff -u` counts them)."""
+    here = {
+        path.relative_to(workspace).as_posix(): path
+        for path in workspace.rglob("*")
+        if path.is_file() and path.name.endswith(suffixes)
+    }
+    out: dict[str, FileDiff] = {}
+    for rel in sorted(set(pristine) | set(here)):
+        old = pristine.get(rel)
+        try:
+            new = here[rel].read_text(encoding="utf-8") if rel in here else None
+        except (OSError, ValueError):
+            new = ""
+        if old == new:
+            continue
+        before, after = (old or "").splitlines(), (new or "").splitlines()
+        lines = list(difflib.unified_diff(before, after, lineterm="", n=0))[2:]
+        out[rel] = FileDiff(
+            "new" if old is None else "deleted" if new is None else "changed",
+            tuple(line[1:] for line in lines if line.startswith("-")),
+            tuple(line[1:] for line in lines if line.startswith("+")),
+        )
+    return out
+
+
+def go_edited(
+    pristine: Callable[[], dict[str, str]],
+    files: tuple[str, ...],
+    test: Callable[[dict[str, str], dict[str, FileDiff]], str],
+    most: int = 30,
+) -> Check:
+    """Right when the diff against the pristine tree (`pristine()`: its `.go` files and
+    go.mod) changes only `files`, deletes nothing, changes at most `most` lines (removed plus
+    added), `test(sources, diff)` finds no fault (`sources`: the workspace's `.go` files by
+    path) and `go build`, `go vet` and `go test` pass (`go_check`)."""
+
+    def check(workspace: Path, _: str) -> tuple[bool, str]:
+        diff = source_diff(pristine(), workspace, GO_SUFFIXES)
+        if not diff:
+            return False, "no Go file changed"
+        deleted = [rel for rel, d in diff.items() if d.status == "deleted"]
+        if deleted:
+            return False, f"deleted {deleted}"
+        others = [rel for rel in diff if rel not in files]
+        if others:
+            return False, f"changed {others} too (expected only {list(files)})"
+        lines = sum(len(d.removed) + len(d.added) for d in diff.values())
+        if lines > most:
+            return False, f"{lines} lines changed (at most {most} expected)"
+        sources = {}
+        for path in workspace.rglob("*.go"):
+            try:
+                sources[path.relative_to(workspace).as_posix()] = path.read_text(encoding="utf-8")
+            except (OSError, ValueError) as exc:
+                return False, f"{path.name} unreadable: {exc}"
+        fault = test(sources, diff) or go_check(workspace)
+        changed = ", ".join(diff)
+        return not fault, fault or f"{changed} edited ({lines} lines); go build, vet, test pass"
+
+    return check
+
+
+GO_SUFFIXES = (".go", "go.mod", "go.sum")

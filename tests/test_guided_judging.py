@@ -119,7 +119,11 @@ GOOD = [
             "En `src/eval.rs`, `matches_req` recorre los comparadores.\n\n"
             "- each comparator must match (`matches_impl`)\n"
             "- then a prerelease needs a comparator allowing it",
-            ("src/eval.rs", 3, "pub(crate) fn matches_req(req: &VersionReq, ver: &Version) -> bool {"),
+            (
+                "src/eval.rs",
+                3,
+                "pub(crate) fn matches_req(req: &VersionReq, ver: &Version) -> bool {",
+            ),
             ("src/eval.rs", 5, "if !matches_impl(cmp, ver) {"),
         ),
     ),
@@ -133,6 +137,14 @@ GOOD = [
         ),
     ),
     ("javascript-ms", "Hallo!", answer("Hallo! Frag mich etwas über diesen Code.")),
+    (
+        "javascript-ms",
+        "Where does parse give up on long input (more than 100 characters)?",
+        answer(
+            "At `index.js:50` (line 50 of `parse`), past 100 characters.",
+            ("index.js", 50, "if (str.length > 100) {"),
+        ),
+    ),
     (
         "go-uuid",
         "Is it safe to use from several goroutines?",
@@ -185,6 +197,21 @@ BAD = [
             ("version4.go", 40, "func NewRandom() (UUID, error) {"),
         ),
         "`newRandomFromCache` is in none of the lines",
+    ),
+    (  # a change claimed in an answer: the value it states is in no line shown or cited
+        "go-uuid",
+        "Setze die Poolgröße in NewRandom auf das Doppelte.",
+        answer(
+            "Die Größe ist jetzt `16 * 32` (siehe version4.go:40).",
+            ("version4.go", 40, "func NewRandom() (UUID, error) {"),
+        ),
+        "states 32",
+    ),
+    (  # a value one off what the cited line holds
+        "javascript-ms",
+        "Wie lang darf der String für parse höchstens sein?",
+        answer("Höchstens 101 Zeichen.", ("index.js", 50, "if (str.length > 100) {")),
+        "states 101",
     ),
     (  # a claim with no citation at all
         "rust-semver",

@@ -135,6 +135,18 @@ def check_answer(
         verdict.problems.append(
             f"`{bare}` is in none of the lines you were shown nor in a quote you cited"
         )
+    shown = _numbers_in(
+        "\n".join([quotes, request, *("\n".join(chunk.lines) for chunk in located.chunks)])
+    )
+    shown.update(str(n) for cited in verdict.citations for n in (cited.line, cited.end_line))
+    # the ranges of the lines shown, as their headings give them (`lines 48-60`)
+    shown.update(str(n) for chunk in located.chunks for n in (chunk.first, chunk.last))
+    for value in _numbers_in(_paths_out(answer)) - shown:
+        claims += 1
+        verdict.problems.append(
+            f"the answer states {value}, which none of the lines you cited or were shown"
+            " holds: state what the file says, or make the change as edits"
+        )
     for path in declared - set(verdict.proposed):
         if not index.has_path(path):
             verdict.proposed.append(path)
@@ -144,6 +156,33 @@ def check_answer(
             " add citations (path, line, the exact quoted text)"
         )
     return verdict
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?![\w.]*\w)")
+"""A number as the text writes it; `1.2.3` is one (a version), `v2`, `x86_64` are none."""
+VALUE_MIN = 10
+"""Smaller numbers (one digit) are counts and ordinals as often as values."""
+
+
+def _numbers_in(text: str) -> set[str]:
+    """The values of two digits or more a text writes (versions whole)."""
+    return {
+        match.group()
+        for match in _NUMBER.finditer(text)
+        if "." in match.group() or int(match.group()) >= VALUE_MIN
+    }
+
+
+def _paths_out(answer: str) -> str:
+    """The answer without the places it names (`a.go:37`, `src/x.py`): their numbers are
+    line numbers and names, not values."""
+
+    def blank(match: re.Match[str]) -> str:
+        place = match.group()
+        is_place = any(mark in place for mark in "/:.") and not _NUMBER.fullmatch(place)
+        return " " if is_place else place
+
+    return _PATH.sub(blank, answer)
 
 
 def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
