@@ -17,6 +17,15 @@ fi
 .venv/bin/python -m pip install -q "xllamacpp==2026.10.11549" \
   || echo "xllamacpp unavailable here: the real-model tests will skip"
 export MILK_VENV="$PWD/.venv"
+# The Go toolchain (Debian's golang-go), for the guided turn's project check on a Go module
+# (tests/e2e/test_guided.py: a rename that leaves uses behind fails `go vet`); as root only,
+# the test skips without it.
+if ! command -v go >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" -eq 0 ]; then
+  (timeout 300 env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
+   timeout 600 env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+     golang-go >/tmp/milk-apt-go.log 2>&1) \
+    || echo "golang-go unavailable here: the Go check test will skip"
+fi
 # acpx, the headless ACP client (on the official TypeScript SDK) that tests/e2e/test_acp_acpx.py
 # drives `milk-lsp acp` with. `npm install` (not `ci`): the lock names platform packages of a
 # dependency that the registry does not serve for every platform; --no-save keeps the lock.

@@ -145,7 +145,7 @@ class GuidedTurn:
                     yield TextDelta(reply.answer.strip())
                 yield TurnDone()
                 return
-            verdict = check_answer(reply, located, self._locator.index, request)
+            verdict = check_answer(reply, located, self._locator.index, shown_request)
             if not reply.answer.strip():
                 verdict.problems.append("`answer` is empty: answer the request there")
             if not verdict.ok:

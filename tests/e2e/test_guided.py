@@ -5,11 +5,12 @@ once, and shows the checked citations."""
 from __future__ import annotations
 
 import json
+import shutil
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Env, MilkClient, request
+from tests.e2e.conftest import Env, Harness, MilkClient, request
 from tests.e2e.test_terminal_chat import one_shot
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -217,3 +218,36 @@ def test_the_terminal_prints_the_checked_sources_as_path_line(
     assert done.returncode == 0, done.stderr
     assert "Sources (checked by milk):\n- parser.py:1" in done.stdout
     assert done.stdout.count("parser.py:1") == 1
+
+
+GO_A = "package calc\n\nfunc addOne(n int) int {\n\treturn n + 1\n}\n"
+GO_B = "package calc\n\nfunc AddTwo(n int) int {\n\treturn addOne(addOne(n))\n}\n"
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go toolchain (golang-go)")
+async def test_a_go_rename_that_leaves_uses_behind_fails_the_build_and_is_repaired(
+    env: Env, openai: FakeOpenAIServer, harness: Harness
+) -> None:
+    """The Go rename of issue 38: it parses, and `go vet ./...` (run before and after the
+    edits) says the package no longer builds; milk puts the file back and asks once more."""
+    (env.workspace / "go.mod").write_text("module example.com/calc\n\ngo 1.19\n")
+    (env.workspace / "a.go").write_text(GO_A)
+    (env.workspace / "b.go").write_text(GO_B)
+    env.settings["local"]["strategy"] = "guided"
+    client = await harness.start()
+    client.permission_answers.extend(["allow_session"] * 6)
+    define = {"path": "a.go", "old_text": "func addOne(", "new_text": "func incr("}
+    uses = {"path": "b.go", "old_text": "addOne(addOne(n))", "new_text": "incr(incr(n))"}
+    openai.enqueue(
+        reply(kind="edits", answer="Renamed addOne to incr.", edits=[define]),
+        reply(kind="edits", answer="Renamed addOne to incr.", edits=[define, uses]),
+    )
+    result = await chat(client, "Benenne addOne in incr um.")
+    assert result["stopReason"] == "end_turn", result
+    repair = openai.requests[1]["messages"][-1]["content"]
+    assert "go vet ./..." in repair and "addOne" in repair
+    assert "func incr(" in (env.workspace / "a.go").read_text()
+    assert "incr(incr(n))" in (env.workspace / "b.go").read_text()
+    notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
+    assert any("milk put a.go back" in message for message in notices), notices
+    assert any("go vet ./... passes" in message for message in notices), notices
