@@ -40,6 +40,8 @@ class GuidedReply(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
+    intent: Literal["question", "change"] | None = None
+    """What the model read the request as, before it replies (checked against `kind`)."""
     kind: Literal["answer", "edits", "escalate"]
     answer: str = Field(default="", max_length=ANSWER_MAX * 2)
     citations: list[Citation] = Field(default_factory=list, max_length=MAX_CITATIONS * 2)
@@ -56,6 +58,7 @@ def _string(limit: int) -> dict[str, Any]:
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
+        "intent": {"type": "string", "enum": ["question", "change"]},
         "kind": {"type": "string", "enum": ["answer", "edits", "escalate"]},
         "answer": _string(ANSWER_MAX),
         "citations": {
@@ -89,7 +92,7 @@ SCHEMA: dict[str, Any] = {
         },
         "reason": _string(REASON_MAX),
     },
-    "required": ["kind", "answer", "citations", "proposed", "edits", "reason"],
+    "required": ["intent", "kind", "answer", "citations", "proposed", "edits", "reason"],
     "additionalProperties": False,
 }
 

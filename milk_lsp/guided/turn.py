@@ -136,6 +136,10 @@ class GuidedTurn:
                 else:
                     yield LocalGaveUp(LocalSignal.NO_ANSWER, f"the local model could not: {reason}")
                 return
+            mismatch = _intent_mismatch(reply)
+            if mismatch is not None:
+                attempt.problems, attempt.signal = [mismatch[0]], mismatch[1]
+                continue
             if reply.kind == "edits" and reply.edits:
                 async for event in self._edits(reply, attempt):
                     yield event
@@ -278,6 +282,23 @@ class GuidedTurn:
                 yield NoticeEvent(
                     "info", f"milk put {', '.join(restored)} back: the edits did not pass its check"
                 )
+
+
+def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:
+    """The reply does not do what the model itself read the request as: a change answered
+    in words (the files would not have changed), a question answered by editing files."""
+    if reply.intent == "change" and reply.kind == "answer":
+        return (
+            "you read the request as a change but gave no edits: give the change as edits"
+            " (path, old_text copied from the file, new_text)",
+            LocalSignal.EDIT_NOT_MADE,
+        )
+    if reply.intent == "question" and reply.kind == "edits":
+        return (
+            "you read the request as a question but gave edits: answer it without changing files",
+            LocalSignal.UNGROUNDED_ANSWER,
+        )
+    return None
 
 
 def _answer(reply: GuidedReply, verdict: Verdict) -> list[AgentEvent]:

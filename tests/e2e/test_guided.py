@@ -251,3 +251,40 @@ async def test_a_go_rename_that_leaves_uses_behind_fails_the_build_and_is_repair
     notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
     assert any("milk put a.go back" in message for message in notices), notices
     assert any("go vet ./... passes" in message for message in notices), notices
+
+
+async def test_a_change_answered_in_words_is_not_done(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """The model reads the request as a change and only says it is made: the files did not
+    change, so the turn does not end as done (the bench's doc-comment task)."""
+    said = reply(
+        intent="change",
+        answer="Added a doc comment to `parse_nested`.",
+        citations=[{"path": "parser.py", "line": 4, "quote": "def parse_nested(text, depth=0):"}],
+    )
+    openai.enqueue(said, said)
+    result = await chat(client, "Füge parse_nested einen Kommentar hinzu.")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_not_made"
+    assert "gave no edits" in openai.requests[1]["messages"][-1]["content"]
+    assert (guided_env.workspace / "parser.py").read_text() == PARSER
+
+
+async def test_a_question_answered_by_creating_a_file_is_sent_back(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    client.permission_answers.append("allow_once")
+    invented = {"path": "limits.py", "old_text": "", "new_text": "max_depth = 10\n"}
+    openai.enqueue(
+        reply(intent="question", kind="edits", answer="Created limits.py.", edits=[invented]),
+        reply(
+            intent="question",
+            answer="Yes: `MAX_DEPTH` is 256.",
+            citations=[{"path": "parser.py", "line": 1, "quote": "MAX_DEPTH = 256"}],
+        ),
+    )
+    result = await chat(client, "Is there a limit on how deeply parse_nested can nest?")
+    assert result["stopReason"] == "end_turn", result
+    assert not (guided_env.workspace / "limits.py").exists()
+    assert "answer it without changing files" in openai.requests[1]["messages"][-1]["content"]
