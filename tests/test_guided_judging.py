@@ -213,6 +213,15 @@ BAD = [
         answer("Höchstens 101 Zeichen.", ("index.js", 50, "if (str.length > 100) {")),
         "states 101",
     ),
+    (  # a change request "answered" with itself, in the past tense, and no edit
+        "go-uuid",
+        "Add a doc comment to the function NewRandomFromReader in version4.go.",
+        answer(
+            "Added a doc comment to the function NewRandomFromReader in version4.go.",
+            ("version4.go", 47, "func NewRandomFromReader(r io.Reader) (UUID, error) {"),
+        ),
+        "only restates the request",
+    ),
     (  # a claim with no citation at all
         "rust-semver",
         "Où est matches_req ?",

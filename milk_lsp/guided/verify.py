@@ -15,6 +15,7 @@ from milk_lsp.agents.base import Cited
 from milk_lsp.agents.local.judge.grounding.asked import near
 from milk_lsp.guided.locate import Located
 from milk_lsp.guided.shape import QUOTE_MAX, GuidedReply
+from milk_lsp.guided.words import terms
 from milk_lsp.workspace.index import WorkspaceIndex
 
 MIN_QUOTE = 3
@@ -150,6 +151,11 @@ def check_answer(
     for path in declared - set(verdict.proposed):
         if not index.has_path(path):
             verdict.proposed.append(path)
+    if restates(reply.answer, request):
+        verdict.problems.append(
+            "the answer only restates the request: answer it from the lines shown, or, if it"
+            " asks for a change, give the change as edits"
+        )
     if claims and not reply.citations:
         verdict.problems.append(
             "the answer names files or code of the workspace but cites no line:"
@@ -183,6 +189,23 @@ def _paths_out(answer: str) -> str:
         return " " if is_place else place
 
     return _PATH.sub(blank, answer)
+
+
+RESTATED_SHARE = 0.8
+RESTATED_MIN_TERMS = 5
+
+
+def restates(answer: str, request: str) -> bool:
+    """Whether the answer's terms are (nearly) all the request's: it says nothing the
+    request did not (a 1.5B model "answers" a change request with the request in the past
+    tense, and no edit). Terms match by a shared stem of three letters or more."""
+    said = set(terms(answer))
+    asked_terms = set(terms(request))
+    if len(said) < RESTATED_MIN_TERMS:
+        return False
+    heads = {term[:3] for term in asked_terms if len(term) >= 3}
+    echoed = sum(term in asked_terms or term[:3] in heads for term in said)
+    return echoed / len(said) >= RESTATED_SHARE
 
 
 def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
