@@ -35,6 +35,7 @@ from milk_lsp.agents.base import (
     UsageEvent,
 )
 from milk_lsp.agents.local.client import LocalClient
+from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere
 from milk_lsp.agents.local.stream import LocalModelError, Reply
 from milk_lsp.agents.local.tool_specs import EDIT_FILE, READ_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
@@ -141,7 +142,7 @@ class GuidedTurn:
                 attempt.problems, attempt.signal = [mismatch[0]], mismatch[1]
                 continue
             if reply.kind == "edits" and reply.edits:
-                async for event in self._edits(reply, attempt):
+                async for event in self._edits(reply, attempt, request, located.names):
                     yield event
                 if attempt.problems:
                     continue
@@ -216,7 +217,7 @@ class GuidedTurn:
             attempt.problems = [str(exc)]
 
     async def _edits(
-        self, reply: GuidedReply, attempt: _Attempt
+        self, reply: GuidedReply, attempt: _Attempt, request: str, names: Sequence[str]
     ) -> AsyncGenerator[AgentEvent, None]:
         """Apply the reply's edits through the tools, then check them; on a failure put
         the files back and leave the reasons in `attempt.problems`."""
@@ -256,6 +257,12 @@ class GuidedTurn:
             if outcome.is_error:
                 attempt.problems.append(f"the edit of {edit.path} failed: {outcome.output}")
                 attempt.signal = LocalSignal.FAILED_EDIT
+        if not attempt.problems:
+            edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
+            away = edits_elsewhere(request, edited, names)
+            if away is not None:
+                attempt.problems.append(f"{away}: make the change where the request says")
+                attempt.signal = LocalSignal.EDIT_NOT_MADE
         broken = tools.broken_files()
         for path, problem in broken.items():
             attempt.problems.append(f"after the edits {path} is broken: {problem}")

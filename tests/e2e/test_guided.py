@@ -288,3 +288,26 @@ async def test_a_question_answered_by_creating_a_file_is_sent_back(
     assert result["stopReason"] == "end_turn", result
     assert not (guided_env.workspace / "limits.py").exists()
     assert "answer it without changing files" in openai.requests[1]["messages"][-1]["content"]
+
+
+async def test_edits_away_from_what_the_request_names_are_put_back_and_sent_back(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    far = "def helper():\n    return 1\n" + "\n" * 12 + "def parse_list(text):\n    return text\n"
+    (guided_env.workspace / "lists.py").write_text(far)
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    away = {"path": "lists.py", "old_text": "    return 1\n", "new_text": "    return 2\n"}
+    near = {
+        "path": "lists.py",
+        "old_text": "def parse_list(text):\n",
+        "new_text": 'def parse_list(text):\n    """Parse a list."""\n',
+    }
+    openai.enqueue(
+        reply(intent="change", kind="edits", answer="Done.", edits=[away]),
+        reply(intent="change", kind="edits", answer="Docstring added.", edits=[near]),
+    )
+    result = await chat(client, "Füge parse_list einen Docstring hinzu.")
+    assert result["stopReason"] == "end_turn", result
+    assert "away from what the request names" in openai.requests[1]["messages"][-1]["content"]
+    text = (guided_env.workspace / "lists.py").read_text()
+    assert "return 1" in text and '"""Parse a list."""' in text
