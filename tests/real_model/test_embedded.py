@@ -43,6 +43,9 @@ def embedded_env(tmp_path: Path, model_path: Path, **local: Any) -> Env:
             "contextSize": 2048,
             "maxReplyTokens": 64,
             "temperature": 0,  # greedy: the same small model answers the same way each run
+            # the engine's plumbing, not a strategy: `auto` would guide SmolLM2, whose
+            # 64-token replies cannot hold the guided shape (test_real_model.py guides it)
+            "strategy": "agent",
             **local,
         },
     )

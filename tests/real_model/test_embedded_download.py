@@ -53,6 +53,7 @@ async def test_the_model_is_downloaded_checked_loaded_and_answers(
             "contextSize": 2048,
             "maxReplyTokens": 64,
             "temperature": 0,
+            "strategy": "agent",  # the download's plumbing (test_embedded.py says why)
         },
     )
     env.extra_env.update({"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf")})

@@ -70,7 +70,8 @@ async def test_a_guided_turn_gets_a_reply_in_the_shape_from_the_real_model(
         deltas = [u["delta"] for u in updates if u["kind"] == "text"]
         assert "".join(deltas) == result["text"] and result["text"].strip()
     else:
-        assert result["error"]["data"]["signal"] in ("ungrounded_answer", "no_answer"), result
+        checked = ("ungrounded_answer", "no_answer", "edit_not_made", "failed_edit")
+        assert result["error"]["data"]["signal"] in checked, result  # a check milk made
         assert not [u for u in updates if u["kind"] == "citations"]
 
 
