@@ -41,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from milk_lsp.agents.local.judge.grounding import about_workspace, ungrounded, workspace_claims
-from milk_lsp.guided.locate import Locator
+from milk_lsp.guided.locate import DiskTexts, Locator
 from milk_lsp.guided.shape import Citation, GuidedReply
 from milk_lsp.guided.verify import check_answer
 from milk_lsp.workspace.index import WorkspaceIndex
@@ -483,17 +483,6 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-class _DiskTexts:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    async def text_of(self, path: str) -> str | None:
-        try:
-            return (self.root / path).read_text(encoding="utf-8")
-        except OSError:
-            return None
-
-
 def _reply(case: Case, modules: list[Module]) -> GuidedReply:
     """The answer in the guided shape: a right one cites, as a good model would, the line
     of each name of the workspace it writes as code (for `Store.flush()`, the class's and
@@ -521,7 +510,7 @@ def guided_checks(
     import asyncio
 
     locator = Locator(index)
-    texts = _DiskTexts(root)
+    texts = DiskTexts(root)
     first = timed(lambda: asyncio.run(locator.locate(cases[0].question, texts)))
     print(
         f"guided: first locate in a process (splits and stems every file's tokens): "

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from milk_lsp.guided.locate import Budget, Located, Locator
+from milk_lsp.guided.locate import Budget, DiskTexts, Located, Locator
 from milk_lsp.guided.shape import GuidedReply, NotTheShape, parse_reply
 from milk_lsp.guided.strategy import choose, model_billions
 from milk_lsp.guided.verify import check_answer, find_quote
@@ -20,17 +20,6 @@ from milk_lsp.guided.words import terms
 from milk_lsp.workspace.index import WorkspaceIndex
 
 DATA = Path(__file__).parent / "data" / "judging"
-
-
-class DiskTexts:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    async def text_of(self, path: str) -> str | None:
-        try:
-            return (self.root / path).read_text(encoding="utf-8")
-        except OSError:
-            return None
 
 
 def workspace(tmp_path: Path, project: str) -> tuple[WorkspaceIndex, Locator, DiskTexts]:

@@ -42,7 +42,7 @@ class GuidedPart:
             return Strategy(False, "the model server did not answer")  # the loop says why
         except Exception:
             logger.warning("could not tell which model the server runs", exc_info=True)
-            return Strategy(False, "the model could not be told")
+            return Strategy(False, "the model server did not say which model it runs")
         return choose(
             setting, model, drops_tools=drops, failed_protocol=model in self._protocol_failures
         )

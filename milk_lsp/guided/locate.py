@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Protocol
 
 from milk_lsp.agents.local.judge.grounding.asked import asked
@@ -102,9 +104,12 @@ class Located:
 
     def holds(self, text: str) -> bool:
         """Whether `text` occurs in the lines the model was shown."""
-        return any(text in "\n".join(chunk.lines) for chunk in self.chunks) or (
-            text in self.repo_map
-        )
+        return text in self.shown
+
+    @cached_property
+    def shown(self) -> str:
+        """Every line the model was shown, and the map, as one text (joined once)."""
+        return "\n".join([*("\n".join(chunk.lines) for chunk in self.chunks), self.repo_map])
 
     @property
     def paths(self) -> frozenset[str]:
@@ -113,6 +118,19 @@ class Located:
 
 class FileTexts(Protocol):
     async def text_of(self, path: str) -> str | None: ...
+
+
+class DiskTexts:
+    """`FileTexts` read from the disk under `root` (no editor: the benches, the tests)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    async def text_of(self, path: str) -> str | None:
+        try:
+            return (self.root / path).read_text(encoding="utf-8")
+        except OSError:
+            return None
 
 
 class Locator:
@@ -126,9 +144,13 @@ class Locator:
         """Per file: the index's token tuple it was made from, its terms, its path's terms."""
         self._postings: dict[str, set[str]] = {}
 
-    def rank_files(self, request: str, limit: int = MAX_FILES) -> list[tuple[str, float]]:
-        """The files holding the request's terms, best first, with their scores."""
-        weight = {term: value for term, value in self.weights(request).items() if value}
+    def rank_files(
+        self, request: str, limit: int = MAX_FILES, weights: dict[str, float] | None = None
+    ) -> list[tuple[str, float]]:
+        """The files holding the request's terms, best first, with their scores
+        (`weights`: the request's, when the caller has them already)."""
+        weights = self.weights(request) if weights is None else weights
+        weight = {term: value for term, value in weights.items() if value}
         scores: dict[str, float] = {}
         for term, value in weight.items():
             for path in self._postings.get(term, ()):
@@ -158,16 +180,16 @@ class Locator:
         for name in named.names:
             for path in self.index.definers(name, limit=3):
                 order.setdefault(path, f"defines {name}")
-        for path, _ in self.rank_files(request, MAX_FILES * 2):
+        weights = self.weights(request)
+        for path, _ in self.rank_files(request, MAX_FILES * 2, weights):
             if len(order) >= MAX_FILES:
                 break
             order.setdefault(path, "matches the request")
-        weights = self.weights(request)
         read: dict[str, str] = {}
         chunks: list[Chunk] = []
         spent = 0
         pending: list[tuple[float, str, int]] = []
-        for path, why in order.items():
+        for path in order:
             text = await texts.text_of(path)
             if text is None:
                 continue
@@ -186,7 +208,6 @@ class Locator:
                 score = _line_score(line, weights)
                 if score > 0:
                     pending.append((score, path, number))
-            del why
         pending.sort(key=lambda item: (-item[0], list(order).index(item[1]), item[2]))
         for _, path, number in pending:
             if spent >= budget.chunks:

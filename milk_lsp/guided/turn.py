@@ -36,6 +36,7 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.client import LocalClient
 from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere
+from milk_lsp.agents.local.rounds import request_body
 from milk_lsp.agents.local.stream import LocalModelError, Reply
 from milk_lsp.agents.local.tool_specs import EDIT_FILE, READ_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
@@ -48,8 +49,7 @@ from milk_lsp.guided.verify import Verdict, check_answer
 
 logger = logging.getLogger(__name__)
 
-REPLY_TOKENS = 1024
-EDIT_REPLY_TOKENS = 2048
+REPLY_TOKENS = 2048
 ATTEMPTS = 2
 """The first reply and one repair."""
 
@@ -171,17 +171,8 @@ class GuidedTurn:
         self, model: str, conversation: list[dict[str, Any]], attempt: _Attempt
     ) -> AsyncGenerator[AgentEvent, None]:
         """One constrained request; fills `attempt` with the parsed reply or the problem."""
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": conversation,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "max_tokens": EDIT_REPLY_TOKENS,
-        }
-        settings = self._client.settings
-        if settings.temperature is not None:
-            body["temperature"] = settings.temperature
-        reply = Reply()
+        body = request_body(model, conversation, [], self._client.settings, False)
+        body["max_tokens"] = REPLY_TOKENS  # the shape's bounds fit in it, edits included
         while True:
             constrained = self._client.takes_json_schema(model)
             if constrained:

@@ -142,7 +142,9 @@ def check_answer(
     shown.update(str(n) for cited in verdict.citations for n in (cited.line, cited.end_line))
     # the ranges of the lines shown, as their headings give them (`lines 48-60`)
     shown.update(str(n) for chunk in located.chunks for n in (chunk.first, chunk.last))
-    for value in _numbers_in(_paths_out(answer)) - shown:
+    # a value is a claim about the workspace when the answer makes others, or cites it
+    values = _numbers_in(_paths_out(answer)) if claims or reply.citations else set()
+    for value in values - shown:
         claims += 1
         verdict.problems.append(
             f"the answer states {value}, which none of the lines you cited or were shown"
@@ -217,15 +219,15 @@ def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
     found: set[str] = set()
     for match in _PATH.finditer(answer):
         token = _clean(match.group())
-        if not token or token.startswith("-") or "." not in token.rsplit("/", 1)[-1]:
-            if "/" in token and token.count("/") >= 1 and not token.endswith("/"):
-                found.add(token)
+        if not token or token.startswith("-") or token.endswith("/"):
             continue
-        suffix = token.rsplit(".", 1)[-1]
+        name = token.rsplit("/", 1)[-1]
+        suffix = name.rsplit(".", 1)[-1] if "." in name else ""
         in_code = any(token in span for span in spans)
-        if "/" in token or (
-            suffix in extensions and (in_code or not token[:1].isupper() or token.isupper())
-        ):
+        written_as_file = suffix in extensions and (
+            in_code or not token[:1].isupper() or token.isupper()
+        )
+        if "/" in token or written_as_file:
             found.add(token)
     return {path for path in found if not path.replace(".", "").replace("/", "").isdigit()}
 
