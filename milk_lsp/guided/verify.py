@@ -15,7 +15,6 @@ from milk_lsp.agents.base import Cited
 from milk_lsp.agents.local.judge.grounding.asked import near
 from milk_lsp.guided.locate import Located
 from milk_lsp.guided.shape import QUOTE_MAX, GuidedReply
-from milk_lsp.guided.words import terms
 from milk_lsp.workspace.index import WorkspaceIndex
 
 MIN_QUOTE = 3
@@ -193,21 +192,21 @@ def _paths_out(answer: str) -> str:
     return _PATH.sub(blank, answer)
 
 
-RESTATED_SHARE = 0.8
-RESTATED_MIN_TERMS = 5
+RESTATED_MIN_WORDS = 5
+_WORD = re.compile(r"\w+")
 
 
 def restates(answer: str, request: str) -> bool:
-    """Whether the answer's terms are (nearly) all the request's: it says nothing the
-    request did not (a 1.5B model "answers" a change request with the request in the past
-    tense, and no edit). Terms match by a shared stem of three letters or more."""
-    said = set(terms(answer))
-    asked_terms = set(terms(request))
-    if len(said) < RESTATED_MIN_TERMS:
+    """Whether every word of the answer is the request's: it says nothing the request did
+    not (a 1.5B model "answers" a change request with the request in the past tense, and
+    no edit). Words of three letters or more match by their first three; any other word or
+    number of the answer (`3`, a value) is something it says."""
+    said = {word.lower() for word in _WORD.findall(answer)}
+    asked = {word.lower() for word in _WORD.findall(request)}
+    if len(said) < RESTATED_MIN_WORDS:
         return False
-    heads = {term[:3] for term in asked_terms if len(term) >= 3}
-    echoed = sum(term in asked_terms or term[:3] in heads for term in said)
-    return echoed / len(said) >= RESTATED_SHARE
+    heads = {word[:3] for word in asked if len(word) >= 3}
+    return all(word in asked or (len(word) >= 3 and word[:3] in heads) for word in said)
 
 
 def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
