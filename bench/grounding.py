@@ -8,10 +8,10 @@ folder and a `node_modules`. Then times:
 
 * `WorkspaceIndex.refresh()` cold (a new index; the files are in the page cache), warm
   (nothing changed) and after 10 files changed;
-* the check of one answer with a warm index: `about_workspace(question)` +
-  `workspace_claims(answer)` + `ungrounded(claims, evidence, index)`, over ~50 realistic
-  answers (general Python answers, right answers about the workspace quoting what they
-  read, wrong ones naming files, functions and options that do not exist), each timed
+* the check of an agent turn's final answer with a warm index (`AgentAnswers.judge`: the
+  same `check_answer` as a guided answer's, against what the turn's tools showed), over ~50
+  realistic answers (general Python answers, right answers about the workspace quoting what
+  they read, wrong ones naming files, functions and options that do not exist), each timed
   `--repeat` times; prints the median and p95 (target: median <= 50 ms), and how many
   answers of each kind were flagged (general and right ones should be 0, wrong ones all);
 * the guided turn's two steps (issue 38) on the same answers: `Locator.locate(question)`
@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from milk_lsp.agents.local.judge.grounding import about_workspace, ungrounded, workspace_claims
+from milk_lsp.guided.answers import AgentAnswers
 from milk_lsp.guided.locate import DiskTexts, Locator
 from milk_lsp.guided.shape import Citation, GuidedReply
 from milk_lsp.guided.verify import check_answer
@@ -454,7 +454,12 @@ def main() -> None:
         print(f"refresh after 10 files changed ({index.files_read} read): {ms(changed)}")
 
         cases = build_cases(modules, rng)
-        first = timed(lambda: workspace_claims(cases[0].answer))
+        first_case = cases[0]
+        first = timed(
+            lambda: AgentAnswers(first_case.question, first_case.question, index).judge(
+                first_case.answer, first_case.evidence, looked=True, finish=None
+            )
+        )
         print(f"first check in a process (builds the name lists): {first * 1000:.1f} ms")
         samples: list[float] = []
         flagged: dict[str, int] = {}
@@ -462,14 +467,15 @@ def main() -> None:
         for case in cases:
             for _ in range(options.repeat):
                 started = time.perf_counter()
-                is_about = about_workspace(case.question, index)
-                claims = workspace_claims(case.answer)
-                missing = ungrounded(claims, case.evidence, index)
+                answers = AgentAnswers(case.question, case.question, index)
+                looked = bool(case.evidence)
+                grounded = answers.judge(case.answer, case.evidence, looked=looked, finish=None)
                 samples.append(time.perf_counter() - started)
+            missing = grounded.problems or grounded.unseen
             flagged[case.kind] = flagged.get(case.kind, 0) + bool(missing)
-            about[case.kind] = about.get(case.kind, 0) + is_about
+            about[case.kind] = about.get(case.kind, 0) + answers.about_workspace
         print(
-            f"check per answer (about_workspace + workspace_claims + ungrounded, "
+            f"agent answer check per answer (AgentAnswers: asked + check_answer, "
             f"{len(cases)} answers x {options.repeat}): {ms(samples)} (target median <= 50 ms)"
         )
         for kind in ("general", "right", "wrong"):

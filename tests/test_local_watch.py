@@ -22,8 +22,6 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
-from milk_lsp.agents.local.judge.answer import ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, LOOKED_NOTICE
-from milk_lsp.agents.local.judge.edit_intent import asks_for_change
 from milk_lsp.agents.local.judge.watch import (
     MAKE_THE_CHANGE,
     NUDGE,
@@ -33,6 +31,7 @@ from milk_lsp.agents.local.judge.watch import (
     TurnWatch,
     embedded_call,
 )
+from milk_lsp.guided.answers import ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, LOOKED_NOTICE
 from tests import test_local_agent
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.test_local_agent import Outcome, StandInTools, collect, settings_for, text_of
@@ -297,18 +296,20 @@ async def test_an_edit_repeated_after_it_was_made_ends_the_turn_as_done(
         assert "The local model made its edit of a.py and then repeated it; milk ended" in notices
 
 
-def test_a_change_request_with_its_edit_made_is_judged_by_the_edit_not_the_words() -> None:
+def test_a_turn_with_its_edit_made_is_judged_by_the_edit_not_the_words() -> None:
     """humanize's precision: the right edit, then an answer quoting the edited function;
     what the words name is not checked against the workspace (the edit is the evidence)."""
-    watch = TurnWatch(frozenset({"edit_file"}), cut_short=True, change_requested=True)
+    watch = TurnWatch(frozenset({"edit_file"}), cut_short=True)
     edit = {"path": "n.py", "old_text": "p=2", "new_text": "p=3"}
     watch.after_call("edit_file", edit, is_error=False, denied=False, output="Edited n.py.")
-    unfounded = Grounded(claims=2, missing=("NumberOrString",))
+    unfounded = Grounded(claims=2, problems=("`NumberOrString` is in none of the lines",))
     assert (
         watch.final_reply("I edited scientific in n.py.", reasoned=False, grounded=unfounded)
         is None
     )
-    asked = TurnWatch(frozenset({"edit_file"}), cut_short=True)  # a question: still judged
+    asked = TurnWatch(frozenset({"edit_file"}), cut_short=True)  # no edit: the answer is judged
+    repair = asked.final_reply("It is in n.py.", reasoned=False, grounded=unfounded)
+    assert isinstance(repair, Nudge) and "NumberOrString" in repair.text  # sent back once
     verdict = asked.final_reply("It is in n.py.", reasoned=False, grounded=unfounded)
     assert isinstance(verdict, LocalGaveUp) and verdict.signal is LocalSignal.UNGROUNDED_ANSWER
 
@@ -332,7 +333,8 @@ def test_past_tense_mentions_of_tools_are_not_described_calls() -> None:
     watch = TurnWatch(frozenset({"read_file"}), cut_short=True)
     watch.after_call("read_file", {"path": "a.py"}, is_error=False, denied=False, output="x")
     assert watch.final_reply("I used read_file on a.py: it defines main().", reasoned=False) is None
-    nudge = watch.final_reply("You can use read_file to see a.py.", reasoned=False)
+    assert watch.final_reply("You can use read_file to see a.py.", reasoned=False) is None
+    nudge = watch.final_reply("Now: read_file(path='b.py')", reasoned=False)
     assert isinstance(nudge, Nudge) and nudge.text == NUDGE
 
 
@@ -347,25 +349,12 @@ async def test_tool_markup_written_as_the_answer_is_a_signal(
     assert "tool-call markup" in gave_up(events, LocalSignal.UNRUNNABLE_CALL).detail
 
 
-def test_asks_for_change_reads_the_first_word() -> None:
-    assert asks_for_change("Rename the constant NUMBERS_PATTERN to DIGIT_GROUPS")
-    assert asks_for_change("add a docstring to slugify_params")
-    assert not asks_for_change("how do I add a docstring?")
-    assert not asks_for_change("where is smart_truncate defined?")
-    assert asks_for_change("In slugify/slugify.py rename the constant NUMBERS_PATTERN")
-    assert asks_for_change("In `calc.py`, please fix add")
-    assert not asks_for_change("In which file is smart_truncate defined?")
-    # bench/real_tasks humanize 'locale-plugin': answered with a plan and no edit, end_turn
-    assert asks_for_change("Redesign the package's translation support: replace the state")
-    assert asks_for_change("Design and implement a plugin system")
-
-
 async def test_a_change_asked_for_and_not_made_gets_one_nudge_then_is_a_signal(
     server: FakeOpenAIServer,
 ) -> None:
     server.enqueue(
-        {"text": "To rename it, replace the name in a.py."},
-        {"text": "You can do it with your editor."},
+        {"tool_calls": [finish_call("change", "answered", "Replace the name in a.py.")]},
+        {"tool_calls": [finish_call("change", "answered", "Do it with your editor.")]},
     )
     local = LocalAgent(settings_for(server))
     try:
@@ -382,7 +371,9 @@ async def test_a_change_made_after_the_nudge_ends_well(server: FakeOpenAIServer)
         "arguments": {"path": "a.py", "old_text": "x = 1", "new_text": "y"},
     }
     server.enqueue(
-        {"text": "Sure, I will rename it."}, {"tool_calls": [edit]}, {"text": "Renamed."}
+        {"tool_calls": [finish_call("change", "answered", "Sure, I will rename it.")]},
+        {"tool_calls": [edit]},
+        {"text": "Renamed."},
     )
     local = LocalAgent(settings_for(server))
     try:
@@ -398,9 +389,14 @@ async def collect_change(local: LocalAgent, tools: StandInTools) -> list[Any]:
         tools,
         offer_escalation=True,
         cut_short=True,
-        change_requested=True,
     )
     return [event async for event in run]
+
+
+def finish_call(intent: str, outcome: str, answer: str, **more: Any) -> dict[str, Any]:
+    """The model's `finish` call: what it read the request as, how it ended, its answer."""
+    arguments = {"intent": intent, "outcome": outcome, "answer": answer, **more}
+    return {"name": "finish", "arguments": arguments}
 
 
 def test_milk_tags_and_repeated_fragments_are_not_an_answer() -> None:
@@ -427,7 +423,7 @@ class ScriptedJudge:
         self.judged: list[tuple[str, list[str]]] = []
         self.looks = 0
 
-    def judge(self, answer: str, tool_outputs: Any, *, looked: bool) -> Grounded:
+    def judge(self, answer: str, tool_outputs: Any, *, looked: bool, finish: Any) -> Grounded:
         self.judged.append((answer, list(tool_outputs)))
         return Grounded(len(self.missing) or 1, self.missing)
 
@@ -525,13 +521,20 @@ async def test_a_general_question_is_not_made_to_look(
 async def test_an_answer_naming_what_nothing_backs_is_ungrounded_on_both_routes(
     server: FakeOpenAIServer, agent: LocalAgent, cut_short: bool
 ) -> None:
-    server.enqueue({"tool_calls": [READ_A]}, {"text": "It is in `src/app.py`."})
+    server.enqueue(
+        {"tool_calls": [READ_A]},
+        {"text": "It is in `src/app.py`."},
+        {"text": "It is in `src/app.py`, really."},
+    )
+    missing = ("src/app.py is not in the workspace",)
     events = await run_judged(
-        agent, ScriptedJudge(missing=("src/app.py",)), look_first=True, cut_short=cut_short
+        agent, ScriptedJudge(missing=missing), look_first=True, cut_short=cut_short
     )
     last = gave_up(events, LocalSignal.UNGROUNDED_ANSWER)
     assert "src/app.py" in last.detail
-    assert len(server.requests) == 2, "no corrective message: judged, not nagged"
+    assert len(server.requests) == 3, "one repair, then the hand-off signal"
+    repair = server.requests[2]["messages"][-1]["content"]
+    assert "src/app.py is not in the workspace" in repair and "finish" in repair
 
 
 async def test_claims_after_only_failed_looks_are_ungrounded(
@@ -557,10 +560,10 @@ async def test_claims_after_only_failed_looks_are_ungrounded(
 async def test_markup_as_the_answer_is_an_unrunnable_call(
     server: FakeOpenAIServer, agent: LocalAgent, markup: str
 ) -> None:
-    from milk_lsp.agents.local.judge.grounding import markup_answer
+    from milk_lsp.agents.local.judge.markup import markup_answer
 
     class MarkupJudge(ScriptedJudge):
-        def judge(self, answer: str, tool_outputs: Any, *, looked: bool) -> Grounded:
+        def judge(self, answer: str, tool_outputs: Any, *, looked: bool, finish: Any) -> Grounded:
             return Grounded(0, (), markup_answer(answer))
 
     server.enqueue({"text": markup})
@@ -583,28 +586,29 @@ async def test_a_corrective_message_is_shown_as_one_quiet_line(
     assert "milk asked the model to make the tool call it described" in notices[0].message
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        "I'm sorry, but I don't have enough information to answer your question.",
-        "I cannot determine that from here. Could you please provide the file?",
-        "I am unable to access the files of your project.",
-        # bench/real_tasks 'day-format' (humanize), after a search that found nothing
-        "To find the default value of the `format` parameter of `naturalday`, you can search "
-        'for the string "naturalday format" in the entire workspace. Once you find the '
-        "relevant code, you can extract the default value from it.",
-    ],
-)
-async def test_a_reply_that_says_it_could_not_answer_is_no_answer(
-    server: FakeOpenAIServer, agent: LocalAgent, reply: str
+@pytest.mark.parametrize("offer_escalation", [True, False])
+async def test_finish_cannot_is_the_models_own_verdict(
+    server: FakeOpenAIServer, agent: LocalAgent, offer_escalation: bool
 ) -> None:
-    class NoClaims(ScriptedJudge):
-        def judge(self, answer: str, tool_outputs: Any, *, looked: bool) -> Grounded:
-            return Grounded(0)
-
-    server.enqueue({"tool_calls": [READ_A]}, {"text": reply})
-    last = gave_up(await run_judged(agent, NoClaims(), look_first=True), LocalSignal.NO_ANSWER)
-    assert "could not answer" in last.detail
+    """The model says in `finish`, not in words, that it cannot: where Claude may take over
+    that is an escalation with its reason, else the turn ends saying why."""
+    server.enqueue(
+        {"tool_calls": [READ_A]},
+        {"tool_calls": [finish_call("question", "cannot", "Nothing here says.")]},
+    )
+    run = agent.run(
+        [{"role": "user", "content": "what does greet return?"}],
+        StandInTools(),
+        offer_escalation=offer_escalation,
+        cut_short=True,
+        judge=ScriptedJudge(),
+    )
+    events = [event async for event in run]
+    if offer_escalation:
+        assert isinstance(events[-1], EscalationRequested)
+        assert events[-1].reason == "Nothing here says."
+    else:
+        assert "Nothing here says." in gave_up(events, LocalSignal.NO_ANSWER).detail
 
 
 async def test_a_long_answer_with_a_polite_cannot_is_an_answer(

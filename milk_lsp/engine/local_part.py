@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeGuard
+from typing import Literal
 
 from milk_lsp.agents.base import (
     EscalationRequested,
@@ -25,18 +25,9 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
-from milk_lsp.agents.local.judge.answer import TurnGrounding
 from milk_lsp.agents.local.judge.checks import check_kind
-from milk_lsp.agents.local.judge.edit_intent import (
-    asks_for_change,
-    edits_elsewhere,
-    made_change,
-    no_new_file,
-    unmade_change,
-)
-from milk_lsp.agents.local.judge.grounding import about_workspace
-from milk_lsp.agents.local.judge.grounding.hints import asks_for_new_file, change_hinted
-from milk_lsp.agents.local.judge.read_first import focus_names, read_first
+from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, no_new_file, unmade_change
+from milk_lsp.agents.local.judge.read_first import focus_names
 from milk_lsp.agents.local.judge.scope import reach
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.doors import LSP, Door
@@ -46,6 +37,7 @@ from milk_lsp.engine.guided_part import GuidedPart
 from milk_lsp.engine.local_events import LocalOutcome, fold_local_events
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
+from milk_lsp.guided.answers import AgentAnswers
 from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.prompts import local as prompts
 from milk_lsp.sessions.model import Agent, Session, SessionState, TurnRecord
@@ -128,6 +120,17 @@ class LocalPart:
             turn.local_model = agent.model_in_use  # known from an earlier turn, if any
             strategy = await self._guided.strategy(config.local.strategy, agent)
             tools = self._tools(session, turn, user_ask, index)
+            wide = self._claude_sized(plan, config.local.hand_off, user_ask, index)
+            if wide is not None:
+                turn.notice(
+                    "info",
+                    f"milk handed this turn to Claude before the local model started: {wide}.",
+                )
+                return LocalGaveUp(
+                    LocalSignal.WIDE_REQUEST,
+                    f"{wide}, more than the local model does well; milk handed it to Claude"
+                    " before the local model started",
+                )
             if strategy.guided:
                 turn.notice("info", f"milk guides this local turn: {strategy.why}.")
                 outcome = await self._guided.run(
@@ -160,7 +163,6 @@ class LocalPart:
             TurnHost(turn, turn.config.claude.permission_timeout_seconds),
             focus=focus_names(user_ask, index),
             check_command=turn.config.local.check_command,
-            request=user_ask,
         )
 
     async def _agent_loop(
@@ -177,37 +179,15 @@ class LocalPart:
         history: list[TurnRecord],
     ) -> LocalOutcome:
         """The model drives the tool loop (`local.strategy` agent)."""
-        config = turn.config
-        change = asks_for_change(user_ask)
-        wide = self._claude_sized(plan, config.local.hand_off, user_ask, index, change)
-        if wide is not None:
-            turn.notice(
-                "info", f"milk handed this turn to Claude before the local model started: {wide}."
-            )
-            return LocalGaveUp(
-                LocalSignal.WIDE_REQUEST,
-                f"{wide}, more than the local model does well; milk handed it to Claude before"
-                " the local model started",
-            )
-        attached = text.strip() != user_ask.strip()  # attachments count as having looked
-        if change and not attached:
-            read = await read_first(user_ask, index, tools)
-            if read is not None:  # what the request names, read before the model is asked
-                for seen in read.events:
-                    turn.apply(seen)
-                text, attached = f"{text}\n\n{read.text}", True
         messages = [
             {"role": "system", "content": system},
             *prompts.history_messages(history),
             {"role": "user", "content": prompts.with_session_notes(text, notes)},
         ]
-        about = about_workspace(user_ask, index)
-        hinted = not change and about and change_hinted(user_ask)
-        judge = TurnGrounding(
+        judge = AgentAnswers(
             user_ask,
             text,
             index,
-            about_workspace=about or attached,
             tools=tools,
             texts=tools,
             conversation=[str(message["content"]) for message in messages],
@@ -217,21 +197,17 @@ class LocalPart:
             tools,
             offer_escalation=plan.offer_escalation,
             cut_short=plan.watches_local,
-            change_requested=change,
-            change_hinted=hinted,
-            look_first=about and not attached,
+            look_first=judge.about_workspace and text.strip() == user_ask.strip(),
             judge=judge,
-            check=tools if config.local.check_command else None,
+            check=tools if turn.config.local.check_command else None,
         )
         outcome = await fold_local_events(turn, agent, run, self._progress(turn))
         self._say_checks(turn, tools)
         broken = await self._put_back_broken(turn, tools)
         if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
             outcome = broken
-        if outcome is None and (change or hinted or asks_for_new_file(user_ask)):
-            outcome = await self._unmade_change(turn, tools, user_ask, focus_names(user_ask, index))
-        elif change and _given_up_early(outcome):
-            outcome = await self._ended_after_the_change(turn, tools, user_ask, outcome)
+        if outcome is None and tools.edited_files():
+            outcome = await self._unmade_change(turn, tools, user_ask, index)
         return outcome
 
     async def hand_off(
@@ -256,14 +232,12 @@ class LocalPart:
         return hand_off
 
     def _claude_sized(
-        self, plan: Plan, mode: str, user_ask: str, index: WorkspaceIndex, change: bool
+        self, plan: Plan, mode: str, user_ask: str, index: WorkspaceIndex
     ) -> str | None:
-        """Why a change request goes to Claude before the local model starts (None: it
-        does not): on route `auto` with `local.handOff: "auto"` and Claude at hand, a change
-        reaching the whole workspace or several files at once (`judge.scope`)."""
+        """Why a request goes to Claude before the local model starts (None: it does not):
+        on route `auto` with `local.handOff: "auto"` and Claude at hand, a request reaching
+        several files at once (`judge.scope`, by what it locates)."""
         if not plan.watches_local or mode not in ("auto", "advise") or self._claude_path() is None:
-            return None
-        if not (change or change_hinted(user_ask)):
             return None
         return reach(user_ask, index).reason() or None
 
@@ -287,7 +261,7 @@ class LocalPart:
         return LocalGaveUp(LocalSignal.EDIT_BROKE_FILE, detail)
 
     async def _unmade_change(
-        self, turn: Turn, tools: WorkspaceTools, user_ask: str, names: list[str]
+        self, turn: Turn, tools: WorkspaceTools, user_ask: str, index: WorkspaceIndex
     ) -> LocalGaveUp | None:
         """The request spells out what to change (quoted text, a name to rename) and the
         local model's edits left it as it was, or every edit lies away from what the request
@@ -297,8 +271,8 @@ class LocalPart:
         edited = await _edited_texts(tools)
         why = (
             unmade_change(user_ask, edited)
-            or no_new_file(user_ask, edited)
-            or edits_elsewhere(user_ask, edited, names)
+            or no_new_file(reach(user_ask, index).new_files, edited)
+            or edits_elsewhere(user_ask, edited, focus_names(user_ask, index))
         )
         if why is None:
             return None
@@ -315,36 +289,6 @@ class LocalPart:
         detail = f"{why}; {'; '.join(done)}"
         turn.notice("warning", detail[0].upper() + detail[1:])
         return LocalGaveUp(LocalSignal.EDIT_NOT_MADE, detail)
-
-    async def _ended_after_the_change(
-        self,
-        turn: Turn,
-        tools: WorkspaceTools,
-        user_ask: str,
-        outcome: EscalationRequested | LocalGaveUp,
-    ) -> EscalationRequested | LocalGaveUp | None:
-        """The model asked for Claude, or gave an empty reply, after its edits made the one
-        change the request spells out, and they broke nothing: the request is done, by the
-        files' evidence, so the turn ends here (cli-description: after a right edit the model
-        ran the package's module as a script, read the ImportError as its fault and
-        escalated; size-format: the right edit, then an empty reply)."""
-        if tools.broken_files() or tools.pending_check() is not None:
-            return outcome
-        edited = await _edited_texts(tools)
-        made = made_change(user_ask, edited)
-        if made is None:
-            return outcome
-        said = (
-            "asked for Claude"
-            if isinstance(outcome, EscalationRequested)
-            else "ended with an empty reply"
-        )
-        turn.notice(
-            "info",
-            f"The local model {said}, but the change the request asks for is made"
-            f" ({made}), so milk ends the turn here; for more, {self._door().escalate}.",
-        )
-        return None
 
     @staticmethod
     def _say_checks(turn: Turn, tools: WorkspaceTools) -> None:
@@ -409,11 +353,3 @@ class LocalPart:
 async def _edited_texts(tools: WorkspaceTools) -> dict[str, tuple[str | None, str | None]]:
     """Each file the turn's edits wrote: its text before the turn and now (None: absent)."""
     return {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
-
-
-def _given_up_early(outcome: LocalOutcome) -> TypeGuard[EscalationRequested | LocalGaveUp]:
-    """An ending the files may prove wrong: the model asked for Claude, or said nothing
-    more (`empty_reply`), which a change already made leaves nothing to do about."""
-    if isinstance(outcome, EscalationRequested):
-        return True
-    return isinstance(outcome, LocalGaveUp) and outcome.signal is LocalSignal.EMPTY_REPLY

@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
-from milk_lsp.agents.local.judge.grounding.asked import asked
+from milk_lsp.agents.local.judge.asked import asked
 from milk_lsp.guided.words import path_terms, terms, word_terms
 from milk_lsp.workspace.index import WorkspaceIndex
 
@@ -94,6 +94,8 @@ class Located:
     """Files whose lines were read, best first."""
     texts: dict[str, str] = field(default_factory=dict)
     """The text of each file read, as milk read it (the editor's unsaved text first)."""
+    seen: str = ""
+    """What else the model was shown: an agent turn's tool results and attachments."""
 
     def context(self) -> str:
         """The numbered lines and the map, as the model is shown them."""
@@ -109,7 +111,9 @@ class Located:
     @cached_property
     def shown(self) -> str:
         """Every line the model was shown, and the map, as one text (joined once)."""
-        return "\n".join([*("\n".join(chunk.lines) for chunk in self.chunks), self.repo_map])
+        return "\n".join(
+            [*("\n".join(chunk.lines) for chunk in self.chunks), self.repo_map, self.seen]
+        )
 
     @property
     def paths(self) -> frozenset[str]:

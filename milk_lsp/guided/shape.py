@@ -6,6 +6,7 @@ to escalate. Every string and list is bounded, so no runaway reply fits the shap
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -49,6 +50,18 @@ class GuidedReply(BaseModel):
     """Paths the answer names that are not in the workspace yet, declared so."""
     edits: list[Edit] = Field(default_factory=list, max_length=MAX_EDITS * 2)
     reason: str = Field(default="", max_length=REASON_MAX * 2)
+
+
+def citations_of(items: Sequence[Mapping[str, Any]]) -> list[Citation]:
+    """The items that have a citation's shape (a path and a quote), as citations; the rest
+    are left out (an agent's `finish` is not constrained by a schema)."""
+    kept: list[Citation] = []
+    for item in items:
+        try:
+            kept.append(Citation.model_validate(item))
+        except ValidationError:
+            continue
+    return kept
 
 
 def _string(limit: int) -> dict[str, Any]:

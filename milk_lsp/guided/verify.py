@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from milk_lsp.agents.base import Cited
-from milk_lsp.agents.local.judge.grounding.asked import near
+from milk_lsp.agents.local.judge.asked import near
 from milk_lsp.guided.locate import Located
 from milk_lsp.guided.shape import QUOTE_MAX, GuidedReply
 from milk_lsp.workspace.index import WorkspaceIndex
@@ -101,21 +101,28 @@ def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex)
 
 
 def check_answer(
-    reply: GuidedReply, located: Located, index: WorkspaceIndex, request: str
+    reply: GuidedReply,
+    located: Located,
+    index: WorkspaceIndex,
+    request: str,
+    *,
+    cite: bool = True,
 ) -> Verdict:
     """The citations checked, then every path and workspace code name the answer states:
     a path must exist (or be declared proposed), a name must be in a verified quote, in
-    what the model was shown, or in the request; an answer stating such things must rest on
-    at least one verified citation."""
+    what the model was shown, or in the request; with `cite` (a guided answer, whose lines
+    milk showed), an answer stating such things must rest on at least one verified
+    citation. An agent's answer (`cite` False) rests on what its tools showed instead."""
     verdict = check_citations(reply, located, index)
     answer = _URL.sub(" ", reply.answer)
     declared = {_clean(path) for path in reply.proposed if _clean(path)}
     quotes = "\n".join(citation.quote for citation in verdict.citations)
     claims = 0
+    complete = index.refreshed_at is not None and not index.truncated
     for path in sorted(_paths(answer, index)):
         claims += 1
-        if index.has_path(path) or path in request:
-            continue
+        if index.has_path(path) or path in request or not complete:
+            continue  # an index not (fully) built proves no absence
         if path in declared:
             verdict.proposed.append(path)
             continue
@@ -124,20 +131,32 @@ def check_answer(
             " if the answer proposes creating it"
         )
     prefixes = _definition_prefixes(index)
+    placed = _placed_names(answer, index)
     for name in sorted(_names(answer)):
-        if not _about_workspace(name, index, prefixes):
+        if not (_about_workspace(name, index, prefixes) or name in placed):
             continue  # outside knowledge (a library's or the language's name)
         claims += 1
         bare = name.removesuffix("()")
         last = bare.rsplit(".", 1)[-1]  # `Store.flush`: its method is what must be shown
         if any(part in quotes or located.holds(part) or part in request for part in (bare, last)):
             continue
+        if not cite and index.has_definition(last):
+            continue  # an agent's answer naming what is defined here, read in another turn
+        if not complete and name not in placed:
+            continue
         verdict.problems.append(
             f"`{bare}` is in none of the lines you were shown nor in a quote you cited"
         )
-    shown = _numbers_in(
-        "\n".join([quotes, request, *("\n".join(chunk.lines) for chunk in located.chunks)])
-    )
+    for option in sorted(_options(answer, index)):
+        claims += 1
+        if option in GENERATED_OPTIONS or not complete:
+            continue
+        if index.has_option(option) or located.holds(option) or option in request:
+            continue
+        verdict.problems.append(
+            f"`{option}` is an option no file of this workspace has: name one the code declares"
+        )
+    shown = _numbers_in("\n".join([quotes, request, located.shown]))
     shown.update(str(n) for cited in verdict.citations for n in (cited.line, cited.end_line))
     # the ranges of the lines shown, as their headings give them (`lines 48-60`)
     shown.update(str(n) for chunk in located.chunks for n in (chunk.first, chunk.last))
@@ -157,7 +176,7 @@ def check_answer(
             "the answer only restates the request: answer it from the lines shown, or, if it"
             " asks for a change, give the change as edits"
         )
-    if claims and not reply.citations:
+    if cite and claims and not reply.citations:
         verdict.problems.append(
             "the answer names files or code of the workspace but cites no line:"
             " add citations (path, line, the exact quoted text)"
@@ -165,8 +184,9 @@ def check_answer(
     return verdict
 
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?![\w.]*\w)")
-"""A number as the text writes it; `1.2.3` is one (a version), `v2`, `x86_64` are none."""
+_NUMBER = re.compile(r"(?<![\w.])(?<!\w-)\d+(?:\.\d+)*(?![\w.]*\w)")
+"""A number as the text writes it; `1.2.3` is one (a version), `v2`, `x86_64`, the 53 of
+`--split-user-53` are none."""
 VALUE_MIN = 10
 """Smaller numbers (one digit) are counts and ordinals as often as values."""
 
@@ -226,7 +246,11 @@ def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
         written_as_file = suffix in extensions and (
             in_code or not token[:1].isupper() or token.isupper()
         )
-        if "/" in token or written_as_file:
+        if token.startswith("../"):
+            continue  # outside the workspace folder
+        top = token.split("/", 1)[0]
+        # `milk/turn/undo`, `Qwen/Qwen2.5-…`: a slash alone makes no file of this folder
+        if written_as_file or ("/" in token and index.has_path(top)):
             found.add(token)
     return {path for path in found if not path.replace(".", "").replace("/", "").isdigit()}
 
@@ -235,11 +259,51 @@ def _names(answer: str) -> set[str]:
     """The identifiers the answer writes as code (in backticks)."""
     names: set[str] = set()
     for span in _SPAN.findall(answer):
+        if span.lstrip().startswith("-"):
+            continue  # a command-line option (`--open-file`), not a name of code
         for match in _NAME.finditer(span):
             name = match.group()
             if len(name.removesuffix("()")) >= 3 and "/" not in span:
                 names.add(name)
     return names
+
+
+_OPTION = re.compile(r"--[A-Za-z][\w-]*")
+GENERATED_OPTIONS = frozenset({"--help", "--version"})
+"""Options a command-line library adds to every program without the code naming them."""
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f])|\n+")
+
+
+def _placed_names(answer: str, index: WorkspaceIndex) -> set[str]:
+    """The names the answer writes as code in a sentence that names a file of this
+    workspace ("`compute_total()` in calc.py"): it places them here, so they are claims
+    about the workspace even when nothing here is near them. By the sentence's structure
+    (its punctuation), not its words."""
+    placed: set[str] = set()
+    for sentence in _SENTENCE.split(answer):
+        if any(index.has_path(path) for path in _paths(sentence, index)):
+            placed.update(name for name in _names(sentence) if _CODE_SHAPED.search(name))
+    return placed
+
+
+_CODE_SHAPED = re.compile(r"_|[a-z0-9][A-Z]|\(\)$|\.")
+_PROSE_OPTION = re.compile(r"(?:^|(?<=\s))(--[A-Za-z][\w-]*)")
+
+
+def _options(answer: str, index: WorkspaceIndex) -> set[str]:
+    """The command-line options the answer gives this workspace's code: on their own, as
+    code (`--max-length`, `--max-length=5`) or in its prose ("start it with --port 80"), or
+    in a command running a file of this workspace (`python cli.py --precision 3`); another
+    program's options (`pip install --upgrade`) are that program's."""
+    found: set[str] = set()
+    for span in _SPAN.findall(answer):
+        words = span.split()
+        if words and _OPTION.fullmatch(words[0].split("=", 1)[0]):
+            found.add(words[0].split("=", 1)[0])
+        elif any(index.has_path(word) for word in words if "." in word or "/" in word):
+            found.update(match.group() for match in _OPTION.finditer(span))
+    found.update(match.group(1) for match in _PROSE_OPTION.finditer(_SPAN.sub(" ", answer)))
+    return found
 
 
 PREFIX = 6

@@ -36,6 +36,7 @@ import httpx
 
 from milk_lsp.agents.base import (
     AgentEvent,
+    CitationsEvent,
     EscalationRequested,
     FailureReason,
     LocalGaveUp,
@@ -93,6 +94,7 @@ from milk_lsp.agents.local.tool_calls import (
     parse_tool_arguments,
 )
 from milk_lsp.agents.local.tool_specs import (
+    EDIT_FILE,
     ESCALATE_TOOL_NAME,
     ESCALATE_TOOL_SPEC,
     LocalTools,
@@ -155,8 +157,6 @@ class LocalAgent:
         *,
         offer_escalation: bool,
         cut_short: bool = False,
-        change_requested: bool = False,
-        change_hinted: bool = False,
         look_first: bool = False,
         judge: AnswerJudge | None = None,
         check: EditCheck | None = None,
@@ -167,11 +167,10 @@ class LocalAgent:
         `TurnDone`, `EscalationRequested`, `LocalGaveUp` (a hand-off signal, see
         `local_watch`) or `TurnFailed`; raises only on cancellation. `cut_short` stops the
         loop at the first mid-turn signal (route `auto`, where Claude can take over).
-        `change_hinted`: the request may ask for a change (an answer saying it is made must
-        have changed a file). `look_first`: the question is about the workspace and nothing
-        attached covers it, so
-        the first request requires a tool call (a server that ignores or refuses that gets
-        milk's own look instead, remembered per model). `judge` grounds the final answer;
+        `look_first`: the request names what this workspace defines and nothing attached
+        covers it, so the first request requires a tool call (a server that ignores or
+        refuses that gets milk's own look instead, remembered per model). `judge` checks
+        the final answer;
         `check` runs `local.checkCommand` after edits before the turn counts as done.
         """
         try:
@@ -181,8 +180,6 @@ class LocalAgent:
                     tools,
                     offer_escalation,
                     cut_short,
-                    change_requested,
-                    change_hinted,
                     look_first,
                     judge,
                     check,
@@ -207,8 +204,6 @@ class LocalAgent:
         tools: LocalTools | None,
         offer_escalation: bool,
         cut_short: bool,
-        change_requested: bool,
-        change_hinted: bool,
         look_first: bool,
         judge: AnswerJudge | None,
         check: EditCheck | None,
@@ -227,8 +222,6 @@ class LocalAgent:
             offered,
             cut_short,
             escalation_tool=ESCALATE_TOOL_NAME if offer_escalation else "",
-            change_requested=change_requested,
-            change_hinted=change_hinted,
         )
         conversation = list(messages)
         used_ids: set[str] = set()
@@ -247,7 +240,7 @@ class LocalAgent:
                 yield NoticeEvent("info", look.notice)
         tool_outputs: list[str] = []
         while True:
-            body = request_body(model, conversation, specs, self.settings, change_requested)
+            body = request_body(model, conversation, specs, self.settings, EDIT_FILE in offered)
             held: list[str] | None = None
             if require_call:  # the answer waits until the model has looked: none is shown
                 body["tool_choice"] = "required"
@@ -353,7 +346,7 @@ class LocalAgent:
                         answer = finish.summary
                         yield paragraphs.delta(answer)
                 grounded = (
-                    judge.judge(answer, tool_outputs, looked=bool(watch.tried))
+                    judge.judge(answer, tool_outputs, looked=bool(watch.tried), finish=finish)
                     if judge is not None
                     else None
                 )
@@ -362,7 +355,7 @@ class LocalAgent:
                     reasoned=reply.reasoned,
                     grounded=grounded,
                     cut=reply.finish_reason == "length",
-                    claimed_change=finish is not None and finish.outcome == "changed",
+                    finish=finish,
                 )
                 if isinstance(verdict, Nudge) and rounds < max_rounds:
                     rounds += 1
@@ -404,6 +397,9 @@ class LocalAgent:
                     return
                 for notice in final_reply_notices(reply):
                     yield notice
+                if grounded is not None and (grounded.citations or grounded.proposed):
+                    yield paragraphs.delta(grounded.sources)  # the answer's checked sources
+                    yield CitationsEvent(grounded.citations, grounded.proposed)
                 yield TurnDone()
                 return
 

@@ -127,12 +127,12 @@ def request_body(
     conversation: list[dict[str, Any]],
     specs: list[dict[str, Any]],
     settings: LocalSettings,
-    change_requested: bool,
+    edits: bool,
 ) -> dict[str, Any]:
-    """One streamed chat-completion request of the loop. Its `max_tokens` fits what is
-    asked: `settings.max_tokens` for a question's reply, twice that for a change request's
-    (an edit carries its new text), so a reply that rambles ends at milk's cap, not at the
-    server's (often the whole context)."""
+    """One streamed chat-completion request of the loop. Its `max_tokens` fits what the
+    reply may carry: `settings.max_tokens`, twice that when it may carry edits (`edits`:
+    `edit_file` is offered; an edit carries its new text), so a reply that rambles ends at
+    milk's cap, not at the server's (often the whole context)."""
     body: dict[str, Any] = {
         "model": model,
         "messages": conversation,
@@ -144,5 +144,5 @@ def request_body(
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.max_tokens:
-        body["max_tokens"] = settings.max_tokens * (2 if change_requested else 1)
+        body["max_tokens"] = settings.max_tokens * (2 if edits else 1)
     return body

@@ -40,7 +40,6 @@ from milk_lsp.agents.local.commands import CommandNotStarted, run_shell
 from milk_lsp.agents.local.edit_change import EditChange
 from milk_lsp.agents.local.judge.checks import broken_by_edit
 from milk_lsp.agents.local.judge.edit_check import CheckRun
-from milk_lsp.agents.local.judge.edit_intent import echoes_request
 from milk_lsp.agents.local.replace import (
     EditDoesNotApply,
     already_made,
@@ -143,15 +142,12 @@ class WorkspaceTools:
         output_cap_chars: int = 20000,
         focus: Sequence[str] = (),
         check_command: str | None = None,
-        request: str = "",
     ) -> None:
         """`focus`: the names the user's request gives (functions, classes), which narrow an
         edit whose old_text occurs several times to the one inside them; `check_command`:
-        `local.checkCommand`, run by `check_edits`; `request`: the user's words, which an
-        edit must do more than repeat as a comment."""
+        `local.checkCommand`, run by `check_edits`."""
         self._confined = ConfinedRoot(root)
         self._focus = tuple(focus)
-        self._request = request
         self._check_command = (check_command or "").strip()
         self._unchecked: dict[Parts, None] = {}
         """Files edited since the last run of the check command, in order."""
@@ -306,13 +302,6 @@ class WorkspaceTools:
             if redone is None:
                 raise
             return ToolOutcome(redone + self._still_broken(parts))
-        echoed = (
-            None
-            if current is None
-            else echoes_request(where, current, replaced.text, self._request)
-        )
-        if echoed is not None:
-            raise ToolFailed(echoed)
         if current is None:
             description = f"Create {where} ({_count_lines(replaced.text)} lines)"
         else:

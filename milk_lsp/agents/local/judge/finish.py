@@ -1,11 +1,14 @@
-"""The local model's explicit end of a turn: `finish(outcome, summary)`.
+"""The local model's explicit end of a turn: `finish(intent, outcome, answer, citations,
+proposed)`, the guided turn's checked shape as a call.
 
-As SWE-agent's `submit` and Cline's `attempt_completion` do, the model says in a call, not in
-words, how its turn ended: `answered` (its answer is written), `changed` (it changed files)
-or `cannot` (it could not do what was asked). milk then judges that by evidence: `changed`
-with no file changed is a claim the workspace contradicts, `cannot` is the model's own
-verdict (a hand-off where Claude may take over). A model that only writes text is judged by
-the same evidence without the call. Pure: no I/O.
+As SWE-agent's `submit` and Cline's `attempt_completion` do, the model says in fields, not in
+words, what it was asked (`intent`: a question or a change) and how its turn ended:
+`answered` (the answer, with the lines it rests on quoted), `changed` (it changed files) or
+`cannot` (it could not). milk then judges that by evidence: a change asked for or claimed
+with no file changed is contradicted by the workspace, each quote is looked up in its file
+(`milk_lsp.guided.verify`, one verification for both strategies), `cannot` is the model's
+own verdict (a hand-off where Claude may take over). A model that only writes text is
+judged by the same evidence, as an answer without citations. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -16,28 +19,57 @@ from typing import Any, Literal
 
 FINISH_TOOL_NAME = "finish"
 OUTCOMES = ("answered", "changed", "cannot")
+INTENTS = ("question", "change")
+MAX_CITATIONS = 6
+MAX_PROPOSED = 4
 
 FINISH_TOOL_SPEC: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": FINISH_TOOL_NAME,
         "description": (
-            "End your turn. outcome: answered (you wrote the answer), changed (you changed "
-            "the files with edit_file or run_command), or cannot (you could not do it). "
-            "summary: one line saying what you answered or changed, or why you cannot."
+            "End your turn. intent: question (the user asked something) or change (the "
+            "user asked you to change files). outcome: answered (you answer), changed (you "
+            "changed the files with edit_file or run_command), or cannot (you could not do "
+            "it). answer: your answer, or what you changed, or why you cannot. citations: "
+            "the lines your answer rests on, each with its path, line and the exact text "
+            "quoted from the file. proposed: paths your answer suggests creating that do not "
+            "exist yet."
         ),
         "parameters": {
             "type": "object",
             "properties": {
+                "intent": {"type": "string", "enum": list(INTENTS)},
                 "outcome": {"type": "string", "enum": list(OUTCOMES)},
-                "summary": {"type": "string"},
+                "answer": {"type": "string"},
+                "citations": {
+                    "type": "array",
+                    "maxItems": MAX_CITATIONS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string"},
+                            "line": {"type": "integer"},
+                            "quote": {"type": "string"},
+                        },
+                        "required": ["path", "line", "quote"],
+                    },
+                },
+                "proposed": {
+                    "type": "array",
+                    "maxItems": MAX_PROPOSED,
+                    "items": {"type": "string"},
+                },
             },
-            "required": ["outcome", "summary"],
+            "required": ["intent", "outcome", "answer"],
         },
     },
 }
 
 Outcome = Literal["answered", "changed", "cannot"]
+
+
+Intent = Literal["question", "change"]
 
 
 @dataclass(frozen=True)
@@ -46,20 +78,42 @@ class Finish:
 
     outcome: Outcome
     summary: str
+    """Its answer (`answer`, or the older `summary`): what it answered or changed, or why
+    it cannot."""
+    intent: Intent | None = None
+    citations: tuple[dict[str, Any], ...] = ()
+    """As the model wrote them (`{path, line, quote}`); milk checks each."""
+    proposed: tuple[str, ...] = ()
 
 
 def finish_of(arguments: dict[str, Any] | None) -> Finish:
-    """The call's outcome and summary, read leniently (a small model writes `"Changed"`, or
-    no outcome at all: then it answered)."""
+    """The call's fields, read leniently (a small model writes `"Changed"`, or no outcome
+    at all: then it answered; a citation that is no object is left out)."""
     arguments = arguments or {}
     outcome = str(arguments.get("outcome", "")).strip().lower()
-    summary = arguments.get("summary")
-    text = summary.strip() if isinstance(summary, str) else ""
-    if outcome == "changed":
-        return Finish("changed", text)
-    if outcome == "cannot":
-        return Finish("cannot", text)
-    return Finish("answered", text)
+    said = arguments.get("answer")
+    if not isinstance(said, str) or not said.strip():
+        said = arguments.get("summary")
+    text = said.strip() if isinstance(said, str) else ""
+    intent = str(arguments.get("intent", "")).strip().lower()
+    cited = arguments.get("citations")
+    citations = tuple(
+        item for item in (cited if isinstance(cited, list) else []) if isinstance(item, dict)
+    )[:MAX_CITATIONS]
+    named = arguments.get("proposed")
+    proposed = tuple(
+        item.strip() for item in (named if isinstance(named, list) else []) if isinstance(item, str)
+    )[:MAX_PROPOSED]
+    ended: Outcome = (
+        "changed" if outcome == "changed" else "cannot" if outcome == "cannot" else "answered"
+    )
+    return Finish(
+        ended,
+        text,
+        intent="change" if intent == "change" else "question" if intent == "question" else None,
+        citations=citations,
+        proposed=proposed,
+    )
 
 
 _CALL_START = re.compile(

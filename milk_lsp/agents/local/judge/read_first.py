@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
-from milk_lsp.agents.local.judge.grounding import question_claims, question_names
+from milk_lsp.agents.local.judge.asked import asked
 from milk_lsp.agents.local.replace import EditDoesNotApply, split_lines
 from milk_lsp.agents.local.symbols import find_symbol
 from milk_lsp.agents.local.tool_specs import READ_FILE
@@ -64,8 +64,6 @@ class _Piece:
     body: str
 
 
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
-_KEEP_AS_IS = re.compile(r"^\s*(?:leave|keep|do\s+not|don't|never)\b", re.IGNORECASE)
 _PATHLIKE = re.compile(r"/|\.[A-Za-z]{1,4}\b")
 """A token naming a file (`slugify/slugify.py`): its words are no names to change."""
 _WORD = re.compile(r"[A-Za-z_][\w.]*\w|[A-Za-z_]")
@@ -74,27 +72,19 @@ _WORD = re.compile(r"[A-Za-z_][\w.]*\w|[A-Za-z_]")
 _QUOTED = re.compile(r'"([^"\n]{3,120})"|(?<![\w\'])\'([^\'\n]{3,120})\'(?!\w)')
 
 
-def _wanted(request: str) -> str:
-    """The request without its sentences saying what to leave alone."""
-    return " ".join(
-        part for part in _SENTENCE.split(request) if part and not _KEEP_AS_IS.match(part)
-    )
-
-
 def quoted_texts(request: str) -> list[str]:
     """The texts the request quotes ("Slug string"), in its order: where a file has one,
     that line is what the request is about (the new text it quotes is not in the file)."""
-    found = (first or second for first, second in _QUOTED.findall(_wanted(request)))
+    found = (first or second for first, second in _QUOTED.findall(request))
     return list(dict.fromkeys(text for text in found if text.strip()))
 
 
 def focus_names(request: str, index: WorkspaceIndex) -> list[str]:
-    """The names the request wants changed that this workspace defines, in the order it
-    gives them: the request's code names, then any word a file here defines. A sentence
-    saying what to leave alone ("Leave slugify() unchanged.") gives none."""
-    wanted = _wanted(request)
-    names = [name.split(".")[-1].removesuffix("()") for name in question_names(wanted, index)]
-    words = " ".join(token for token in wanted.split() if not _PATHLIKE.search(token))
+    """The names the request gives that this workspace defines, in the order it gives
+    them: the definitions it names (`asked`, in any language), then any word a file here
+    defines."""
+    names = [name.split(".")[-1].removesuffix("()") for name in asked(request, index).names]
+    words = " ".join(token for token in request.split() if not _PATHLIKE.search(token))
     names += [
         word
         for word in _WORD.findall(words)
@@ -117,10 +107,9 @@ async def read_first(
     no path, in the one file defining a name); a named file without them whole when small.
     `lead` opens the text for the model, `max_chars` bounds what is read, `id_prefix` starts
     the calls' ids. milk's own look reads a question's definitions so (`milk-look`)."""
-    asked = question_claims(request)
     names = focus_names(request, index)
     quoted = quoted_texts(request)
-    named_files = [path for claim in asked.paths if (path := index.file_for(claim))]
+    named_files = list(asked(request, index).files)
     files = list(dict.fromkeys(named_files))[:READ_FIRST_FILES]
     if not files:
         for name in names:

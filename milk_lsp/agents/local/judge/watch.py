@@ -21,14 +21,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from milk_lsp.agents.base import LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
-from milk_lsp.agents.local.judge.grounding.said import (
-    says_cannot,
-    says_done,
-    says_not_given,
-    says_where_to_look,
-)
-from milk_lsp.agents.local.judge.grounding.verdict import unbacked_claims
+from milk_lsp.agents.base import Cited, LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
+from milk_lsp.agents.local.judge.finish import Finish
 from milk_lsp.agents.local.tool_calls import (
     MergedToolCall,
     decode_loose_object,
@@ -95,13 +89,8 @@ _MILK_TAGS = re.compile(
     re.DOTALL,
 )
 """milk's own tags, which the user never sees (the interceptor strips them)."""
-_FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})", re.MULTILINE)
 _ECHOED_MARKUP = re.compile(r"</?tool_response>|<\|im_start\|>|<\|im_end\|>")
 """Chat-template markup a confused model writes into its answer."""
-_USE_VERB = r"(?:use|using|call|calling|run|running|invoke|invoking|execute|executing)"
-_NO_ANSWER_CHARS = 600
-_CODE_OR_QUOTE = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|(?<![A-Za-z])'[^'\n]+'(?![A-Za-z])|\d")
-"""A value an answer gave: one saying "not given" with none of these answered nothing."""
 
 
 def _short(text: str, limit: int = _SHORT_CHARS) -> str:
@@ -169,22 +158,24 @@ class Nudge:
 
 @dataclass(frozen=True)
 class Grounded:
-    """What a final answer claims about the workspace, judged by milk (see `grounding`)."""
+    """A final answer checked against the workspace (`milk_lsp.guided.verify`, the same
+    check as a guided answer's)."""
 
     claims: int
-    """How many files, paths, names and options of this workspace the answer asserts."""
-    missing: tuple[str, ...] = ()
-    """The claims nothing backs: not in the tool results, the attachments or the workspace."""
+    """How many paths, names and values of this workspace the answer states."""
+    problems: tuple[str, ...] = ()
+    """Each failed check, in words the model can act on and the user reads."""
     markup: str | None = None
     """Chat-template markup given as the answer, described."""
-    misplaced: str | None = None
-    """Evidence against it: a definition put in a file not defining it, or names unseen."""
-    unaddressed: bool = False
-    """The question names definitions of this workspace, and the answer names none of
-    them nor a file defining one: with a refusal in it, or code about something else, it
-    answered nothing."""
-    values: tuple[str, ...] = ()
-    """Values it states about the code that nothing the model saw backs (`grounding.values`)."""
+    unseen: str | None = None
+    """The question is about definitions of this workspace and nothing the model looked at
+    shows any of them: whatever it says of them is a guess."""
+    citations: tuple[Cited, ...] = ()
+    """The answer's citations, each found in its file."""
+    proposed: tuple[str, ...] = ()
+    """Paths the answer proposes creating, declared so in `finish`."""
+    sources: str = ""
+    """The text shown after the answer: its sources (`guided.citations.sources_block`)."""
 
 
 @dataclass(frozen=True)
@@ -220,10 +211,12 @@ class Look:
 class AnswerJudge(Protocol):
     """How milk judges a turn's final answer against the workspace (`TurnGrounding` fits)."""
 
-    def judge(self, answer: str, tool_outputs: Sequence[str], *, looked: bool) -> Grounded:
-        """What `answer` claims about the workspace, and which claims nothing backs (the
-        turn's successful tool outputs, the attachments, the workspace itself); `looked`:
-        the model called tools this turn (even ones that failed)."""
+    def judge(
+        self, answer: str, tool_outputs: Sequence[str], *, looked: bool, finish: Finish | None
+    ) -> Grounded:
+        """What `answer` (with `finish`'s citations) claims about the workspace, checked
+        against the turn's successful tool outputs, the attachments and the workspace;
+        `looked`: the model called tools this turn (even ones that failed)."""
         ...
 
     async def look(self) -> Look:
@@ -251,12 +244,8 @@ class TurnWatch:
     escalation_tool: str = ""
     """The escalation tool's name when it is offered ("" when not)."""
     change_requested: bool = False
-    """The user asked for a change (see `asks_for_change`): a turn that changes nothing
-    did not do what was asked."""
-    change_hinted: bool = False
-    """The request may ask for a change (a change verb of some language beside a name of
-    this workspace, `hints.change_hinted`): an answer saying the change is made, with no
-    file changed, is a claim the workspace contradicts."""
+    """The model said the user asked for a change (`finish(intent="change")`): a turn that
+    changes nothing did not do what was asked."""
     _changed: bool = False
     _change_denied: bool = False
     _denied_paths: list[str] = field(default_factory=list)
@@ -264,6 +253,7 @@ class TurnWatch:
     _change_nudged: bool = False
     _nudged: bool = False
     _cut_call_nudged: bool = False
+    _answer_nudged: bool = False
     _found_something = False
     """A call that read or found something (not an error, not an empty result) ran."""
     _tool_names: re.Pattern[str] | None = None
@@ -376,12 +366,13 @@ class TurnWatch:
         reasoned: bool,
         grounded: Grounded | None = None,
         cut: bool = False,
-        claimed_change: bool = False,
+        finish: Finish | None = None,
     ) -> LocalGaveUp | Nudge | WrittenEscalation | None:
         """A reply without tool calls ends the loop: is it a failure, worth one nudge, an
         escalation written as text, or the answer? `cut`: the server stopped the reply at its
-        token limit (`finish_reason` "length"). `claimed_change`: the model ended the turn
-        with `finish(changed)`."""
+        token limit (`finish_reason` "length"). `finish`: how the model ended the turn, when
+        it called `finish`. Nothing here reads the reply's or the request's wording: what
+        the model declared in `finish`, the files and what the answer check found decide."""
         visible = _MILK_TAGS.sub("", text).strip()
         if self.escalation_tool and self.escalation_tool in visible:
             return WrittenEscalation(_short(visible.replace(self.escalation_tool, " "), 600))
@@ -414,7 +405,7 @@ class TurnWatch:
                 else "the local model wrote tool-call markup (a tool result of its own) as its "
                 "answer",
             )
-        described = self._described_tool(visible)
+        described = None if echoed else self._described_tool(visible)
         if described is not None:
             if not self._nudged:
                 self._nudged = True
@@ -438,7 +429,9 @@ class TurnWatch:
                 LocalSignal.FAILED_EDIT,
                 f"the edit of {path or 'a file'} failed and was not redone: {why}",
             )
-        unmade = self._claimed_but_unmade(visible, claimed_change)
+        if finish is not None and finish.intent == "change":
+            self.change_requested = True
+        unmade = self._claimed_but_unmade(finish is not None and finish.outcome == "changed")
         if unmade is not None:
             return unmade
         if self._change_denied and not self._changed:
@@ -451,29 +444,18 @@ class TurnWatch:
                 LocalSignal.EDIT_NOT_MADE,
                 "the user asked for a change and the local model changed no file",
             )
-        edited = (self.change_requested or self.change_hinted) and self._changed
-        if edited:
-            grounded = None  # the edits are the evidence (checked after them), not the words
-        if grounded is not None and grounded.misplaced:
-            return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.misplaced)
-        claims = grounded.claims if grounded is not None else 0
-        deflects = claims == 0 and not edited and says_where_to_look(visible)
-        cannot = says_cannot(visible) or (
-            says_not_given(visible) and not _CODE_OR_QUOTE.search(visible)
-        )
-        unaddressed = grounded is not None and grounded.unaddressed
-        only_code = unaddressed and _FENCE.search(visible) is not None
-        if ((cannot or deflects) and len(visible) < _NO_ANSWER_CHARS) or (
-            unaddressed and (cannot or only_code)
-        ):
+        if self._changed or grounded is None:
+            return None  # the edits are the evidence (checked after them), not the words
+        if grounded.unseen:
+            return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.unseen)
+        if grounded.problems:
+            if not self._answer_nudged:
+                self._answer_nudged = True  # once: the model may fix what the check found
+                return Nudge(_answer_repair(grounded.problems), _ANSWER_REPAIR_SHOWN)
             return self.gave_up(
-                LocalSignal.NO_ANSWER,
-                f"the local model said it could not answer: {_short(visible)}",
+                LocalSignal.UNGROUNDED_ANSWER, "; ".join(grounded.problems[:_PROBLEMS_SAID])
             )
-        unbacked = unbacked_claims(grounded.missing, grounded.values) if grounded else None
-        if unbacked is not None:
-            return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, unbacked)
-        if grounded is not None and grounded.claims and self._tried and not self._found_something:
+        if grounded.claims and self._tried and not self._found_something:
             return self.gave_up(
                 LocalSignal.UNGROUNDED_ANSWER,
                 "the answer is about the workspace, but every look the local model took failed "
@@ -486,19 +468,17 @@ class TurnWatch:
         paths = list(dict.fromkeys(self._denied_paths))
         return ("edit of " if len(paths) == 1 else "edits of ") + ", ".join(paths[:3])
 
-    def _claimed_but_unmade(self, answer: str, claimed: bool) -> LocalGaveUp | Nudge | None:
-        """A request that asks (or may ask) for a change, no file changed, and an answer
-        saying the change is made: the workspace contradicts it. After a denied edit that
-        is said in those words; otherwise the model gets one request to make the change."""
-        # a denied edit is evidence enough that a change was wanted, in any wording
-        asked = self.change_requested or self.change_hinted or self._change_denied
-        if self._changed or not (claimed or (asked and says_done(answer))):
+    def _claimed_but_unmade(self, claimed: bool) -> LocalGaveUp | Nudge | None:
+        """The model ended with `finish(changed)` and no file changed: the workspace
+        contradicts it. After a denied edit that is said in those words; otherwise the model
+        gets one request to make the change."""
+        if self._changed or not claimed:
             return None
         if self._change_denied:
             return self.gave_up(
                 LocalSignal.EDIT_NOT_MADE,
                 f"the user denied the local model's {self._denied()}, so no file changed, but "
-                "its answer says the change is made",
+                "it ended its turn saying the change is made",
             )
         if self._may_nudge_for_change(claimed):
             self._change_nudged = True
@@ -512,7 +492,7 @@ class TurnWatch:
         """One corrective message a turn asked for a change (or whose model said it made
         one) may get while no file changed."""
         return (
-            (self.change_requested or self.change_hinted or claimed)
+            (self.change_requested or claimed)
             and not (self._changed or self._change_denied)
             and not self._change_nudged
             and EDIT_TOOL in self.offered
@@ -560,18 +540,35 @@ class TurnWatch:
         return names[-1] if names and names[-1] in self.offered else None
 
     def _described_tool(self, text: str) -> str | None:
-        if self._tool_names is None:
-            names = "|".join(re.escape(name) for name in sorted(self.offered))
-            self._tool_names = re.compile(
-                rf"\b{_USE_VERB}\b[^.\n]{{0,60}}?\b({names})\b|\b({names})\s*\(",
-                re.IGNORECASE,
-            )
+        """The offered tool a final reply names instead of calling it: written as a call
+        (`read_file(…)`), or named at all before any call ran this turn (a reply that
+        mentions a tool it used, after using it, tells how it looked). By the names of
+        milk's own tools, never by the words around them."""
         if not self.offered:
             return None
-        match = self._tool_names.search(text)
-        if match is None:
-            return None
-        return match.group(1) or match.group(2)
+        if self._tool_names is None:
+            names = "|".join(re.escape(name) for name in sorted(self.offered))
+            self._tool_names = re.compile(rf"\b({names})\s*\(|\b({names})\b")
+        for match in self._tool_names.finditer(text):
+            if match.group(1) or not self._tried:
+                return match.group(1) or match.group(2)
+        return None
+
+
+_PROBLEMS_SAID = 3
+_ANSWER_REPAIR_SHOWN = "milk sent the answer back to the model once: its check failed"
+
+
+def _answer_repair(problems: Sequence[str]) -> str:
+    """The one repair request of an answer whose check failed: each reason, mechanically."""
+    reasons = "\n".join(f"- {problem}" for problem in problems[:_PROBLEMS_SAID])
+    return (
+        "milk checked your answer against the workspace and found:\n"
+        f"{reasons}\n"
+        "Look with a tool call if you need to, then answer again with finish: cite the lines "
+        "your answer rests on (path, line, the exact quoted text), and put in `proposed` any "
+        "path you suggest creating. If you cannot, call finish with outcome cannot."
+    )
 
 
 _LOOK_HEADER = re.compile(r"^[ \t]*([A-Za-z_]\w*) \{[^\n]*\}:[ \t]*$", re.MULTILINE)

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
-from milk_lsp.agents.local.judge.grounding.hints import one_edit, quoted_pattern
-
 if TYPE_CHECKING:
     import regex
 
@@ -36,6 +34,54 @@ PLAIN_MIN = 5
 """A plain lowercase word this long or longer may stand for a definition on its own."""
 TYPO_MIN = 6
 """A word this long or longer may name a definition with one typo."""
+
+QUOTE_PAIRS: tuple[tuple[str, str], ...] = (
+    ("`", "`"),
+    ('"', '"'),
+    ("'", "'"),
+    ("\u201c", "\u201d"),  # English “…”
+    ("\u2018", "\u2019"),  # English single
+    ("\u201e", "\u201c"),  # German „…“
+    ("\u00ab", "\u00bb"),  # French, Russian «…»
+    ("\u00bb", "\u00ab"),  # Danish »…«
+    ("\u300c", "\u300d"),  # Japanese 「…」
+    ("\u300e", "\u300f"),  # Japanese 『…』
+)
+"""How scripts quote a text (punctuation, not words): a message's quoted text is code or a
+text to change."""
+_STRAIGHT = str.maketrans({char: '"' for pair in QUOTE_PAIRS[3:] for char in pair} | {"`": '"'})
+
+
+def straight_quotes(text: str) -> str:
+    """`text` with every quote of another style (“…”, «…», 「…」, `…`) made a straight `"`."""
+    return text.translate(_STRAIGHT)
+
+
+def quoted_pattern(body: str = r"[^\n]{1,200}?") -> str:
+    """A regex alternation of `body` in every quote style, each as its own group pair."""
+    return "|".join(f"{re.escape(open_)}{body}{re.escape(close)}" for open_, close in QUOTE_PAIRS)
+
+
+def one_edit(a: str, b: str) -> bool:
+    """Whether `a` and `b` differ by exactly one edit, a swap of neighbours counting as one."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long[i]:
+        i += 1
+    return short[i:] == long[i + 1 :]
+
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")

@@ -1,0 +1,281 @@
+"""An agent turn's final answer, checked as a guided answer is (`verify.check_answer`: one
+verification for both strategies), and milk's own look for a model that answered without
+looking.
+
+The agent loop's model ends with `finish(intent, outcome, answer, citations, proposed)` or
+with plain text. Either way the answer is a `GuidedReply` of kind `answer`: each quote is
+looked up in its file, each path must exist or be declared proposed, each workspace name
+and value must be in what the model was shown (its successful tool results, milk's look,
+the attachments). Its tools showed it the lines, so a citation is not required of it, but
+a citation given is checked. Nothing reads the answer's or the request's wording.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Sequence
+
+from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
+from milk_lsp.agents.local.judge.asked import asked, code_shaped
+from milk_lsp.agents.local.judge.finish import Finish
+from milk_lsp.agents.local.judge.markup import markup_answer
+from milk_lsp.agents.local.judge.read_first import FileTexts, ReadFirst, read_first
+from milk_lsp.agents.local.judge.watch import Grounded, Look
+from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT, LocalTools
+from milk_lsp.guided.citations import sources_block
+from milk_lsp.guided.locate import Located
+from milk_lsp.guided.shape import GuidedReply, citations_of
+from milk_lsp.guided.verify import check_answer
+from milk_lsp.workspace.index import WorkspaceIndex
+
+logger = logging.getLogger(__name__)
+
+LOOK_PATHS = 2
+"""Files of the question milk reads itself when the model did not look."""
+LOOK_NAMES = 3
+"""Names of the question milk searches for itself."""
+LOOK_CHARS = 6000
+"""What milk's own look hands the model from its searches and reads, at most (the
+definitions it reads are bounded by read-first's own limits)."""
+DEFINITIONS_CHARS = 8000
+"""The definitions milk's look reads for a question, at most (about 2,000 tokens)."""
+DEFINITIONS_LEAD = "The definitions the question names, as the files have them now:"
+
+ASK_TO_LOOK = "milk: look at the workspace with a tool call before you answer."
+"""To a model that answered without looking, when milk's own look found nothing."""
+LOOKED_NOTICE = (
+    "milk looked in the workspace for what the question names and gave the model what it "
+    "found (the model's server does not make it call a tool first)"
+)
+ASKED_TO_LOOK_NOTICE = (
+    "milk asked the model to look in the workspace before answering (it answered without "
+    "looking, and milk found nothing the question names)"
+)
+_IDENTIFIERS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_OPTION = re.compile(r"--[A-Za-z][\w-]*")
+_TOKENS = re.compile(r"--[A-Za-z0-9][\w-]*|[A-Za-z_][\w]+")
+"""What the index keeps of a file's text: identifiers and `--options`."""
+_PATHS = re.compile(r"(?<![\w/.@-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,6}(?![\w/])|[\w.-]+/[\w./-]+")
+
+
+class AgentAnswers:
+    """The evidence of one agent turn and the workspace's index, judging its final answers
+    (`watch.AnswerJudge`)."""
+
+    def __init__(
+        self,
+        question: str,
+        message: str,
+        index: WorkspaceIndex,
+        *,
+        tools: LocalTools | None = None,
+        texts: FileTexts | None = None,
+        conversation: Sequence[str] = (),
+    ) -> None:
+        """`question`: what the user typed; `message`: what the model got (the question with
+        the attachments' text); `tools`, `texts`: what milk's own look calls and reads
+        definitions with; `conversation`: the rest of what the model was given (the system
+        prompt, the earlier turns), which backs the values an answer states."""
+        self._question = question
+        self._evidence = [message, *conversation]
+        self._index = index
+        self._asked = asked(question, index)
+        self.about_workspace = (
+            bool(self._asked)
+            or message.strip() != question.strip()
+            or any(index.has_option(option) for option in _OPTION.findall(question))
+        )
+        """The question names definitions, files or options of this workspace, or came
+        with attachments: what the answer states about the workspace is checked."""
+        self._tools = tools
+        self._texts = texts
+
+    def judge(
+        self, answer: str, tool_outputs: Sequence[str], *, looked: bool, finish: Finish | None
+    ) -> Grounded:
+        markup = markup_answer(answer)
+        if markup is not None:
+            return Grounded(0, markup=markup)
+        citations = [] if finish is None else citations_of(finish.citations)
+        proposed = [] if finish is None else list(finish.proposed)
+        if not (self.about_workspace or looked or citations or self._names_code()):
+            return Grounded(0)  # a general question, answered from general knowledge
+        reply = GuidedReply(kind="answer", answer=answer, citations=citations, proposed=proposed)
+        seen = "\n".join([*self._evidence, *tool_outputs])
+        verdict = check_answer(reply, Located(seen=seen), self._index, self._question, cite=False)
+        claims = len(verdict.citations) + _claims_in(answer)
+        unaddressed = self._unaddressed(answer, bool(verdict.citations))
+        return Grounded(
+            claims,
+            (*verdict.problems, *unaddressed),
+            unseen=self._unseen(tool_outputs),
+            citations=tuple(verdict.citations),
+            proposed=tuple(verdict.proposed),
+            sources=sources_block(verdict.citations, verdict.proposed),
+        )
+
+    def _unaddressed(self, answer: str, cited: bool) -> tuple[str, ...]:
+        """The question names definitions or files of this workspace, and the answer names
+        none of them (nor a file defining one) and cites no line: it says nothing of what
+        was asked, whatever its words ("I'm sorry…", "Ich kann das nicht…")."""
+        named = [*self._asked.names, *self._asked.files]
+        if cited or not named:
+            return ()
+        folded = answer.casefold()
+        for name in self._asked.names:
+            bare = name.rsplit(".", 1)[-1].removesuffix("()")
+            names = [path.rsplit("/", 1)[-1] for path in self._index.definers(bare, limit=3)]
+            if bare.casefold() in folded or any(file.casefold() in folded for file in names):
+                return ()
+        for path in self._asked.files:
+            name = path.rsplit("/", 1)[-1]
+            if name.casefold() in folded or name.rsplit(".", 1)[0].casefold() in folded:
+                return ()
+        # what it writes as code is in a file the question is about (`--precision` of cli.py)
+        about = {*self._asked.files}
+        for name in self._asked.names:
+            about.update(self._index.definers(name.rsplit(".", 1)[-1], limit=3))
+        written = {
+            token
+            for span in _CODE.findall(answer)
+            for token in _TOKENS.findall(span)
+            if len(token) >= 3
+        }
+        written.update(_OPTION.findall(answer))
+        if any(self._index.in_file(path, token) for path in about for token in written):
+            return ()
+        return (
+            f"the answer names none of {', '.join(named[:3])}, which the question asks about,"
+            " and cites no line: answer from the code, naming or citing what the answer rests"
+            " on, or call finish with outcome cannot",
+        )
+
+    def _names_code(self) -> bool:
+        """The question writes a name with code's shape (`resumeNxt`, `parse_args`): what
+        the answer places it in is a claim about this folder even when it names nothing
+        here."""
+        return any(code_shaped(word) for word in _IDENTIFIERS.findall(self._question))
+
+    def _unseen(self, tool_outputs: Sequence[str]) -> str | None:
+        """The question names definitions of this workspace, and nothing the model saw
+        shows any of them (its successful tool results, milk's look, the attachments): what
+        it says of them is a guess."""
+        defined = {
+            name: definers
+            for name in self._asked.names
+            if (definers := self._index.definers(name.rsplit(".", 1)[-1]))
+        }
+        if not defined:
+            return None
+        attached = self._evidence[0].replace(self._question, " ")
+        seen = "\n".join([attached, *self._evidence[1:], *tool_outputs])
+        for name, definers in defined.items():
+            if _shows_name(seen, name) or any(_shows_line_of(seen, path) for path in definers):
+                return None
+        first = next(iter(defined))
+        return (
+            f"the question is about {first}, but nothing the local model looked at shows it: "
+            "the answer is a guess"
+        )
+
+    async def look(self) -> Look:
+        """Read the files the question names and search for its names, as the model could
+        have (the top folder when it names nothing); the results are evidence, and the
+        model gets them as a message."""
+        tools = self._tools
+        if tools is None:
+            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False)
+        paths = list(self._asked.files) or [
+            path for path in _PATHS.findall(self._question) if self._index.has_path(path)
+        ]
+        looks: list[tuple[str, dict[str, object]]]
+        looks = [(READ_FILE, {"path": path}) for path in paths[:LOOK_PATHS]]
+        events: list[ToolCallEvent | ToolResultEvent] = []
+        definitions = await self._read_definitions()
+        if definitions is not None:
+            events += definitions.events
+            self._evidence.append(definitions.text)
+            looks = [look for look in looks if look[1].get("path") not in definitions.paths]
+        looks += [(SEARCH_TEXT, {"pattern": name}) for name in self._asked.names[:LOOK_NAMES]]
+        if not looks and definitions is None:  # "what does this project do?": its top
+            looks = [(LIST_DIRECTORY, {"path": "."})]
+        found: list[str] = []
+        prefix = f"milk-look-{uuid.uuid4().hex[:8]}"
+        for number, (tool, arguments) in enumerate(looks):
+            call_id = f"{prefix}-{number}"
+            try:
+                outcome = await tools.call(call_id, tool, dict(arguments))
+            except Exception:  # milk's own look is a help; it must never fail the turn
+                logger.warning("milk's look (%s %s) failed", tool, arguments, exc_info=True)
+                continue
+            status = ToolStatus.FAILED if outcome.is_error else ToolStatus.COMPLETED
+            events.append(ToolCallEvent(call_id, tool, dict(arguments), status))
+            events.append(ToolResultEvent(call_id, outcome.output, outcome.is_error))
+            if outcome.is_error or not outcome.output.strip():
+                continue
+            self._evidence.append(outcome.output)
+            found.append(f"{tool} {arguments}:\n{outcome.output}")
+        if not found and definitions is None:
+            return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False, events=tuple(events))
+        text = "\n\n".join(found)
+        if len(text) > LOOK_CHARS:
+            text = text[:LOOK_CHARS] + "\n[… cut]"
+        if definitions is not None:
+            text = "\n\n".join(part for part in (definitions.text, text) if part)
+        return Look(
+            "milk looked in the workspace for what the question names (you answered without "
+            "looking). Answer from this, or call a tool to look further:\n\n" + text,
+            LOOKED_NOTICE,
+            found=True,
+            events=tuple(events),
+        )
+
+    async def _read_definitions(self) -> ReadFirst | None:
+        """The lines of the definitions the question names (a search shows only the line
+        naming one; its signature and body answer more)."""
+        if self._texts is None or not self._asked.names:
+            return None
+        try:
+            return await read_first(
+                self._question,
+                self._index,
+                self._texts,
+                lead=DEFINITIONS_LEAD,
+                max_chars=DEFINITIONS_CHARS,
+                id_prefix="milk-look-definition",
+            )
+        except Exception:  # milk's own look is a help; it must never fail the turn
+            logger.warning("milk's look at the definitions failed", exc_info=True)
+            return None
+
+
+_CODE = re.compile(r"`[^`\n]+`")
+
+
+def _claims_in(answer: str) -> int:
+    """How many things the answer writes as code or as a path (what a look could back)."""
+    return len(_CODE.findall(answer)) + len(_PATHS.findall(_CODE.sub(" ", answer)))
+
+
+def _token_in(text: str, token: str) -> bool:
+    """Whether `token` occurs in `text` not as part of a longer name or option."""
+    if not token or token not in text:
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
+
+
+def _shows_name(text: str, name: str) -> bool:
+    """Whether `text` shows `name`: whole, its last part (`calc.add` after reading calc.py),
+    or as a module path (`pkg.mod` in `pkg/mod.py`)."""
+    if _token_in(text, name):
+        return True
+    parts = name.split(".")
+    return len(parts) > 1 and (_token_in(text, parts[-1]) or "/".join(parts) in text)
+
+
+def _shows_line_of(text: str, path: str) -> bool:
+    """Whether `text` shows a line of the file `path`, as a search hit does
+    (`src/humanize/time.py:12: ...`)."""
+    return re.search(rf"(?<![\w/.-]){re.escape(path)}:\d+", text) is not None
