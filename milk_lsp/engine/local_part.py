@@ -26,7 +26,12 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.agent import LocalAgent
 from milk_lsp.agents.local.judge.checks import check_kind
-from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, no_new_file, unmade_change
+from milk_lsp.agents.local.judge.edit_intent import (
+    edits_elsewhere,
+    no_new_file,
+    spelled_out_change,
+    unmade_change,
+)
 from milk_lsp.agents.local.judge.read_first import focus_names
 from milk_lsp.agents.local.judge.scope import reach
 from milk_lsp.agents.local.tools import WorkspaceTools
@@ -197,6 +202,7 @@ class LocalPart:
             tools,
             offer_escalation=plan.offer_escalation,
             cut_short=plan.watches_local,
+            change_requested=spelled_out_change(user_ask, index),
             look_first=judge.about_workspace and text.strip() == user_ask.strip(),
             judge=judge,
             check=tools if turn.config.local.check_command else None,

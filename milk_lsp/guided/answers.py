@@ -27,7 +27,7 @@ from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_T
 from milk_lsp.guided.citations import sources_block
 from milk_lsp.guided.locate import Located
 from milk_lsp.guided.shape import GuidedReply, citations_of
-from milk_lsp.guided.verify import check_answer
+from milk_lsp.guided.verify import check_answer, paths_in
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,13 @@ ASKED_TO_LOOK_NOTICE = (
 )
 _IDENTIFIERS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _OPTION = re.compile(r"--[A-Za-z][\w-]*")
+_STATES = re.compile(
+    r"`[^`\n]+`|\"[^\"\n]+\"|\u201c[^\u201d\n]+\u201d|\u201e[^\u201c\n]+\u201c|"
+    r"\u00ab[^\u00bb\n]+\u00bb|\u300c[^\u300d\n]+\u300d|\d"
+)
+"""What an answer states that can be checked: code, a quoted text (in any script's quotes),
+a number."""
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
 _TOKENS = re.compile(r"--[A-Za-z0-9][\w-]*|[A-Za-z_][\w]+")
 """What the index keeps of a file's text: identifiers and `--options`."""
 _PATHS = re.compile(r"(?<![\w/.@-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,6}(?![\w/])|[\w.-]+/[\w./-]+")
@@ -79,7 +86,10 @@ class AgentAnswers:
         definitions with; `conversation`: the rest of what the model was given (the system
         prompt, the earlier turns), which backs the values an answer states."""
         self._question = question
-        self._evidence = [message, *conversation]
+        self._message = message
+        self._conversation = tuple(conversation)
+        self._looked: list[str] = []
+        """What milk's own look found, as the model was given it."""
         self._index = index
         self._asked = asked(question, index)
         self.about_workspace = (
@@ -101,9 +111,22 @@ class AgentAnswers:
         citations = [] if finish is None else citations_of(finish.citations)
         proposed = [] if finish is None else list(finish.proposed)
         if not (self.about_workspace or looked or citations or self._names_code()):
-            return Grounded(0)  # a general question, answered from general knowledge
+            # a general question, answered from general knowledge; but a path in one of
+            # this workspace's folders is a claim about it (`src/padding.rs` beside `src/`)
+            here = [
+                path
+                for path in sorted(paths_in(answer, self._index))
+                if "/" in path
+                and self._index.has_path(path.split("/", 1)[0])
+                and not self._index.has_path(path)
+                and path not in proposed
+            ]
+            return Grounded(
+                len(here),
+                tuple(f"{path} is not in the workspace: name a file that is" for path in here),
+            )
         reply = GuidedReply(kind="answer", answer=answer, citations=citations, proposed=proposed)
-        seen = "\n".join([*self._evidence, *tool_outputs])
+        seen = "\n".join([self._message, *self._conversation, *self._looked, *tool_outputs])
         verdict = check_answer(reply, Located(seen=seen), self._index, self._question, cite=False)
         claims = len(verdict.citations) + _claims_in(answer)
         unaddressed = self._unaddressed(answer, bool(verdict.citations))
@@ -117,12 +140,13 @@ class AgentAnswers:
         )
 
     def _unaddressed(self, answer: str, cited: bool) -> tuple[str, ...]:
-        """The question names definitions or files of this workspace, and the answer names
-        none of them (nor a file defining one) and cites no line: it says nothing of what
-        was asked, whatever its words ("I'm sorry…", "Ich kann das nicht…")."""
+        """The question names definitions or files of this workspace, and the answer states
+        nothing checkable (no code, no quoted text, no number), names none of them (nor a
+        file defining one) and cites no line: it says nothing of what was asked, whatever
+        its words ("I'm sorry…", "Ich kann das nicht…")."""
         named = [*self._asked.names, *self._asked.files]
-        if cited or not named:
-            return ()
+        if cited or not named or _STATES.search(_FENCED.sub(" ", answer)):
+            return ()  # (code it writes in a fence is its own example, not a statement)
         folded = answer.casefold()
         for name in self._asked.names:
             bare = name.rsplit(".", 1)[-1].removesuffix("()")
@@ -169,8 +193,8 @@ class AgentAnswers:
         }
         if not defined:
             return None
-        attached = self._evidence[0].replace(self._question, " ")
-        seen = "\n".join([attached, *self._evidence[1:], *tool_outputs])
+        attached = self._message.replace(self._question, " ")
+        seen = "\n".join([attached, *self._looked, *tool_outputs])
         for name, definers in defined.items():
             if _shows_name(seen, name) or any(_shows_line_of(seen, path) for path in definers):
                 return None
@@ -196,7 +220,7 @@ class AgentAnswers:
         definitions = await self._read_definitions()
         if definitions is not None:
             events += definitions.events
-            self._evidence.append(definitions.text)
+            self._looked.append(definitions.text)
             looks = [look for look in looks if look[1].get("path") not in definitions.paths]
         looks += [(SEARCH_TEXT, {"pattern": name}) for name in self._asked.names[:LOOK_NAMES]]
         if not looks and definitions is None:  # "what does this project do?": its top
@@ -215,7 +239,7 @@ class AgentAnswers:
             events.append(ToolResultEvent(call_id, outcome.output, outcome.is_error))
             if outcome.is_error or not outcome.output.strip():
                 continue
-            self._evidence.append(outcome.output)
+            self._looked.append(outcome.output)
             found.append(f"{tool} {arguments}:\n{outcome.output}")
         if not found and definitions is None:
             return Look(ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, found=False, events=tuple(events))

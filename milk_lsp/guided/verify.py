@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from milk_lsp.agents.base import Cited
-from milk_lsp.agents.local.judge.asked import near
+from milk_lsp.agents.local.judge.asked import asked, near
 from milk_lsp.guided.locate import Located
 from milk_lsp.guided.shape import QUOTE_MAX, GuidedReply
 from milk_lsp.workspace.index import WorkspaceIndex
@@ -21,7 +21,8 @@ MIN_QUOTE = 3
 """A quote of fewer non-blank characters proves nothing."""
 _NUMBERED = re.compile(r"^\s*\d+\s*\|\s?")
 """`12| def f():`: the line-number gutter of milk's context, copied into a quote."""
-_SPAN = re.compile(r"`([^`\n]{1,200})`")
+_SPAN = re.compile(r"(?<!`)(`+)(?!`)([^\n]{1,200}?)(?<!`)\1(?!`)")
+"""A code span: a run of backticks closed by a run of the same length (``a `b` c``)."""
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 _PATH = re.compile(r"(?<![\w/.@-])(?:\.{1,2}/)?[\w@-][\w.@-]*(?:/[\w.@-]+)*(?::\d+(?:-\d+)?)?")
 _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
@@ -135,13 +136,15 @@ def check_answer(
     for name in sorted(_names(answer)):
         if not (_about_workspace(name, index, prefixes) or name in placed):
             continue  # outside knowledge (a library's or the language's name)
+        if index.has_path(name):
+            continue  # `index.js`: a file, checked as a path
         claims += 1
         bare = name.removesuffix("()")
         last = bare.rsplit(".", 1)[-1]  # `Store.flush`: its method is what must be shown
         if any(part in quotes or located.holds(part) or part in request for part in (bare, last)):
             continue
-        if not cite and index.has_definition(last):
-            continue  # an agent's answer naming what is defined here, read in another turn
+        if not cite and index.has_name(bare):
+            continue  # an agent's answer naming what the files here have, read in another turn
         if not complete and name not in placed:
             continue
         verdict.problems.append(
@@ -160,9 +163,14 @@ def check_answer(
     shown.update(str(n) for cited in verdict.citations for n in (cited.line, cited.end_line))
     # the ranges of the lines shown, as their headings give them (`lines 48-60`)
     shown.update(str(n) for chunk in located.chunks for n in (chunk.first, chunk.last))
-    # a value is a claim about the workspace when the answer makes others, or cites it
-    values = _numbers_in(_paths_out(answer)) if claims or reply.citations else set()
+    # a value is a claim about the workspace when the answer makes others, or cites it; an
+    # agent's answer, whose tools showed it more than it cites, only when it cites
+    valued = reply.citations if not cite else claims or reply.citations
+    values = _numbers_in(_paths_out(answer)) if valued else set()
+    writes = None if cite else _writer(answer, request, index)
     for value in values - shown:
+        if writes is not None and (value.count(".") > 1 or writes(value)):
+            continue  # an agent's answer: a version, or a value a file it is about writes
         claims += 1
         verdict.problems.append(
             f"the answer states {value}, which none of the lines you cited or were shown"
@@ -176,6 +184,7 @@ def check_answer(
             "the answer only restates the request: answer it from the lines shown, or, if it"
             " asks for a change, give the change as edits"
         )
+    verdict.problems.extend(misplaced(answer, index))
     if cite and claims and not reply.citations:
         verdict.problems.append(
             "the answer names files or code of the workspace but cites no line:"
@@ -198,6 +207,25 @@ def _numbers_in(text: str) -> set[str]:
         for match in _NUMBER.finditer(text)
         if "." in match.group() or int(match.group()) >= VALUE_MIN
     }
+
+
+def _writer(answer: str, request: str, index: WorkspaceIndex) -> Callable[[str], bool]:
+    """Whether a file the answer or the request is about writes a value: a file either
+    names, or one defining a name either writes as code or asks about."""
+    files = {found for path in _paths(answer, index) if (found := index.file_for(path))}
+    named = asked(request, index)
+    files.update(named.files)
+    for name in [*named.names, *_names(answer)]:
+        files.update(index.definers(name.removesuffix("()").rsplit(".", 1)[-1], limit=4))
+
+    def writes(value: str) -> bool:
+        try:
+            number = float(value)
+        except ValueError:
+            return False
+        return any(index.writes_number(path, number) for path in files)
+
+    return writes
 
 
 def _paths_out(answer: str) -> str:
@@ -229,12 +257,47 @@ def restates(answer: str, request: str) -> bool:
     return all(word in asked or (len(word) >= 3 and word[:3] in heads) for word in said)
 
 
+def paths_in(answer: str, index: WorkspaceIndex) -> set[str]:
+    """What the answer writes as a path (see `_paths`)."""
+    return _paths(answer, index)
+
+
+def misplaced(answer: str, index: WorkspaceIndex) -> list[str]:
+    """Definitions of this workspace the answer puts beside a file of it that does not
+    hold them at all (not defining, not importing, not calling them): "`parse_duration` is
+    defined in `README.md`" and "`NewString` は `README.md` に定義されています" alike, since
+    a sentence pairs them, whatever its words say of the pair."""
+    found: list[str] = []
+    for sentence in _SENTENCE.split(answer):
+        files = {
+            path: located
+            for path in _paths(sentence, index)
+            if (located := index.file_for(path)) is not None
+        }
+        defined = {
+            last
+            for name in _names(sentence)
+            if index.has_definition(last := name.removesuffix("()").rsplit(".", 1)[-1])
+            and not index.has_path(name)
+        }
+        if len(files) != 1 or len(defined) != 1:
+            continue  # a sentence of several names and files pairs none of them for sure
+        [(path, located)] = files.items()
+        [last] = defined
+        if not index.in_file(located, last):
+            found.append(
+                f"the answer puts `{last}` with {path}, which does not hold it: milk finds it"
+                f" in {', '.join(index.definers(last, limit=2))}"
+            )
+    return found
+
+
 def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
     """What the answer writes as a path: with a `/`, or ending in an extension this
     workspace's files have (a capitalised word such as `Node.js` is a name, not a file,
     unless written as code)."""
     extensions = _extensions(index)
-    spans = set(_SPAN.findall(answer))
+    spans = {match.group(2) for match in _SPAN.finditer(answer)}
     found: set[str] = set()
     for match in _PATH.finditer(answer):
         token = _clean(match.group())
@@ -258,7 +321,7 @@ def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
 def _names(answer: str) -> set[str]:
     """The identifiers the answer writes as code (in backticks)."""
     names: set[str] = set()
-    for span in _SPAN.findall(answer):
+    for span in (match.group(2) for match in _SPAN.finditer(answer)):
         if span.lstrip().startswith("-"):
             continue  # a command-line option (`--open-file`), not a name of code
         for match in _NAME.finditer(span):
@@ -282,11 +345,13 @@ def _placed_names(answer: str, index: WorkspaceIndex) -> set[str]:
     placed: set[str] = set()
     for sentence in _SENTENCE.split(answer):
         if any(index.has_path(path) for path in _paths(sentence, index)):
-            placed.update(name for name in _names(sentence) if _CODE_SHAPED.search(name))
+            placed.update(  # not `sync.Mutex`: a library's member beside a file here
+                name for name in _names(sentence) if "." not in name and _CODE_SHAPED.search(name)
+            )
     return placed
 
 
-_CODE_SHAPED = re.compile(r"_|[a-z0-9][A-Z]|\(\)$|\.")
+_CODE_SHAPED = re.compile(r"_|[a-z0-9][A-Z]|\(\)$")
 _PROSE_OPTION = re.compile(r"(?:^|(?<=\s))(--[A-Za-z][\w-]*)")
 
 
@@ -296,7 +361,7 @@ def _options(answer: str, index: WorkspaceIndex) -> set[str]:
     in a command running a file of this workspace (`python cli.py --precision 3`); another
     program's options (`pip install --upgrade`) are that program's."""
     found: set[str] = set()
-    for span in _SPAN.findall(answer):
+    for span in (match.group(2) for match in _SPAN.finditer(answer)):
         words = span.split()
         if words and _OPTION.fullmatch(words[0].split("=", 1)[0]):
             found.add(words[0].split("=", 1)[0])

@@ -3,7 +3,7 @@ answer, `milk_lsp.guided.verify`, and what a request names, `agents/local/judge/
 
 `WorkspaceIndex.refresh()` walks the folder and keeps every file's path and the set of
 identifier-like tokens of its text (`[A-Za-z_][A-Za-z0-9_]*` of two characters or more, and
-`--long-option`s) and the names it defines: from its parse
+`--long-option`s), the numbers it writes, and the names it defines: from its parse
 (`milk_lsp.code`, tree-sitter through ast-grep) in the languages that knows, else from a
 regex. A later refresh reads
 again only the files whose (mtime_ns, size) changed, and those written so shortly before
@@ -91,6 +91,8 @@ _DEFINITION = re.compile(
 defines, after a definition keyword, or assigned at the start of a line."""
 _DEFINED = "\x00def:"
 """The prefix of a definition among a file's tokens (no token of text can start with it)."""
+_NUMBER = "\x00num:"
+"""The prefix of a number the file writes, of two digits or more, by `value_key`."""
 
 
 def _tokens_of(path: str, data: bytes) -> _Tokens:
@@ -99,6 +101,7 @@ def _tokens_of(path: str, data: bytes) -> _Tokens:
     in a language `milk_lsp.code` knows, else those `_DEFINITION` finds. Interned, so a
     token in many files is one string."""
     from milk_lsp.code import definitions, language_for  # off start-up: the first refresh
+    from milk_lsp.code.numbers import literal_values, value_key
 
     language = language_for(path)
     if language is not None and len(data) <= MAX_PARSED_BYTES:
@@ -110,6 +113,7 @@ def _tokens_of(path: str, data: bytes) -> _Tokens:
         defined = {a or b for a, b in _DEFINITION.findall(text)}
     tokens = set(_TOKEN.findall(text))
     tokens.update(_DEFINED + name for name in defined)
+    tokens.update(_NUMBER + value_key(value) for value in literal_values(text) if value >= 10)
     return tuple(map(sys.intern, tokens))
 
 
@@ -284,6 +288,14 @@ class WorkspaceIndex:
         """Whether the text of the file `path` (relative) has the identifier `token`."""
         entry = self._state.files.get(path)
         return entry is not None and token in entry.tokens
+
+    def writes_number(self, path: str, value: float) -> bool:
+        """Whether the file `path` (relative) writes the number `value` (10 or more), in
+        any notation (`256`, `0x100`, `2.56e2`)."""
+        from milk_lsp.code.numbers import value_key
+
+        entry = self._state.files.get(path)
+        return entry is not None and _NUMBER + value_key(value) in entry.tokens
 
     def file_stems(self) -> dict[str, tuple[str, ...]]:
         """The files here by the lower-case stem of their name (`utils` for `src/utils.js`,

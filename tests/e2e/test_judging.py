@@ -633,6 +633,23 @@ class Bad:
     def answer(self) -> str:
         return str(self.script[-1]["text"])
 
+    @property
+    def served(self) -> list[dict[str, Any]]:
+        """The script as the bad model plays it: sent back once by milk (its answer's check
+        failed), it gives the same reply again."""
+        return [*self.script, self.script[-1]]
+
+
+def finish(text: str, intent: str = "change", outcome: str = "changed") -> dict[str, Any]:
+    """A reply that ends the turn with `finish`: what the model read the request as, how it
+    says the turn ended, and its answer (issue 38: the agent loop's checked end)."""
+    arguments = {"intent": intent, "outcome": outcome, "answer": text}
+    return {
+        "text": text,
+        "chunk_chars": 7,
+        "tool_calls": [{"name": "finish", "arguments": arguments}],
+    }
+
 
 def guessed(ask: str, first: str, second: str) -> Bad:
     """A workspace question answered twice without a tool call: milk drops the first reply
@@ -710,14 +727,7 @@ BAD: dict[str, Bad] = {
         "What does hello.py export?",
         [read("hello.py"), say("It exports `hello.greet_everyone`, which prints 'hello'.")],
     ),
-    # wrong claims the judge reads as proposed or denied
-    "the-utils-module-without-extension": Bad(
-        "Where does add come from?",
-        [
-            call("search_text", pattern="add"),
-            say("`cli.py` imports `add` from the `utils` module; it is not defined there."),
-        ],
-    ),
+    # wrong claims a hedge once dropped from the check
     "not-here-but-there": Bad(
         "Where is greet defined?",
         [
@@ -775,15 +785,6 @@ BAD: dict[str, Bad] = {
         "`greet()` lives in `src/greeting.py` and returns 'hi'.",
         "`greet()` lives in `lib/greetings.py`.",
     ),
-    # a file that exists, named for a definition it does not hold (bench/real_tasks:
-    # humanize's naturalsize placed in the __init__.py that imports it)
-    "definition-in-the-importing-file": Bad(
-        "Which file defines the function add?",
-        [
-            call("search_text", pattern="add"),
-            say("The function `add` is defined in `tests/test_calc.py`."),
-        ],
-    ),
     # a look that missed what the question is about, then a guess (bench/real_tasks:
     # humanize's naturalday, after listing the top folder)
     "guess-after-a-look-that-missed": Bad(
@@ -793,7 +794,8 @@ BAD: dict[str, Bad] = {
             say("The default is not stated explicitly; it is probably 3, a common choice."),
         ],
     ),
-    # the model's own verdict that it could not answer (bench/real_tasks, humanize)
+    # a reply that states nothing checkable about what was asked (bench/real_tasks,
+    # humanize): sent back once, then the hand-off, whatever its words
     "sorry-not-enough-information": Bad(
         "What does the --precision option of cli.py do?",
         [
@@ -803,7 +805,6 @@ BAD: dict[str, Bad] = {
                 "Could you please provide more context or clarify your question?"
             ),
         ],
-        signal="no_answer",
     ),
     "guess-a-function-twice": guessed(
         "What does add in calc.py do?",
@@ -814,11 +815,6 @@ BAD: dict[str, Bad] = {
         "What does the --precision option of cli.py do?",
         "It is an alias of `--digits`.",
         "`--precision` is an alias of `--digits`, handled by `parse_digits()`.",
-    ),
-    "guess-about-this-project": guessed(
-        "What does this project do?",
-        "This project is a web app; its views are in `app/views.py`.",
-        "It is a Django app: see `app/views.py` and `app/models.py`.",
     ),
 }
 
@@ -849,11 +845,13 @@ def assert_dropped_unseen(shown: str, case: Bad, updates: list[dict[str, Any]]) 
 
 
 OUTSIDE_KNOWLEDGE: dict[str, Bad] = {
-    # Issue 29: a name that resolves nowhere, is near no definition here and is put in no
-    # file of this workspace is outside knowledge (no list of well-known names decides it),
-    # so these made-up names pass. The cost of never flagging `AbortController`,
-    # `context.DeadlineExceeded` or `or_insert_with` in a right answer; kept as strict xfails
-    # so a change of the rule shows.
+    # What the check cannot tell without reading words (issue 38), kept as strict xfails so
+    # a change of the rule shows: a made-up name near no definition here, in no file of it
+    # (the cost of never flagging `AbortController` or `or_insert_with` in a right answer);
+    # a module name that is no path; a real file named for a definition it does not hold
+    # ("defined in" and "used in" differ only in words); a guess about a question that names
+    # nothing of the workspace ("this project" is words). Citations (`finish`) and the
+    # guided strategy are the answer to each.
     "a-made-up-class-alone": Bad(
         "What is in hello.py?",
         [read("hello.py"), say("It has the `GreetingService` class with `greet()`.")],
@@ -862,11 +860,32 @@ OUTSIDE_KNOWLEDGE: dict[str, Bad] = {
         "What does the Calculator class in calc.py do?",
         [read("calc.py"), say("It keeps a total; `compute_total()` returns it, rounded.")],
     ),
+    "the-utils-module-without-extension": Bad(
+        "Where does add come from?",
+        [
+            call("search_text", pattern="add"),
+            say("`cli.py` imports `add` from the `utils` module; it is not defined there."),
+        ],
+    ),
+    # a file that exists, named for a definition it does not hold (bench/real_tasks:
+    # humanize's naturalsize placed in the __init__.py that imports it)
+    "definition-in-the-importing-file": Bad(
+        "Which file defines the function add?",
+        [
+            call("search_text", pattern="add"),
+            say("The function `add` is defined in `tests/test_calc.py`."),
+        ],
+    ),
+    "guess-about-this-project": guessed(
+        "What does this project do?",
+        "This project is a web app; its views are in `app/views.py`.",
+        "It is a Django app: see `app/views.py` and `app/models.py`.",
+    ),
 }
 
 
 OUTSIDE_BY_DESIGN = pytest.mark.xfail(
-    strict=True, reason="issue 29: a name near nothing here is outside knowledge"
+    strict=True, reason="issue 38: what only words tell apart is not judged"
 )
 BAD_CASES = [
     *(pytest.param(case, id=name) for name, case in BAD.items()),
@@ -882,35 +901,19 @@ async def test_a_bad_answer_on_route_local_ends_error_naming_what_happened(
     case: Bad, harness: Harness, env: Env, openai: FakeOpenAIServer
 ) -> None:
     client = await start(harness, env)
-    openai.enqueue(*case.script)
+    openai.enqueue(*case.served)
     result = await chat(client, env, case.ask, route="local")
     assert_failed_naming(result, case.signal)
-    assert len(openai.requests) == len(case.script)
+    assert len(case.script) <= len(openai.requests) <= len(case.served)
     updates = client.turn_updates(result["turnId"])
     shown = shown_text(updates)
     assert_dropped_unseen(shown, case, updates)
-    assert shown.count(case.answer) <= 1
+    assert shown.count(case.answer) <= 2  # the reply, and the same again after milk's repair
     assert notices(updates)[-1]["severity"] == "error"
     assert notices(updates)[-1]["message"] == result["error"]["message"]
     assert client.permission_requests == []
     got = await request(client, "milk/session/get", {"sessionId": result["sessionId"]})
     assert got["turns"][-1]["status"] == "error"
-
-
-async def test_milks_own_look_on_a_question_about_this_project_says_what_it_did(
-    harness: Harness, env: Env, openai: FakeOpenAIServer
-) -> None:
-    case = BAD["guess-about-this-project"]
-    client = await start(harness, env)
-    openai.enqueue(*case.script)
-    result = await chat(client, env, case.ask, route="local")
-    [looked] = [
-        n for n in notices(client.turn_updates(result["turnId"])) if n["severity"] == "info"
-    ]
-    sent = openai.requests[1]["messages"][-1]
-    assert sent["role"] == "user"
-    if "gave the model what it found" in looked["message"]:
-        assert sent["content"].startswith("milk looked in the workspace"), sent["content"]
 
 
 SIZES = '''"""File sizes."""
@@ -974,38 +977,19 @@ async def test_a_named_file_whose_definition_milk_read_is_not_read_whole_again(
     assert_shown_once(shown_text(updates), answer)
 
 
-async def test_a_which_file_question_gets_the_search_not_the_definition(
+async def test_a_which_file_question_gets_the_definition_with_its_file(
     harness: Harness, env: Env, openai: FakeOpenAIServer
 ) -> None:
+    """No word of the question decides what milk's look reads: a name it asks about is read
+    where it is defined (its file and lines), and searched for."""
     (env.workspace / "sizes.py").write_text(SIZES)
     client = await start(harness, env)
     openai.enqueue(say("It is in utils.py."), say("naturalsize is defined in `sizes.py`."))
     result = await chat(client, env, "Which file defines the function naturalsize?", route="local")
     assert result["stopReason"] == "end_turn", result
     sent = openai.requests[1]["messages"][-1]["content"]
-    assert "The definitions the question names" not in sent
+    assert "sizes.py, lines" in sent and "def naturalsize(" in sent, sent
     assert "sizes.py:4" in sent, sent  # the search's hit on the def line
-
-
-async def test_milks_own_look_on_a_cli_option_question_finds_the_declared_options(
-    harness: Harness, env: Env, openai: FakeOpenAIServer
-) -> None:
-    """bench/real_tasks (slugify): "Which command-line option of the slugify CLI …?" names
-    no file or name of the CLI, so milk's look listed the top folder and the model guessed.
-    The look searches for the lines that declare options (argparse here)."""
-    client = await start(harness, env)
-    answer = "The `--precision` option sets the digits of the result."
-    openai.enqueue(say("Use --digits."), say(answer))
-    ask = "Which command-line option of this project's CLI sets the digits of the result?"
-    result = await chat(client, env, ask, route="local")
-    assert result["stopReason"] == "end_turn", result["error"]
-    sent = openai.requests[1]["messages"][-1]["content"]
-    assert 'cli.py:10: parser.add_argument("--precision", type=int, default=2)' in sent, sent
-    assert "The definitions the question names" not in sent
-    updates = client.turn_updates(result["turnId"])
-    searches = [u for u in updates if u["kind"] == "tool_call" and u["name"] == "search_text"]
-    assert [u["input"].get("regex") for u in searches] == [True], searches
-    assert_shown_once(shown_text(updates), answer)
 
 
 BAD_COMMANDS: dict[str, tuple[str, Any, Bad]] = {
@@ -1031,7 +1015,7 @@ async def test_a_bad_answer_through_a_standard_command_is_reported(
     env: Env,
     openai: FakeOpenAIServer,
 ) -> None:
-    openai.enqueue(*case.script)
+    openai.enqueue(*case.served)
     editor, started, ended = await run_command(editors, env, command, argument, "local")
     assert ended["stopReason"] == "error", ended
     await editor.until(lambda: editor_errors(editor))
@@ -1064,7 +1048,7 @@ async def test_a_bad_answer_on_route_auto_is_handed_to_claude(
     openai: FakeOpenAIServer,
 ) -> None:
     case = BAD[name]
-    openai.enqueue(*case.script)
+    openai.enqueue(*case.served)
     api.enqueue({"text": CLAUDE_ANSWER})
     client = await start(harness, claude_env, handOff="auto")
     result = await chat(client, claude_env, case.ask, route="auto")
@@ -1075,7 +1059,7 @@ async def test_a_bad_answer_on_route_auto_is_handed_to_claude(
     assert escalated["signal"] == case.signal, escalated
     assert case.signal not in escalated["reason"], "the words name no signal id"
     assert result["text"].endswith(CLAUDE_ANSWER)
-    assert len(openai.requests) == len(case.script)
+    assert len(case.script) <= len(openai.requests) <= len(case.served)
     assert len(api.main_requests()) == 1
     updates = client.turn_updates(result["turnId"])
     assert_dropped_unseen(shown_text(updates), case, updates)

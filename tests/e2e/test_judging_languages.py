@@ -59,6 +59,7 @@ from tests.e2e.test_judging import (
     assert_clean_lsp_turn,
     call,
     chat,
+    finish,
     guessed,
     read,
     say,
@@ -925,8 +926,17 @@ def made_up(ask: str, look: dict[str, Any], answer: str) -> Wrong:
 
 
 def claimed(ask: str, first: str, second: str) -> Wrong:
-    """A change asked for, "done" said and said again (after milk's own look and its one
-    corrective message), no edit ever."""
+    """A change asked for, "done" said in `finish(intent="change", outcome="changed")` and
+    said again (after milk's own look and its one corrective message), no edit ever: the
+    call, not the words, says a change is claimed (issue 38)."""
+    script = [finish(first), finish(second), finish(second)]
+    return Wrong(Bad(ask, script), "edit_not_made", NOT_MADE)
+
+
+def claimed_in_words(ask: str, first: str, second: str) -> Wrong:
+    """As `claimed`, in words alone, to a request that spells its change out (an old text
+    the workspace holds and a new one it does not, quoted or written as code): its
+    structure says a change is asked for (`edit_intent.spelled_out_change`)."""
     return Wrong(Bad(ask, [say(first), say(second), say(second)]), "edit_not_made", NOT_MADE)
 
 
@@ -944,8 +954,9 @@ def elsewhere(ask: str, path: str, old: str, new: str, done: str) -> Wrong:
 
 
 def denied(ask: str, path: str, old: str, new: str, done: str) -> Wrong:
-    """A good edit the user denies, then a claim that it was made (again after a nudge)."""
-    script = [edit(path, old, new), say(done), say(done), say(done)]
+    """A good edit the user denies, then a claim in `finish` that it was made (again after
+    a nudge)."""
+    script = [edit(path, old, new), finish(done), finish(done), finish(done)]
     return Wrong(Bad(ask, script), "edit_not_made", DENIED, ("deny",))
 
 
@@ -1211,7 +1222,7 @@ BAD: dict[str, Wrong] = {
         "已完成：我把 `matches_exact` 改成了 `pub(crate)`。",
         "已完成。",
     ),
-    "claimed-rs-en-curly-quotes": claimed(
+    "claimed-rs-en-curly-quotes": claimed_in_words(
         "In src/error.rs change “excessive number of version comparators” to “too many "
         "comparators”.",
         "Done: the message now reads “too many comparators”.",
@@ -1373,14 +1384,40 @@ def failure_note(name: str, case: Wrong, result: dict[str, Any]) -> str:
     )
 
 
+NOT_JUDGED = {
+    # issue 38: the agent loop reads no words. A value its text answer states without a
+    # citation is not checked (its tools showed it more than it cites; the guided
+    # strategy checks every value, and a cited one is checked here too); a new module asked
+    # for in words names no file; "not mentioned in the given text" is a non-answer only in
+    # words. Strict xfails, so a change of the rule shows.
+    "wrong-value-ms-en-limit",
+    "wrong-value-py-en-hours",
+    "new-module-py-de-edited-isoduration",
+    "non-answer-py-en-not-mentioned",
+    # README.md mentions the function: "defined in" and "shown in" differ only in words
+    "misplaced-py-en-readme",
+    "misplaced-go-ja-readme",
+}
+BAD_RUNS = [
+    pytest.param(
+        name,
+        marks=[pytest.mark.xfail(strict=True, reason="only words tell")]
+        if name in NOT_JUDGED
+        else [],
+        id=name,
+    )
+    for name in BAD
+]
+
+
 @pytest.mark.asyncio(loop_scope="module")
-@pytest.mark.parametrize("name", list(BAD))
+@pytest.mark.parametrize("name", BAD_RUNS)
 async def test_a_bad_answer_on_real_code_does_not_end_well(name: str, servers: Servers) -> None:
     case = BAD[name]
     running, result = await run_turn(
         servers,
         project_of(name),
-        case.bad.script,
+        case.bad.served,
         case.bad.ask,
         "local",
         permissions=case.permissions,
@@ -1425,7 +1462,7 @@ async def test_a_bad_answer_on_real_code_on_route_auto_is_handed_to_claude(
     case = BAD[name]
     copy_project(project_of(name), claude_env.workspace)
     claude_env.settings["local"]["handOff"] = "auto"
-    openai.enqueue(*case.bad.script)
+    openai.enqueue(*case.bad.served)
     api.enqueue({"text": CLAUDE_ANSWER})
     client = await harness.start()
     client.permission_answers.extend(case.permissions)

@@ -157,6 +157,7 @@ class LocalAgent:
         *,
         offer_escalation: bool,
         cut_short: bool = False,
+        change_requested: bool = False,
         look_first: bool = False,
         judge: AnswerJudge | None = None,
         check: EditCheck | None = None,
@@ -167,7 +168,9 @@ class LocalAgent:
         `TurnDone`, `EscalationRequested`, `LocalGaveUp` (a hand-off signal, see
         `local_watch`) or `TurnFailed`; raises only on cancellation. `cut_short` stops the
         loop at the first mid-turn signal (route `auto`, where Claude can take over).
-        `look_first`: the request names what this workspace defines and nothing attached
+        `change_requested`: the request spells out a change (`edit_intent.
+        spelled_out_change`): a turn changing no file did not do it. `look_first`: the
+        request names what this workspace defines and nothing attached
         covers it, so the first request requires a tool call (a server that ignores or
         refuses that gets milk's own look instead, remembered per model). `judge` checks
         the final answer;
@@ -180,6 +183,7 @@ class LocalAgent:
                     tools,
                     offer_escalation,
                     cut_short,
+                    change_requested,
                     look_first,
                     judge,
                     check,
@@ -204,6 +208,7 @@ class LocalAgent:
         tools: LocalTools | None,
         offer_escalation: bool,
         cut_short: bool,
+        change_requested: bool,
         look_first: bool,
         judge: AnswerJudge | None,
         check: EditCheck | None,
@@ -222,6 +227,7 @@ class LocalAgent:
             offered,
             cut_short,
             escalation_tool=ESCALATE_TOOL_NAME if offer_escalation else "",
+            change_requested=change_requested,
         )
         conversation = list(messages)
         used_ids: set[str] = set()

@@ -15,8 +15,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from milk_lsp.agents.local.judge.asked import code_shaped, straight_quotes
+
+if TYPE_CHECKING:
+    from milk_lsp.workspace.index import WorkspaceIndex
 
 _QUOTED = re.compile(r'"([^"\n]{1,200})"')
 _PATHISH = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z]{1,5}\b")
@@ -38,6 +42,19 @@ def _count(text: str | None, wanted: str) -> int:
     if _IDENTIFIER.fullmatch(wanted):  # a name: whole words only, not inside longer names
         return len(re.findall(rf"(?<![\w$-]){re.escape(wanted)}(?![\w$-])", text))
     return text.count(wanted)
+
+
+def spelled_out_change(request: str, index: WorkspaceIndex) -> bool:
+    """Whether the request spells out a change by its structure: among the texts it quotes
+    (or the names it writes as code) is one this workspace holds (every identifier of it
+    is in some file) and one it does not (an old text and a new one: "rename `digits` to
+    `count_digits`", «A» в «B», 「A」を「B」に). Such a request answered in words with no
+    file changed did not do what was asked, whatever the answer says."""
+    named = [text for text in _named_texts(request) if _IDENTIFIER.search(text)]
+    if len(named) < 2:
+        return False
+    held = [all(index.has_name(word) for word in _IDENTIFIER.findall(text)) for text in named]
+    return any(held) and not all(held)
 
 
 def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:

@@ -244,8 +244,9 @@ class TurnWatch:
     escalation_tool: str = ""
     """The escalation tool's name when it is offered ("" when not)."""
     change_requested: bool = False
-    """The model said the user asked for a change (`finish(intent="change")`): a turn that
-    changes nothing did not do what was asked."""
+    """The request spells out a change (`edit_intent.spelled_out_change`), or the model
+    said it asks for one (`finish(intent="change")`): a turn that changes nothing did not
+    do what was asked."""
     _changed: bool = False
     _change_denied: bool = False
     _denied_paths: list[str] = field(default_factory=list)
@@ -563,7 +564,7 @@ def _answer_repair(problems: Sequence[str]) -> str:
     """The one repair request of an answer whose check failed: each reason, mechanically."""
     reasons = "\n".join(f"- {problem}" for problem in problems[:_PROBLEMS_SAID])
     return (
-        "milk checked your answer against the workspace and found:\n"
+        "milk: your answer was checked against the workspace, and:\n"
         f"{reasons}\n"
         "Look with a tool call if you need to, then answer again with finish: cite the lines "
         "your answer rests on (path, line, the exact quoted text), and put in `proposed` any "
