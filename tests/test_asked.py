@@ -5,6 +5,7 @@ declared in `finish` (issue 38: no phrase of any language decides)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -265,3 +266,85 @@ def test_a_copy_of_milks_look_is_judged_by_what_it_found() -> None:
     nothing = "search_text {'pattern': 'a|b'}:\nNo matches for 'a|b' in ."
     ended = _watch().final_reply(nothing, reasoned=False)
     assert isinstance(ended, LocalGaveUp) and ended.signal is LocalSignal.NO_ANSWER
+
+
+SLUG = """\
+import re
+
+NUMBERS_PATTERN = re.compile(r"(?<=\\d),(?=\\d)")
+
+
+def truncate(
+    text: str,
+    max_length: int = 0,
+) -> str:
+    return text[:max_length]
+
+
+def slug(
+    text: str,
+    max_length: int = 0,
+) -> str:
+    text = NUMBERS_PATTERN.sub("", text)
+    return truncate(text, max_length)
+"""
+
+
+async def _read(tmp_path: Path, files: dict[str, str], request: str) -> Any:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    return await read_first(request, index, _Texts(tmp_path))
+
+
+async def test_read_first_reads_the_named_function_not_the_whole_file(tmp_path: Path) -> None:
+    read = await _read(tmp_path, {"slug.py": SLUG}, "In slug.py what does truncate return?")
+    region = "".join(SLUG.splitlines(keepends=True)[3:12]).rstrip("\n")
+    assert "slug.py, lines 4-12 of 18:\n```\n" + region + "\n```" in read.text
+    assert "def slug(" not in read.text
+    call = read.events[0]
+    assert call.name == "read_file" and call.input == {
+        "path": "slug.py",
+        "start_line": 4,
+        "end_line": 12,
+    }
+
+
+async def test_a_module_level_name_is_read_with_the_lines_using_it_as_one_call(
+    tmp_path: Path,
+) -> None:
+    """Its definition and the lines that use it: the model gets each region under its
+    label, the user one read_file row for the file."""
+    read = await _read(tmp_path, {"slug.py": SLUG}, "In slug.py rename NUMBERS_PATTERN to COMMA")
+    lines = SLUG.splitlines()
+    head, use = "\n".join(lines[0:5]).rstrip("\n"), "\n".join(lines[15:18])
+    assert "slug.py, lines 1-5 of 18:\n```\n" + head + "\n```" in read.text
+    assert "slug.py, lines 16-18 of 18:\n```\n" + use + "\n```" in read.text
+    [call, result] = read.events
+    assert call.input == {"path": "slug.py", "lines": "1-5, 16-18"}
+    assert result.output == "lines 1-5:\n" + head + "\n\nlines 16-18:\n" + use
+
+
+async def test_a_quoted_text_brings_its_lines_and_prose_is_no_use_of_a_name(
+    tmp_path: Path,
+) -> None:
+    lines = [f"value_{n} = {n}\n" for n in range(40)]
+    lines[20] = 'parser = make(description="Slug string")\n'
+    read = await _read(
+        tmp_path,
+        {"cli.py": "".join(lines)},
+        'In cli.py change the description from "Slug string" to "Make a slug".',
+    )
+    assert 'cli.py, lines 20-22 of 40:\n```\nvalue_19 = 19\nparser = make(description="Slug' in (
+        read.text
+    )
+    assert "value_5 = 5" not in read.text
+    sizes = (
+        'suffixes = {"decimal": " kB"}\n\n\ndef size(n):\n    """Uses decimal suffixes."""\n\n'
+        '    # the suffixes of the table\n    return str(n) + suffixes["decimal"]\n'
+    )
+    read = await _read(
+        tmp_path, {"sizes.py": sizes}, "In sizes.py rename the module-level dict suffixes to X"
+    )
+    assert read.events[0].input == {"path": "sizes.py", "lines": "1-3, 7-8"}

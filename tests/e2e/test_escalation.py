@@ -236,52 +236,24 @@ ESCALATE_AFTER_THE_EDIT = {
 }
 
 
-async def test_an_escalation_after_the_spelled_out_change_was_made_ends_the_turn_locally(
+async def test_an_escalation_after_the_spelled_out_change_was_made_goes_to_claude(
     claude_client: MilkClient, claude_env: Env, api: FakeAnthropicAPI, openai
 ) -> None:
-    """bench/real_tasks (slugify cli-description): the right edit made, the model ran the
-    package's module as a script, read the ImportError as its own fault and escalated. The
-    files show the one change the request asks for, made: the turn ends locally."""
+    """bench/real_tasks (slugify cli-description): the right edit made, then the model
+    escalated. Whether the request asked for more than that change only its words could
+    tell (issue 38 reads none), so the model's own call stands: Claude takes over, from the
+    files as the edit left them. A needless hand-off costs Claude a turn; a turn ended
+    locally on half of a request would be a silent failure."""
     client, env = claude_client, claude_env
     (env.workspace / "cli.py").write_text(CLI_MAIN)
     client.permission_answers.append("allow_once")
     openai.enqueue(EDIT_DESCRIPTION, ESCALATE_AFTER_THE_EDIT)
+    api.enqueue({"text": "Claude checked it."})
     ask = 'In cli.py change the ArgumentParser description from "Slug string" to "Make a slug from text".'
     result = await request(client, "milk/chat", {"text": ask})
     assert result["stopReason"] == "end_turn", result
-    assert result["agent"] == "local" and result.get("escalated") is None, result
-    assert api.main_requests() == []
+    assert result["agent"] == "claude" and result["escalated"]["by"] == "agent", result
     assert 'description="Make a slug from text"' in (env.workspace / "cli.py").read_text()
-    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
-    assert any(
-        "asked for Claude, but the change the request asks for is made" in n
-        and '"Slug string" is now "Make a slug from text" in cli.py' in n
-        for n in notices
-    ), notices
-
-
-async def test_an_empty_reply_after_the_spelled_out_change_was_made_ends_the_turn_locally(
-    claude_client: MilkClient, claude_env: Env, api: FakeAnthropicAPI, openai
-) -> None:
-    """bench/real_tasks (humanize size-format): the right edit made, then an empty reply.
-    The files show the change asked for: the turn ends locally, not handed to Claude as
-    `empty_reply`. Before any edit, an empty reply still fails the turn (`empty_reply`)."""
-    client, env = claude_client, claude_env
-    (env.workspace / "cli.py").write_text(CLI_MAIN)
-    client.permission_answers.append("allow_once")
-    openai.enqueue(EDIT_DESCRIPTION, {"text": ""})
-    ask = 'In cli.py change the ArgumentParser description from "Slug string" to "Make a slug from text".'
-    result = await request(client, "milk/chat", {"text": ask})
-    assert result["stopReason"] == "end_turn", result
-    assert result["agent"] == "local" and result.get("escalated") is None, result
-    assert api.main_requests() == []
-    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
-    assert any("ended with an empty reply, but the change the request asks" in n for n in notices)
-    openai.enqueue({"text": ""}, {"text": ""})
-    ask = 'In cli.py change the ArgumentParser prog from "slugify" to "slug".'
-    result = await request(client, "milk/chat", {"text": ask, "sessionId": result["sessionId"]})
-    assert result["stopReason"] == "error", result
-    assert result["error"]["data"]["signal"] == "empty_reply", result
 
 
 async def test_an_escalation_after_one_of_several_asked_changes_goes_to_claude(

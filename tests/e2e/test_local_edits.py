@@ -53,14 +53,6 @@ def tool_updates(client: MilkClient, turn_id: str, kind: str) -> list[dict[str, 
     ]
 
 
-def milk_reads(client: MilkClient, turn_id: str) -> list[dict[str, Any]]:
-    return [
-        u
-        for u in client.turn_updates(turn_id)
-        if u["kind"] == "tool_call" and u["toolCallId"].startswith("milk-read-")
-    ]
-
-
 @pytest.fixture
 def slug_file(env: Env) -> Any:
     path = env.workspace / "slug.py"
@@ -68,7 +60,7 @@ def slug_file(env: Env) -> Any:
     return path
 
 
-async def test_a_change_request_gets_the_named_file_before_the_first_request(
+async def test_an_old_text_twice_in_the_file_is_matched_inside_the_named_function(
     client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
 ) -> None:
     client.permission_answers.append("allow_once")
@@ -80,17 +72,6 @@ async def test_a_change_request_gets_the_named_file_before_the_first_request(
     )
     result = await chat(client, "In slug.py change the default of max_length of truncate to 100")
     assert result["stopReason"] == "end_turn", result
-    first = openai.requests[0]["messages"][-1]["content"]
-    assert "milk read the code the request names" in first
-    # the lines of the function the request names, not the whole file
-    region = "".join(SLUG.splitlines(keepends=True)[3:12]).rstrip("\n")
-    assert "slug.py, lines 4-12 of 18:\n```\n" + region + "\n```" in first
-    assert "def slug(" not in first
-    # the user sees milk's read as a read_file call with its result, before the model's
-    [read] = milk_reads(client, result["turnId"])
-    assert read["name"] == "read_file"
-    assert read["input"] == {"path": "slug.py", "start_line": 4, "end_line": 12}
-    assert read["status"] == "completed"
     results = tool_updates(client, result["turnId"], "tool_result")
     assert results[-1]["output"] == (
         "Edited slug.py: lines 8-8 (matched ignoring differences of indentation, spaces, quotes,"
@@ -476,53 +457,6 @@ async def test_a_rename_with_the_text_around_it_miscopied_changes_only_the_name(
     assert slug_file.read_text() == SLUG.replace("NUMBERS_PATTERN", "COMMA_PATTERN")
 
 
-async def test_an_edit_that_only_writes_the_request_as_a_comment_is_refused(
-    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
-) -> None:
-    """What the 1.5B model did when asked for a docstring: append the request as a comment.
-    It changes no code, so it is not made (no permission asked) and the model is told what a
-    docstring is; its next edit is the docstring."""
-    client.permission_answers.append("allow_once")
-    body = "    return text[:max_length]"
-    ask = "Add a one-line docstring to the function truncate in slug.py."
-    openai.enqueue(
-        edit(path="slug.py", old_text=body, new_text=f"{body}\n    # {ask}"),
-        edit(
-            path="slug.py",
-            old_text=") -> str:\n    return text[:max_length]",
-            new_text=') -> str:\n    """Cut text to max_length."""\n    return text[:max_length]',
-        ),
-        {"text": "Added the docstring."},
-    )
-    result = await chat(client, ask)
-    assert result["stopReason"] == "end_turn", result
-    refused, made = tool_updates(client, result["turnId"], "tool_result")
-    assert refused["isError"] and refused["output"].startswith(
-        "Not made: this edit only adds the request as a comment (`# Add a one-line docstring"
-    )
-    assert "A docstring is a string literal as the first line of the body" in refused["output"]
-    assert made["output"].startswith("Edited slug.py: lines 9-10")
-    assert (
-        '    """Cut text to max_length."""\n    return text[:max_length]' in slug_file.read_text()
-    )
-    assert len(client.permission_requests) == 1  # the refused edit asked nothing
-
-
-async def test_a_quoted_text_the_request_names_brings_its_lines_not_the_whole_file(
-    client: MilkClient, env: Env, openai: FakeOpenAIServer
-) -> None:
-    lines = [f"value_{n} = {n}\n" for n in range(40)]
-    lines[20] = 'parser = make(description="Slug string")\n'
-    (env.workspace / "cli.py").write_text("".join(lines))
-    openai.enqueue({"text": "I will leave it."})
-    await chat(client, 'In cli.py change the description from "Slug string" to "Make a slug".')
-    first = openai.requests[0]["messages"][-1]["content"]
-    assert 'cli.py, lines 20-22 of 40:\n```\nvalue_19 = 19\nparser = make(description="Slug' in (
-        first
-    )
-    assert "value_5 = 5" not in first
-
-
 async def test_an_edit_elsewhere_than_the_quoted_change_is_edit_not_made(
     client: MilkClient, env: Env, openai: FakeOpenAIServer
 ) -> None:
@@ -582,47 +516,14 @@ async def test_a_rename_that_renamed_something_else_is_edit_not_made(
         edit(path="sizes.py", old_text='"decimal": " kB"', new_text='"SUFFIXES": " kB"'),
         {"text": "To continue, please provide the necessary information to proceed."},
     )
-    result = await chat(client, "In sizes.py rename the module-level dict suffixes to SUFFIXES.")
+    # the names written as code: the structure that spells the change out (issue 38)
+    result = await chat(
+        client, "In sizes.py rename the module-level dict `suffixes` to `SUFFIXES`."
+    )
     assert result["stopReason"] == "error", result
     assert result["error"]["data"]["signal"] == "edit_not_made"
     assert (
-        'the request asks to rename "suffixes" to "SUFFIXES", but the local model\'s edits left'
+        'the request asks to change "suffixes" to "SUFFIXES", but the local model\'s edits left'
         ' "suffixes" as it was in sizes.py; milk put sizes.py back' in result["error"]["message"]
     )
     assert '"decimal": " kB"' in sizes.read_text()
-
-
-async def test_a_file_read_in_regions_is_shown_as_one_read_call(
-    client: MilkClient, env: Env, openai: FakeOpenAIServer, slug_file: Any
-) -> None:
-    """A rename of a module-level name reads its definition and the lines that use it:
-    the model gets each region under its label, the user one read_file row for the file."""
-    result = await half_done_rename(client, openai)
-    first = openai.requests[0]["messages"][-1]["content"]
-    lines = SLUG.splitlines()
-    head, use = "\n".join(lines[0:5]).rstrip("\n"), "\n".join(lines[15:18])
-    assert "slug.py, lines 1-5 of 18:\n```\n" + head + "\n```" in first
-    assert "slug.py, lines 16-18 of 18:\n```\n" + use + "\n```" in first
-    [read] = milk_reads(client, result["turnId"])
-    assert read["input"] == {"path": "slug.py", "lines": "1-5, 16-18"}
-    [shown] = [
-        u["output"]
-        for u in client.turn_updates(result["turnId"])
-        if u["kind"] == "tool_result" and u["toolCallId"] == read["toolCallId"]
-    ]
-    assert shown == ("lines 1-5:\n" + head + "\n\nlines 16-18:\n" + use)
-
-
-async def test_a_rename_reads_the_lines_whose_code_uses_the_name_not_its_prose(
-    client: MilkClient, env: Env, openai: FakeOpenAIServer
-) -> None:
-    """humanize's rename-suffixes: a docstring saying "decimal suffixes (kB, MB)" is no use
-    of the dict `suffixes`; milk reads its definition and the code that names it."""
-    (env.workspace / "sizes.py").write_text(
-        'suffixes = {"decimal": " kB"}\n\n\ndef size(n):\n    """Uses decimal suffixes."""\n\n'
-        '    # the suffixes of the table\n    return str(n) + suffixes["decimal"]\n'
-    )
-    openai.enqueue({"text": "I will leave it."})
-    result = await chat(client, "In sizes.py rename the module-level dict suffixes to SUFFIXES")
-    [read] = milk_reads(client, result["turnId"])
-    assert read["input"] == {"path": "sizes.py", "lines": "1-3, 7-8"}, read["input"]

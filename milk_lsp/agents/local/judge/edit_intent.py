@@ -60,24 +60,33 @@ def spelled_out_change(request: str, index: WorkspaceIndex) -> bool:
 def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
     """Why the turn's edits did not make the change the request spells out, in words: the
     request quotes (or writes as code) a text an edited file held and one no edited file
-    held (an old and a new text, in any order and any language), and every text it names
-    stands in every edited file as often as before the turn (the edit went elsewhere).
-    None when one of them changed, when nothing was edited, or when the request names no
+    held (an old and a new text, in any order and any language), and every old text stands
+    in every edited file as often as before the turn (the edit went elsewhere; where a new
+    text holds the old one, as "X = 10" holds "X = 1", its occurrences are not counted).
+    None when an old text changed, when nothing was edited, or when the request names no
     such pair (nothing to judge by). `edited`: each edited file's text before the turn and
     now (None: not there)."""
     named = _named_texts(request)
     if len(named) < 2 or not edited:
         return None
-    held = [text for text in named if any(_count(before, text) for before, _ in edited.values())]
-    if not held or len(held) == len(named):
+    held = [
+        text for text in named if any(_count(before, text) for before, _ in edited.values())
+    ]
+    new = [text for text in named if text not in held]
+    if not held or not new:
         return None
-    for text in named:
-        if any(_count(before, text) != _count(now, text) for before, now in edited.values()):
+
+    def standing(text: str | None, old: str) -> int:
+        inside = sum(_count(text, other) for other in new if old in other)
+        return _count(text, old) - inside
+
+    for old in held:
+        if any(standing(before, old) != standing(now, old) for before, now in edited.values()):
             return None
     files = ", ".join(edited)
     return (
-        f'the request is about "{held[0]}", but the local model\'s edits left it as it was'
-        f" in {files}"
+        f'the request asks to change "{held[0]}" to "{new[0]}", but the local model\'s'
+        f' edits left "{held[0]}" as it was in {files}'
     )
 
 

@@ -493,7 +493,7 @@ class TurnWatch:
         """One corrective message a turn asked for a change (or whose model said it made
         one) may get while no file changed."""
         return (
-            (self.change_requested or claimed)
+            (self.change_requested or claimed or bool(self._failed_edits))  # it tried one
             and not (self._changed or self._change_denied)
             and not self._change_nudged
             and EDIT_TOOL in self.offered
