@@ -461,9 +461,7 @@ async def test_a_good_local_turn_is_untouched(
     assert api.main_requests() == []
 
 
-WIDE_ASK = (
-    "Teile hello.py auf in lib/greet.py, lib/farewell.py und tests/test_greet.py, mit Tests."
-)
+WIDE_ASK = "Teile hello.py auf in lib/greet.py, lib/farewell.py und tests/test_greet.py, mit Tests."
 """Claude-sized by what it locates: a file here and three new ones (issue 38: no word of
 "the whole project" decides)."""
 

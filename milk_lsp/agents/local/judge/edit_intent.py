@@ -69,9 +69,7 @@ def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]
     named = _named_texts(request)
     if len(named) < 2 or not edited:
         return None
-    held = [
-        text for text in named if any(_count(before, text) for before, _ in edited.values())
-    ]
+    held = [text for text in named if any(_count(before, text) for before, _ in edited.values())]
     new = [text for text in named if text not in held]
     if not held or not new:
         return None
