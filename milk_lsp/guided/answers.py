@@ -55,15 +55,6 @@ ASKED_TO_LOOK_NOTICE = (
 )
 _IDENTIFIERS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _OPTION = re.compile(r"--[A-Za-z][\w-]*")
-_STATES = re.compile(
-    r"`[^`\n]+`|\"[^\"\n]+\"|\u201c[^\u201d\n]+\u201d|\u201e[^\u201c\n]+\u201c|"
-    r"\u00ab[^\u00bb\n]+\u00bb|\u300c[^\u300d\n]+\u300d|\d"
-)
-"""What an answer states that can be checked: code, a quoted text (in any script's quotes),
-a number."""
-_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
-_TOKENS = re.compile(r"--[A-Za-z0-9][\w-]*|[A-Za-z_][\w]+")
-"""What the index keeps of a file's text: identifiers and `--options`."""
 _PATHS = re.compile(r"(?<![\w/.@-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,6}(?![\w/])|[\w.-]+/[\w./-]+")
 
 
@@ -129,51 +120,13 @@ class AgentAnswers:
         seen = "\n".join([self._message, *self._conversation, *self._looked, *tool_outputs])
         verdict = check_answer(reply, Located(seen=seen), self._index, self._question, cite=False)
         claims = len(verdict.citations) + _claims_in(answer)
-        unaddressed = self._unaddressed(answer, bool(verdict.citations))
         return Grounded(
             claims,
-            (*verdict.problems, *unaddressed),
+            tuple(verdict.problems),
             unseen=self._unseen(tool_outputs),
             citations=tuple(verdict.citations),
             proposed=tuple(verdict.proposed),
             sources=sources_block(verdict.citations, verdict.proposed),
-        )
-
-    def _unaddressed(self, answer: str, cited: bool) -> tuple[str, ...]:
-        """The question names definitions or files of this workspace, and the answer states
-        nothing checkable (no code, no quoted text, no number), names none of them (nor a
-        file defining one) and cites no line: it says nothing of what was asked, whatever
-        its words ("I'm sorry…", "Ich kann das nicht…")."""
-        named = [*self._asked.names, *self._asked.files]
-        if cited or not named or _STATES.search(_FENCED.sub(" ", answer)):
-            return ()  # (code it writes in a fence is its own example, not a statement)
-        folded = answer.casefold()
-        for name in self._asked.names:
-            bare = name.rsplit(".", 1)[-1].removesuffix("()")
-            names = [path.rsplit("/", 1)[-1] for path in self._index.definers(bare, limit=3)]
-            if bare.casefold() in folded or any(file.casefold() in folded for file in names):
-                return ()
-        for path in self._asked.files:
-            name = path.rsplit("/", 1)[-1]
-            if name.casefold() in folded or name.rsplit(".", 1)[0].casefold() in folded:
-                return ()
-        # what it writes as code is in a file the question is about (`--precision` of cli.py)
-        about = {*self._asked.files}
-        for name in self._asked.names:
-            about.update(self._index.definers(name.rsplit(".", 1)[-1], limit=3))
-        written = {
-            token
-            for span in _CODE.findall(answer)
-            for token in _TOKENS.findall(span)
-            if len(token) >= 3
-        }
-        written.update(_OPTION.findall(answer))
-        if any(self._index.in_file(path, token) for path in about for token in written):
-            return ()
-        return (
-            f"the answer names none of {', '.join(named[:3])}, which the question asks about,"
-            " and cites no line: answer from the code, naming or citing what the answer rests"
-            " on, or call finish with outcome cannot",
         )
 
     def _names_code(self) -> bool:

@@ -794,18 +794,6 @@ BAD: dict[str, Bad] = {
             say("The default is not stated explicitly; it is probably 3, a common choice."),
         ],
     ),
-    # a reply that states nothing checkable about what was asked (bench/real_tasks,
-    # humanize): sent back once, then the hand-off, whatever its words
-    "sorry-not-enough-information": Bad(
-        "What does the --precision option of cli.py do?",
-        [
-            read("cli.py"),
-            say(
-                "I'm sorry, but I don't have enough information to answer your question. "
-                "Could you please provide more context or clarify your question?"
-            ),
-        ],
-    ),
     "guess-a-function-twice": guessed(
         "What does add in calc.py do?",
         "`add` calls `sum_values()` from `calc.py`.",
@@ -850,7 +838,7 @@ OUTSIDE_KNOWLEDGE: dict[str, Bad] = {
     # (the cost of never flagging `AbortController` or `or_insert_with` in a right answer);
     # a module name that is no path; a real file named for a definition it does not hold
     # ("defined in" and "used in" differ only in words); a guess about a question that names
-    # nothing of the workspace ("this project" is words). Citations (`finish`) and the
+    # nothing of the workspace ("this project" is words); a refusal in words alone. Citations (`finish`) and the
     # guided strategy are the answer to each.
     "a-made-up-class-alone": Bad(
         "What is in hello.py?",
@@ -859,6 +847,18 @@ OUTSIDE_KNOWLEDGE: dict[str, Bad] = {
     "a-made-up-function-alone": Bad(
         "What does the Calculator class in calc.py do?",
         [read("calc.py"), say("It keeps a total; `compute_total()` returns it, rounded.")],
+    ),
+    # a reply saying in words alone that it cannot answer (bench/real_tasks, humanize):
+    # "It greets." names and states no more, and is a right answer
+    "sorry-not-enough-information": Bad(
+        "What does the --precision option of cli.py do?",
+        [
+            read("cli.py"),
+            say(
+                "I'm sorry, but I don't have enough information to answer your question. "
+                "Could you please provide more context or clarify your question?"
+            ),
+        ],
     ),
     "the-utils-module-without-extension": Bad(
         "Where does add come from?",

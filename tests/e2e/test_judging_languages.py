@@ -961,6 +961,15 @@ def denied(ask: str, path: str, old: str, new: str, done: str) -> Wrong:
 
 
 def non_answer(ask: str, look: dict[str, Any], answer: str) -> Wrong:
+    """The model's own verdict that it cannot answer, given in `finish(outcome: "cannot")`
+    (issue 38: the call says it, not the words, in any language)."""
+    script = [look, finish(answer, intent="question", outcome="cannot")]
+    return Wrong(Bad(ask, script), "no_answer", NON_ANSWER)
+
+
+def non_answer_in_words(ask: str, look: dict[str, Any], answer: str) -> Wrong:
+    """A refusal or unrelated code in words alone, with no `finish`: only words tell it
+    from a short right answer ("It greets."), so it is not judged (a strict xfail)."""
     return Wrong(Bad(ask, [look, say(answer)]), "no_answer", NON_ANSWER)
 
 
@@ -1344,7 +1353,7 @@ BAD: dict[str, Wrong] = {
         read("src/eval.rs"),
         "抱歉，我无法回答这个问题。",
     ),
-    "non-answer-ms-de-unrelated-code": non_answer(
+    "non-answer-ms-de-unrelated-code": non_answer_in_words(
         "Was macht fmtLong?",
         read("index.js"),
         "```js\nconsole.log('hello world');\n```",
@@ -1355,7 +1364,7 @@ BAD: dict[str, Wrong] = {
         "Das weiß ich leider nicht. Bitte gib mehr Kontext.",
     ),
     # the humanize bench: a silent end_turn saying the value is not in what it read
-    "non-answer-py-en-not-mentioned": non_answer(
+    "non-answer-py-en-not-mentioned": non_answer_in_words(
         "What is the default value of the format parameter of tz_isoformat?",
         search("def tz_isoformat"),
         "The default value of the format parameter of tz_isoformat is not explicitly "
@@ -1394,6 +1403,7 @@ NOT_JUDGED = {
     "wrong-value-py-en-hours",
     "new-module-py-de-edited-isoduration",
     "non-answer-py-en-not-mentioned",
+    "non-answer-ms-de-unrelated-code",
     # README.md mentions the function: "defined in" and "shown in" differ only in words
     "misplaced-py-en-readme",
     "misplaced-go-ja-readme",
@@ -1446,7 +1456,6 @@ BAD_HANDED_OFF = [
     "broke-go-missing-paren",
     "broke-rs-missing-paren",
     "denied-ms-en-limit",
-    "non-answer-py-en-beyond",
 ]
 
 
