@@ -15,7 +15,7 @@ from milk_lsp.agents.base import FailureReason, LocalGaveUp, LocalSignal
 from milk_lsp.agents.claude.cli import not_found_message
 from milk_lsp.agents.claude.command import ClaudeSettings
 from milk_lsp.agents.local.client import LocalClient, LocalSettings
-from milk_lsp.engine import handoff
+from milk_lsp.engine.local import handoff
 
 MILK = {"milk": {"requestPermission": True}}
 

@@ -40,14 +40,14 @@ from milk_lsp.agents.local.agent import (
     LocalModelError,
     LocalSettings,
 )
-from milk_lsp.agents.local.rounds import Outcome
-from milk_lsp.agents.local.tool_calls import (
+from milk_lsp.agents.local.reply.tool_calls import (
     MergedToolCall,
     TextCallGate,
     merge_tool_call_deltas,
     parse_text_tool_calls,
     parse_tool_arguments,
 )
+from milk_lsp.agents.local.rounds import Outcome
 from tests.fakes.openai_server import FakeOpenAIServer
 
 DATA = Path(__file__).parent / "data" / "openai"

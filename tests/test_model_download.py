@@ -19,7 +19,7 @@ pytest.importorskip("huggingface_hub")
 from huggingface_hub import constants, hf_hub_download
 
 from milk_lsp.agents.base import FailureReason
-from milk_lsp.agents.local.stream import LocalModelError
+from milk_lsp.agents.local.reply.stream import LocalModelError
 from milk_lsp.local_model import download as model_download
 from milk_lsp.local_model.download import (
     LARGE_MODEL_MIN_AVAILABLE,

@@ -10,7 +10,7 @@ import pytest
 
 from milk_lsp.agents.base import NoticeEvent, TurnDone, UsageEvent
 from milk_lsp.agents.local.agent import LocalAgent
-from milk_lsp.agents.local.runaway import RunawayWatch, Stop, repeating_period
+from milk_lsp.agents.local.reply.runaway import RunawayWatch, Stop, repeating_period
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.test_local_agent import StandInTools, collect, settings_for, text_of
 

@@ -47,7 +47,7 @@ from acp.schema import (
 from milk_lsp.agents.local import tool_specs
 from milk_lsp.agents.local.agent import ESCALATE_TOOL_NAME
 from milk_lsp.engine.budget import BUDGET_TOOL
-from milk_lsp.engine.handoff import HAND_OFF_TOOL
+from milk_lsp.engine.local.handoff import HAND_OFF_TOOL
 from milk_lsp.guided.citations import (
     PROPOSED_HEADING,
     SOURCES_HEADING,

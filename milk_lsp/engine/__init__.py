@@ -22,7 +22,7 @@ from milk_lsp.doors import LSP, Door
 from milk_lsp.engine import claude_part
 from milk_lsp.engine.advisor import Advisor
 from milk_lsp.engine.claude_part import ClaudePart, claude_prompt_for_escalate
-from milk_lsp.engine.local_part import LocalPart
+from milk_lsp.engine.local.part import LocalPart
 from milk_lsp.engine.routing import escalate_plan, plan_for
 from milk_lsp.engine.runner import TurnRunner
 from milk_lsp.engine.running import LiveFeed, RunningTurns

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from milk_lsp.agents.base import EscalationRequested, FailureReason, LocalGaveUp
 from milk_lsp.engine.claude_part import ClaudePart
-from milk_lsp.engine.local_part import BRIEF_MAX_CHARS, LocalPart
+from milk_lsp.engine.local.part import BRIEF_MAX_CHARS, LocalPart
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
 from milk_lsp.sessions.model import Agent, Session

@@ -24,7 +24,7 @@ from milk_lsp.changes.tracker import TurnChange
 from milk_lsp.config import MilkConfig
 from milk_lsp.engine.advisor import Advisor
 from milk_lsp.engine.claude_part import ClaudePart
-from milk_lsp.engine.local_part import LocalPart
+from milk_lsp.engine.local.part import LocalPart
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import AgentPart, ClientBridge, Turn
 from milk_lsp.engine.views import next_route_of

@@ -44,7 +44,7 @@ from milk_lsp.wire import PART_BREAK, PlanStep, StopReason, TurnError, build_upd
 from milk_lsp.workspace.edit_preview import capped
 
 if TYPE_CHECKING:
-    from milk_lsp.engine.local_clock import LocalClock
+    from milk_lsp.engine.local.clock import LocalClock
 
 logger = logging.getLogger(__name__)
 

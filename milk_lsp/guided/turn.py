@@ -36,8 +36,8 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.client import LocalClient
 from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere
+from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
 from milk_lsp.agents.local.rounds import request_body
-from milk_lsp.agents.local.stream import LocalModelError, Reply
 from milk_lsp.agents.local.tool_specs import EDIT_FILE, READ_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided import prompt

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from milk_lsp.agents.base import FailureReason
-from milk_lsp.agents.local.stream import LocalModelError
+from milk_lsp.agents.local.reply.stream import LocalModelError
 
 HUB_INSTALL_HINT = "pip install 'milk-lsp[embedded]'"
 WAY_OUT = (

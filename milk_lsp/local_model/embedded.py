@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from milk_lsp.agents.base import FailureReason
-from milk_lsp.agents.local.stream import LocalModelError
+from milk_lsp.agents.local.reply.stream import LocalModelError
 from milk_lsp.config import LocalConfig
 from milk_lsp.local_model import prompt_cache
 from milk_lsp.local_model.download import (

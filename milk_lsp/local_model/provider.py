@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from milk_lsp.agents.base import TurnFailed
-from milk_lsp.agents.local.stream import LocalModelError
+from milk_lsp.agents.local.reply.stream import LocalModelError
 from milk_lsp.config import MilkConfig
 from milk_lsp.doors import LSP, Door
 from milk_lsp.local_model.embedded import (

@@ -67,6 +67,21 @@ from milk_lsp.agents.local.judge.watch import (
     embedded_call,
     refuses_tool_choice,
 )
+from milk_lsp.agents.local.reply.runaway import RunawayWatch, end_reply
+from milk_lsp.agents.local.reply.stream import (
+    LocalModelError,
+    Reply,
+    final_reply_notices,
+    length_notice,
+    usage_event,
+)
+from milk_lsp.agents.local.reply.tool_calls import (
+    MergedToolCall,
+    TextCallGate,
+    merge_tool_call_deltas,
+    parse_text_tool_calls,
+    parse_tool_arguments,
+)
 from milk_lsp.agents.local.rounds import (
     Call,
     Outcome,
@@ -77,21 +92,6 @@ from milk_lsp.agents.local.rounds import (
     prepare_calls,
     request_body,
     spec_names,
-)
-from milk_lsp.agents.local.runaway import RunawayWatch, end_reply
-from milk_lsp.agents.local.stream import (
-    LocalModelError,
-    Reply,
-    final_reply_notices,
-    length_notice,
-    usage_event,
-)
-from milk_lsp.agents.local.tool_calls import (
-    MergedToolCall,
-    TextCallGate,
-    merge_tool_call_deltas,
-    parse_text_tool_calls,
-    parse_tool_arguments,
 )
 from milk_lsp.agents.local.tool_specs import (
     EDIT_FILE,

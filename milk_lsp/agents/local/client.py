@@ -31,7 +31,7 @@ from milk_lsp.agents.local.context_window import (
     reported_prompt_tokens,
     template_drops_tools,
 )
-from milk_lsp.agents.local.stream import (
+from milk_lsp.agents.local.reply.stream import (
     LocalModelError,
     Reply,
     apply_chunk,

@@ -12,7 +12,7 @@ from typing import Any
 
 from milk_lsp.agents.base import TextDelta
 from milk_lsp.agents.local.client import LocalSettings
-from milk_lsp.agents.local.tool_calls import MergedToolCall, parse_tool_arguments
+from milk_lsp.agents.local.reply.tool_calls import MergedToolCall, parse_tool_arguments
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import os
 import shlex
-import stat
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -40,14 +38,23 @@ from milk_lsp.agents.local.commands import CommandNotStarted, run_shell
 from milk_lsp.agents.local.edit_change import EditChange
 from milk_lsp.agents.local.judge.checks import broken_by_edit
 from milk_lsp.agents.local.judge.edit_check import CheckRun
+from milk_lsp.agents.local.reading import (
+    BINARY_SNIFF_BYTES,
+    Matcher,
+    cap,
+    list_entries,
+    literal_matcher,
+    read_text,
+    regex_matcher,
+)
 from milk_lsp.agents.local.replace import (
     EditDoesNotApply,
     already_made,
     split_lines,
 )
+from milk_lsp.agents.local.reply.tool_arguments import BadArgument, ToolArguments, ToolFailed
 from milk_lsp.agents.local.run_hints import module_run_hint
 from milk_lsp.agents.local.symbols import symbol_line_range, symbols_work_for
-from milk_lsp.agents.local.tool_arguments import BadArgument, ToolArguments, ToolFailed
 from milk_lsp.agents.local.tool_specs import (
     EDIT_FILE,
     LIST_DIRECTORY,
@@ -62,7 +69,6 @@ from milk_lsp.sessions.model import Agent
 from milk_lsp.workspace.confined import (
     ConfinedRoot,
     Parts,
-    read_all,
     shown,
 )
 from milk_lsp.workspace.confined import OutsideWorkspace as OutsideWorkspace
@@ -74,9 +80,6 @@ MAX_LIST_ENTRIES = 1000
 MAX_SEARCH_LINE_CHARS = 300
 MAX_SEARCH_FILE_BYTES = 2_000_000
 """Bigger files are skipped by search_text: they are data or generated, rarely what is sought."""
-MAX_READ_FILE_BYTES = 10_000_000
-BINARY_SNIFF_BYTES = 8192
-"""A NUL byte in this many leading bytes marks a file as binary (what git and grep do)."""
 SKIPPED_DIRS = frozenset(
     {".git", "node_modules", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 )
@@ -117,10 +120,6 @@ class _SearchEnd(enum.Enum):
     COMPLETE = "complete"
     CAPPED = "capped"
     OUT_OF_TIME = "out_of_time"
-
-
-Matcher = Callable[[str, float], bool]
-"""Whether a line matches, given the seconds the match may take."""
 
 
 class WorkspaceTools:
@@ -208,14 +207,14 @@ class WorkspaceTools:
         where = shown(parts)
         text = await self._host.read_document(self._confined.real_path(parts))
         if text is None:
-            text = await asyncio.to_thread(_read_text, self._confined, parts, strict=False)
+            text = await asyncio.to_thread(read_text, self._confined, parts, strict=False)
             if text is None:
                 raise ToolFailed(f"File not found: {where}")
         if start_line is None and end_line is None:
             if not text:
                 return ToolOutcome(f"({where} is empty)")
             return ToolOutcome(
-                _cap(text, self._output_cap_chars, "read further with start_line/end_line")
+                cap(text, self._output_cap_chars, "read further with start_line/end_line")
             )
         lines = split_lines(text)
         if not lines:
@@ -226,26 +225,26 @@ class WorkspaceTools:
         last = min(end_line or len(lines), len(lines))
         body = "".join(lines[first - 1 : last])
         note = f"[{where}: lines {first}-{last} of {len(lines)}]"
-        body = _cap(body, self._output_cap_chars, "ask for fewer lines")
+        body = cap(body, self._output_cap_chars, "ask for fewer lines")
         separator = "" if body.endswith("\n") else "\n"
         return ToolOutcome(f"{body}{separator}{note}")
 
     async def _list_directory(self, tool_call_id: str, args: ToolArguments) -> ToolOutcome:
         parts = await self._resolve(args.text("path", default=".", allow_empty=True) or ".")
         where = shown(parts)
-        entries = await asyncio.to_thread(_list_entries, self._confined, parts)
+        entries = await asyncio.to_thread(list_entries, self._confined, parts)
         if not entries:
             return ToolOutcome(f"({where} is empty)")
         listing = "\n".join(entries[:MAX_LIST_ENTRIES])
         if len(entries) > MAX_LIST_ENTRIES:
             listing += f"\n[... {len(entries) - MAX_LIST_ENTRIES} more entries]"
-        return ToolOutcome(_cap(listing, self._output_cap_chars, "list a subdirectory"))
+        return ToolOutcome(cap(listing, self._output_cap_chars, "list a subdirectory"))
 
     async def _search_text(self, tool_call_id: str, args: ToolArguments) -> ToolOutcome:
         pattern = args.text("pattern", allow_empty=False, strip=False)
         raw_path = args.text("path", default=".", allow_empty=True) or "."
         use_regex = args.flag("regex", default=False)
-        matcher = _regex_matcher(pattern) if use_regex else _literal_matcher(pattern)
+        matcher = regex_matcher(pattern) if use_regex else literal_matcher(pattern)
         parts, note = await self._resolve(raw_path), ""
         if parts and not await asyncio.to_thread(self._confined.real_path(parts).exists):
             # a made-up path (a small model copies a spec's example): the search is still asked
@@ -272,7 +271,7 @@ class WorkspaceTools:
                 f"\n[stopped after {limit}; more matches may exist: search a smaller path or"
                 " use a simpler pattern]"
             )
-        return ToolOutcome(_cap(listing, self._output_cap_chars, "narrow the search"))
+        return ToolOutcome(cap(listing, self._output_cap_chars, "narrow the search"))
 
     async def _edit_file(self, tool_call_id: str, args: ToolArguments) -> ToolOutcome:
         raw_path = args.text("path")
@@ -360,7 +359,7 @@ class WorkspaceTools:
             parts = await self._resolve(path)
             text = await self._host.read_document(self._confined.real_path(parts))
             if text is None:
-                text = await asyncio.to_thread(_read_text, self._confined, parts, strict=False)
+                text = await asyncio.to_thread(read_text, self._confined, parts, strict=False)
         except (OSError, ValueError, ToolFailed):
             return None
         return text
@@ -536,7 +535,7 @@ class WorkspaceTools:
         text = await self._host.read_document(self._confined.real_path(parts))
         if text is not None:
             return text, True
-        return await asyncio.to_thread(_read_text, self._confined, parts, strict=True), False
+        return await asyncio.to_thread(read_text, self._confined, parts, strict=True), False
 
     def _search(
         self, parts: Parts, pattern: str, matcher: Matcher, stop: threading.Event
@@ -580,71 +579,5 @@ def _denied(tool: str) -> ToolOutcome:
     return ToolOutcome(f"The user denied {tool}.", is_error=True, denied=True)
 
 
-def _read_text(confined: ConfinedRoot, parts: Parts, *, strict: bool) -> str | None:
-    """A text file's content, or None when it does not exist.
-
-    `strict` refuses text that is not UTF-8 (for edits, which must not mangle bytes);
-    otherwise bad bytes are shown as U+FFFD.
-    """
-    where = shown(parts)
-    try:
-        fd = confined.open_file_for_read(parts)
-    except FileNotFoundError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolFailed(f"{where} is a directory; use list_directory to see what it holds")
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolFailed(f"{where} is not a regular file")
-        if info.st_size > MAX_READ_FILE_BYTES:
-            raise ToolFailed(f"{where} is too large ({info.st_size} bytes); use search_text on it")
-        data = read_all(fd)
-    finally:
-        os.close(fd)
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        raise ToolFailed(f"{where} is a binary file, not text")
-    try:
-        return data.decode("utf-8", "strict" if strict else "replace")
-    except UnicodeDecodeError as exc:
-        raise ToolFailed(f"{where} is not UTF-8 text; it cannot be edited safely") from exc
-
-
-def _list_entries(confined: ConfinedRoot, parts: Parts) -> list[str]:
-    try:
-        entries = confined.list_dir(parts)
-    except FileNotFoundError as exc:
-        raise ToolFailed(f"Directory not found: {shown(parts)}") from exc
-    except NotADirectoryError as exc:
-        raise ToolFailed(f"{shown(parts)} is a file, not a directory; use read_file") from exc
-    return sorted(name + ("/" if is_dir else "") for name, is_dir in entries)
-
-
-def _literal_matcher(pattern: str) -> Matcher:
-    return lambda line, _seconds: pattern in line
-
-
-def _regex_matcher(pattern: str) -> Matcher:
-    """A matcher for a Python regular expression, each match bounded in time.
-
-    The `regex` package, not `re`: `re` can neither be interrupted nor timed out, and it
-    holds the GIL while it matches, so a catastrophic pattern would stall the server even
-    from a thread. `regex` takes a timeout and lets other threads run while it matches.
-    """
-    import regex  # only regex searches need it
-
-    try:
-        compiled = regex.compile(pattern)
-    except regex.error as exc:
-        raise BadArgument(f"pattern is not a valid regular expression: {exc}") from exc
-    return lambda line, seconds: compiled.search(line, timeout=seconds) is not None
-
-
 def _count_lines(text: str) -> int:
     return len(split_lines(text))
-
-
-def _cap(text: str, cap_chars: int, hint: str) -> str:
-    if len(text) <= cap_chars:
-        return text
-    return f"{text[:cap_chars]}\n[... truncated at {cap_chars} of {len(text)} characters; {hint}]"

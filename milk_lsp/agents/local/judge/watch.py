@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from milk_lsp.agents.base import Cited, LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
 from milk_lsp.agents.local.judge.finish import Finish
-from milk_lsp.agents.local.tool_calls import (
+from milk_lsp.agents.local.reply.tool_calls import (
     MergedToolCall,
     decode_loose_object,
     parse_text_tool_calls,

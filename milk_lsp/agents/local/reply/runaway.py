@@ -30,8 +30,8 @@ from typing import Any
 
 from milk_lsp.agents.base import NoticeEvent, TextDelta
 from milk_lsp.agents.local.context_window import estimate_prompt_tokens
-from milk_lsp.agents.local.stream import Reply
-from milk_lsp.agents.local.tool_calls import parse_text_tool_calls
+from milk_lsp.agents.local.reply.stream import Reply
+from milk_lsp.agents.local.reply.tool_calls import parse_text_tool_calls
 
 MIN_PERIOD = 8
 MAX_PERIOD = 600

@@ -36,10 +36,10 @@ from milk_lsp.agents.local.judge.read_first import focus_names
 from milk_lsp.agents.local.judge.scope import reach
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.doors import LSP, Door
-from milk_lsp.engine import handoff
 from milk_lsp.engine.agent_host import TurnHost
-from milk_lsp.engine.guided_part import GuidedPart
-from milk_lsp.engine.local_events import LocalOutcome, fold_local_events
+from milk_lsp.engine.local import handoff
+from milk_lsp.engine.local.events import LocalOutcome, fold_local_events
+from milk_lsp.engine.local.guided import GuidedPart
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
 from milk_lsp.guided.answers import AgentAnswers

@@ -1,5 +1,5 @@
 """The local part of a turn run guided (`milk_lsp.guided`): the strategy chosen per turn,
-and a guided turn's events folded into the turn as the agent loop's are (`local_part`)."""
+and a guided turn's events folded into the turn as the agent loop's are (`part.py`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from milk_lsp.agents.base import (
     LocalGaveUp,
 )
 from milk_lsp.agents.local.agent import LocalAgent
-from milk_lsp.agents.local.stream import LocalModelError
+from milk_lsp.agents.local.reply.stream import LocalModelError
 from milk_lsp.agents.local.tools import WorkspaceTools
-from milk_lsp.engine.local_events import LocalOutcome, fold_local_events
+from milk_lsp.engine.local.events import LocalOutcome, fold_local_events
 from milk_lsp.engine.turn import Turn
 from milk_lsp.guided.locate import Budget, Locator
 from milk_lsp.guided.strategy import PROTOCOL_SIGNALS, Strategy, choose

@@ -16,8 +16,8 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
-from milk_lsp.engine import handoff
-from milk_lsp.engine.local_clock import LocalClock
+from milk_lsp.engine.local import handoff
+from milk_lsp.engine.local.clock import LocalClock
 from milk_lsp.engine.turn import Turn
 
 LocalOutcome = EscalationRequested | LocalGaveUp | None
