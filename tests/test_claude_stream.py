@@ -26,20 +26,22 @@ from milk_lsp.agents.base import (
     TurnFailed,
     UsageEvent,
 )
-from milk_lsp.agents.claude.stream import (
-    StreamMapper,
-    StreamParseError,
+from milk_lsp.agents.claude.lines import (
     allow_line,
     deny_line,
     error_response_line,
     interrupt_line,
+    user_message_line,
+)
+from milk_lsp.agents.claude.stream import (
+    StreamMapper,
+    StreamParseError,
     outcome_from_exit,
     outcome_from_result,
     parse_line,
     tool_output_text,
     turn_cost,
     usage_from_result,
-    user_message_line,
 )
 
 DATA = Path(__file__).parent / "data" / "claude"

@@ -71,6 +71,13 @@ from milk_lsp.agents.claude.command import (
     build_env,
     mcp_config_json,
 )
+from milk_lsp.agents.claude.lines import (
+    allow_line,
+    deny_line,
+    error_response_line,
+    interrupt_line,
+    user_message_line,
+)
 from milk_lsp.agents.claude.processes import (
     RUN_TAG_ENV,
     cli_preexec,
@@ -85,16 +92,11 @@ from milk_lsp.agents.claude.stream import (
     LOGIN_HINT,
     StreamMapper,
     StreamParseError,
-    allow_line,
     conversation_cost,
-    deny_line,
-    error_response_line,
-    interrupt_line,
     login_hint,
     outcome_from_exit,
     outcome_from_result,
     parse_line,
-    user_message_line,
 )
 from milk_lsp.sessions.model import Agent
 
