@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,11 +36,13 @@ from milk_lsp.sessions.model import (
     TurnRecord,
     utc_now,
 )
+from milk_lsp.sessions.reader import StorageError as StorageError
+from milk_lsp.sessions.reader import StoreReader as StoreReader
+from milk_lsp.sessions.reader import records_of
 from milk_lsp.sessions.routes import RouteBook, write_route
 from milk_lsp.sessions.rows import (
     HANDOFF_FIELDS,
     iso,
-    record_from_row,
     session_from_row,
     tool_call_dict,
 )
@@ -52,11 +54,6 @@ logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_SECONDS = 10.0
 OPEN_RETRY_SECONDS = 0.05
-PAGE_RECORDS = 64
-
-
-class StorageError(RuntimeError):
-    """The database could not be read or written (disk full, locked, corrupt)."""
 
 
 class SessionClaimed(RuntimeError):
@@ -67,58 +64,6 @@ DEFAULT_BRICK_BUDGET_CHARS = 12000
 """`contextBudgetChars` when the caller does not say (the settings' default)."""
 BrickBuilder = Callable[["StoreReader", Session], tuple[str, str]]
 """Given read access inside the turn's transaction, returns (local, claude) summaries."""
-
-
-class StoreReader:
-    """Read access handed to the brick rebuild inside `finish_turn`'s transaction."""
-
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
-        self._conn = conn
-        self._path = path
-
-    def _rows(self, sql: str, args: Sequence[Any]) -> list[sqlite3.Row]:
-        try:
-            return self._conn.execute(sql, args).fetchall()
-        except sqlite3.Error as exc:
-            raise StorageError(f"could not read {self._path}: {exc}") from exc
-
-    def last_assistant_position(self, session_id: str, agent: Agent) -> int:
-        rows = self._rows(
-            "SELECT max(position) FROM records WHERE session_id = ? AND role = 'assistant'"
-            " AND agent = ? AND typeof(position) = 'integer'",
-            (session_id, agent.value),
-        )
-        return int(rows[0][0] or 0)
-
-    def undone_turns(self, session_id: str) -> frozenset[str]:
-        """The session's turns the user undid (their `turn_info` says so)."""
-        rows = self._rows(
-            "SELECT turn_id FROM turn_info WHERE session_id = ?"
-            " AND json_valid(info) AND json_extract(info, '$.undone') = 1",
-            (session_id,),
-        )
-        return frozenset(str(row[0]) for row in rows)
-
-    def records_newest_first(self, session_id: str, after_position: int) -> Iterator[TurnRecord]:
-        """Records with position > after_position, newest first, fetched a page at a time."""
-        upper = None
-        while True:
-            if upper is None:
-                rows = self._rows(
-                    "SELECT * FROM records WHERE session_id = ? AND position > ?"
-                    " ORDER BY position DESC LIMIT ?",
-                    (session_id, after_position, PAGE_RECORDS),
-                )
-            else:
-                rows = self._rows(
-                    "SELECT * FROM records WHERE session_id = ? AND position > ? AND position < ?"
-                    " ORDER BY position DESC LIMIT ?",
-                    (session_id, after_position, upper, PAGE_RECORDS),
-                )
-            if not rows:
-                return
-            yield from _records(rows)
-            upper = rows[-1]["position"]
 
 
 class SessionStore:
@@ -513,7 +458,7 @@ class SessionStore:
             "SELECT * FROM records WHERE session_id = ? ORDER BY position DESC LIMIT ?",
             (session_id, limit),
         )
-        return list(_records(reversed(rows)))
+        return list(records_of(reversed(rows)))
 
     def recent_turn_records(self, session_id: str, turn_limit: int) -> list[TurnRecord]:
         """All records of the newest `turn_limit` turns, oldest first."""
@@ -523,7 +468,7 @@ class SessionStore:
             " ORDER BY position DESC LIMIT 1 OFFSET ?), 0) ORDER BY position",
             (session_id, session_id, max(turn_limit - 1, 0)),
         )
-        return list(_records(rows))
+        return list(records_of(rows))
 
     def reader(self) -> StoreReader:
         return StoreReader(self._conn, self.path)
@@ -610,11 +555,3 @@ def _turns_stored(conn: sqlite3.Connection, session_id: str, turn_count: Any) ->
 def _title_from(text: str) -> str:
     line = " ".join(text.split())
     return line[:60] + ("…" if len(line) > 60 else "")
-
-
-def _records(rows: Iterable[sqlite3.Row]) -> Iterator[TurnRecord]:
-    """The records of readable rows; a row that cannot be shown at all is left out."""
-    for row in rows:
-        record = record_from_row(row)
-        if record is not None:
-            yield record

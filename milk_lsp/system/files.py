@@ -54,3 +54,17 @@ def read_at_most(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+def write_private(path: str, text: str) -> None:
+    """A new file only its owner can read (0600 whatever the umask), written whole; an
+    existing file at `path` is an error, never overwritten."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(text.encode("utf-8"))
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)

@@ -41,7 +41,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import shutil
 import signal
 import tempfile
@@ -99,6 +98,7 @@ from milk_lsp.agents.claude.stream import (
     parse_line,
 )
 from milk_lsp.sessions.model import Agent
+from milk_lsp.system.files import write_private
 
 __all__ = [
     "DENIED_MESSAGE",
@@ -331,16 +331,7 @@ class _Turn:
                 self.temp_root.mkdir(parents=True, exist_ok=True)
             self.temp_dir = tempfile.mkdtemp(prefix="milk-claude-", dir=root)  # mode 0700
         path = str(Path(self.temp_dir) / name)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            data = text.encode("utf-8")
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-        finally:
-            os.close(fd)
+        write_private(path, text)
         return path
 
     # -- stdout / stderr ---------------------------------------------------------------------
