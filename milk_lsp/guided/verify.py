@@ -27,6 +27,7 @@ _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 _PATH = re.compile(r"(?<![\w/.@-])(?:\.{1,2}/)?[\w@-][\w.@-]*(?:/[\w.@-]+)*(?::\d+(?:-\d+)?)?")
 _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
 _LINE_SUFFIX = re.compile(r":\d+(?:-\d+)?$")
+_EXTENSION = re.compile(r"[A-Za-z][A-Za-z0-9]{0,5}")
 
 
 @dataclass
@@ -312,8 +313,11 @@ def _paths(answer: str, index: WorkspaceIndex) -> set[str]:
         if token.startswith("../"):
             continue  # outside the workspace folder
         top = token.split("/", 1)[0]
-        # `milk/turn/undo`, `Qwen/Qwen2.5-…`: a slash alone makes no file of this folder
-        if written_as_file or ("/" in token and index.has_path(top)):
+        # `milk/turn/undo`, `Qwen/Qwen2.5-…`: a slash alone makes no file of this folder;
+        # a folder of this workspace, or a file name with an extension, does
+        if written_as_file or (
+            "/" in token and (index.has_path(top) or _EXTENSION.fullmatch(suffix) is not None)
+        ):
             found.add(token)
     return {path for path in found if not path.replace(".", "").replace("/", "").isdigit()}
 
