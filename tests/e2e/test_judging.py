@@ -29,9 +29,12 @@ Cases (with `test_judging_acp.py`):
 | miss, mode local | ACP | 2 |
 | miss, route auto → Claude (`local.handOff: "auto"`) | `milk/chat` | 5 |
 
-Since issue 29 two made-up names near no definition of this workspace and put in none of its
-files (`OUTSIDE_KNOWLEDGE`) are strict xfails: by the rule that keeps `AbortController` or
-`or_insert_with` in a right answer from being flagged, such a name is outside knowledge.
+Since issue 38 the agent loop's answers go through the guided turn's check (one
+verification, `milk_lsp/guided/answers.py`), no phrase list decides anything, and a failed
+check is sent back once before the hand-off (so a bad model's script plays its reply again:
+`Bad.served`). What only words could tell (`OUTSIDE_KNOWLEDGE`: a made-up name near nothing
+here, a module name that is no path, "defined in" a file that only imports it, a guess to
+"what does this project do?", a refusal in words alone) is kept as strict xfails.
 `test_judging_languages.py` has the suites on real code of four languages.
 
 That is 44 false-positive cases (0 flagged, 0 corrective messages, 0 answers shown twice,
