@@ -168,8 +168,10 @@ def check_answer(
     # agent's answer, whose tools showed it more than it cites, only when it cites
     valued = reply.citations if not cite else claims or reply.citations
     values = _numbers_in(_paths_out(answer)) if valued else set()
-    writes = None if cite else _writer(answer, request, index)
-    for value in values - shown:
+    unshown = values - shown
+    # the files an agent's answer is about, looked up only when a value needs them
+    writes = None if cite or not unshown else _writer(answer, request, index)
+    for value in unshown:
         if writes is not None and (value.count(".") > 1 or writes(value)):
             continue  # an agent's answer: a version, or a value a file it is about writes
         claims += 1
