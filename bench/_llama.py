@@ -43,7 +43,9 @@ MODELS = {"1.5b": fetch.QWEN_CODER_1_5B, "0.5b": fetch.QWEN_CODER_0_5B}
 class LlamaProcess:
     """`serve.py` for a pinned model, in its own process group; `close()` kills the group."""
 
-    def __init__(self, size: str, logs: Path, *, threads: int, ctx: int, n_predict: int) -> None:
+    def __init__(
+        self, size: str, logs: Path, *, threads: int, ctx: int, n_predict: int, slots: int = 1
+    ) -> None:
         spec = MODELS[size]
         fetch.ensure_xllamacpp()
         gguf = fetch.fetch_model(spec)
@@ -51,6 +53,7 @@ class LlamaProcess:
         self.log = logs / f"{spec.name}.log"
         command = [sys.executable, str(SERVE), str(gguf), "--alias", spec.name]
         command += ["--threads", str(threads), "--ctx", str(ctx), "--n-predict", str(n_predict)]
+        command += ["--slots", str(slots)]
         started = time.monotonic()
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
@@ -72,7 +75,8 @@ class LlamaProcess:
         self.description = (
             f"{spec.name} (pinned {spec.packages[0]}..=={spec.version}, sha256 "
             f"{spec.sha256[:12]}…) on xllamacpp {fetch.XLLAMACPP_VERSION}, model's own template "
-            f"(--jinja), {threads} threads, ctx {ctx}, at most {n_predict} tokens per reply"
+            f"(--jinja), {threads} threads, {slots} slot(s) of ctx {ctx}, at most {n_predict} "
+            "tokens per reply"
         )
 
     def _wait_healthy(self) -> None:

@@ -48,6 +48,11 @@ failures, needless hand-offs, median seconds per task, prompt tokens evaluated, 
 of the guided median seconds to the agent's. Without it, `local.strategy` is not sent: the
 server's default. The prefix-cache measurement runs on the first strategy's server.
 
+With `--strategies`, the pinned model's server gets one slot per strategy (`--slots`): llama.cpp
+gives a request the slot whose cached prompt it shares most, so each strategy keeps its own
+prompt cache, as it would for a user who runs one strategy, rather than the two evicting each
+other's task by task.
+
 `--advise` runs the project's multi-step tasks on the advisor route instead
 (`bench/real_tasks_advisor.py`): the share of plan steps done locally, silent failures, and
 Claude's cost against the same requests on Claude alone.
@@ -565,6 +570,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 threads=args.threads,
                 ctx=args.ctx,
                 n_predict=args.n_predict,
+                slots=args.slots or max(1, len(args.strategies or ())),
             )
             upstream, model = f"{llama.root_url}/v1", llama.model
             described = f"{llama.description}; loaded in {llama.load_seconds:.1f} s"
@@ -709,6 +715,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--turn-timeout", type=float, default=300.0, help="seconds per turn")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--slots",
+        type=int,
+        help="model server slots, each with --ctx tokens and its own prompt cache (default: "
+        "one per strategy, so each keeps its cache as a user running one strategy does)",
+    )
     parser.add_argument("--ctx", type=int, default=8192)
     parser.add_argument("--n-predict", type=int, default=768, help="server-side reply cap")
     parser.add_argument("--server-tree", type=Path, help="run python -m milk_lsp from this tree")

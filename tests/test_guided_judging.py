@@ -71,6 +71,26 @@ def test_the_code_a_question_is_about_is_located(
 GOOD = [
     (
         "go-uuid",
+        "Какую версию даёт NewSHA1?",
+        answer(  # lines joined into one, the end left out: each piece is the file's text
+            "5: `NewSHA1` passes 5 to `NewHash`.",
+            (
+                "hash.go",
+                48,
+                "func NewSHA1(space UUID, data []byte) UUID { return NewHash(sha1.New(), space, …",
+            ),
+        ),
+    ),
+    (
+        "go-uuid",
+        "Welche Version erzeugt NewRandom?",
+        answer(  # the right quote under another shown file's name: the citation moves
+            "Version 4, set in `NewRandomFromReader`.",
+            ("hash.go", 53, "uuid[6] = (uuid[6] & 0x0f) | 0x40 // Version 4"),
+        ),
+    ),
+    (
+        "go-uuid",
         "Welche Version erzeugt NewRandom?",
         answer(
             "Version 4: `NewRandomFromReader` sets the version bits in `version4.go`.",
@@ -243,6 +263,10 @@ def test_a_quote_is_found_where_it_really_is_and_the_gutter_is_ignored() -> None
     assert find_quote(text, "  return b  ", 0) == (5, 5)
     assert find_quote(text, "x", 1) is None  # too short to prove anything
     assert find_quote(text, "return c", 5) is None
+    assert find_quote(text, "def f(): return b", 1) == (4, 5)  # lines joined into one
+    assert find_quote(text, "a = 1 … return b", 1) == (1, 5)  # a middle left out
+    assert find_quote(text, "a = 1 … return c", 1) is None  # every piece must be there
+    assert find_quote(text, "a … b", 1) is None  # pieces too short to prove anything
 
 
 def test_the_reply_shape_tolerates_fences_and_a_wrapped_answer() -> None:
@@ -288,3 +312,17 @@ def test_auto_guides_small_or_tool_less_models_and_lets_others_drive() -> None:
     assert choose("auto", "gpt-oss", drops_tools=False, failed_protocol=True).guided
     assert not choose("agent", "tiny-1b", drops_tools=True, failed_protocol=True).guided
     assert choose("guided", "big-70b", drops_tools=False, failed_protocol=False).guided
+
+
+def test_the_places_a_failed_check_names_are_read_from_its_output(tmp_path: Path) -> None:
+    from milk_lsp.guided.project_check import places
+
+    (tmp_path / "src").mkdir()
+    for name in ("uuid.go", "src/a.ts", "src/lib.rs"):
+        (tmp_path / name).write_text("x\n")
+    output = (
+        "# example\nvet: ./uuid.go:85:18: undeclared name: xtob\n"
+        "src/a.ts(12,5): error TS2304: Cannot find name 'x'.\n"
+        "  --> src/lib.rs:7:9\nnot/here.go:3:1: gone\nuuid.go:85:2: again\n"
+    )
+    assert places(output, tmp_path) == [("uuid.go", 85), ("src/a.ts", 12), ("src/lib.rs", 7)]

@@ -18,6 +18,7 @@ on a CPU, is bounded whatever the workspace.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -36,23 +37,28 @@ LINES_AFTER = 8
 """A ranked line is shown with this many lines around it."""
 MAP_NAMES = 8
 """Names listed per file in the repository map."""
+_TEST_NAME = re.compile(r"(?:[Tt]est|Benchmark|Example|Fuzz)[A-Z_0-9]|test$|Test$")
+"""A test's own name (`TestParse`, `test_parse`): not what makes a file central."""
+_MORE_FILES = "(and {} more files)"
 
 
 @dataclass(frozen=True)
 class Budget:
     """How many characters of code and of map the model is shown."""
 
-    chunks: int = 4500
-    map: int = 1200
+    chunks: int = 3000
+    map: int = 900
 
     @classmethod
     def for_context(cls, context_tokens: int | None) -> Budget:
-        """A budget that leaves room for milk's prompt and the reply in a context window
-        of `context_tokens` (about 3.5 characters a token of code)."""
+        """The default budget, smaller when a context window of `context_tokens` would
+        not leave room for milk's prompt and the reply (about 3.5 characters a token of
+        code). Never larger: what the model is shown is most of the wait on a CPU."""
+        usual = cls()
         if context_tokens is None:
-            return cls()
+            return usual
         room = max(1500, int((context_tokens - 2600) * 3.5))
-        return cls(chunks=min(9000, int(room * 0.8)), map=min(2000, int(room * 0.2)))
+        return cls(chunks=min(usual.chunks, int(room * 0.8)), map=min(usual.map, int(room * 0.2)))
 
 
 @dataclass(frozen=True)
@@ -98,11 +104,9 @@ class Located:
     """What else the model was shown: an agent turn's tool results and attachments."""
 
     def context(self) -> str:
-        """The numbered lines and the map, as the model is shown them."""
-        parts = [chunk.render() for chunk in self.chunks]
-        if self.repo_map:
-            parts.append(f"--- repository map (files and what they define)\n{self.repo_map}")
-        return "\n\n".join(parts)
+        """The numbered lines, as the model is shown them (the map goes with milk's
+        instructions: it is the same for every request in a workspace, so it is cached)."""
+        return "\n\n".join(chunk.render() for chunk in self.chunks)
 
     def holds(self, text: str) -> bool:
         """Whether `text` occurs in the lines the model was shown."""
@@ -147,6 +151,8 @@ class Locator:
         self._files: dict[str, tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]] = {}
         """Per file: the index's token tuple it was made from, its terms, its path's terms."""
         self._postings: dict[str, set[str]] = {}
+        self._map: tuple[int, str] | None = None
+        """The repository map made for a budget, until a file's terms change."""
 
     def rank_files(
         self, request: str, limit: int = MAX_FILES, weights: dict[str, float] | None = None
@@ -234,7 +240,7 @@ class Locator:
         chunks = _merged(chunks, order)
         return Located(
             chunks=tuple(chunks),
-            repo_map=self._repo_map(list(order), budget.map),
+            repo_map=self.repo_map(budget.map),
             names=named.names,
             files=named.files,
             ranked=tuple(order),
@@ -251,6 +257,7 @@ class Locator:
             entry = known.get(path)
             if entry is not None and entry[0] is tokens:
                 continue
+            self._map = None
             if entry is not None:
                 self._unpost(path, entry[1])
             named = path_terms(path)
@@ -262,6 +269,7 @@ class Locator:
             for term in held:
                 self._postings.setdefault(term, set()).add(path)
         for path in [path for path in known if path not in seen]:
+            self._map = None
             self._unpost(path, known.pop(path)[1])
 
     def _unpost(self, path: str, held: frozenset[str]) -> None:
@@ -272,24 +280,33 @@ class Locator:
                 if not paths:
                     del self._postings[term]
 
-    def _repo_map(self, first: list[str], budget: int) -> str:
-        """`path: names…` per file, the located files first, within `budget` characters."""
-        entries = self._files
-        ordered = [path for path in first if path in entries]
-        ordered += sorted(path for path in entries if path not in set(first))
-        lines: list[str] = []
-        used = 0
-        for path in ordered:
-            names = self.index.names_defined(entries[path][0])
-            shown = ", ".join(names[:MAP_NAMES]) + (", …" if len(names) > MAP_NAMES else "")
-            line = f"{path}: {shown}" if shown else path
+    def repo_map(self, budget: int) -> str:
+        """`path: names…` for the files defining the most names (tests' own names not
+        counted), in path order, within `budget` characters. The same for every request
+        until the workspace changes, so a server's prompt cache keeps it."""
+        self._sync()
+        if self._map is not None and self._map[0] == budget:
+            return self._map[1]
+        entries: list[tuple[int, str, str]] = []
+        for path, (tokens, _, _) in self._files.items():
+            every = self.index.names_defined(tokens)
+            names = [name for name in every if not _TEST_NAME.match(name)]
+            shown = ", ".join(names[:MAP_NAMES]) + (", …" if len(every) > MAP_NAMES else "")
+            weight = len(names)
+            entries.append((weight, path, f"{path}: {shown}" if shown else path))
+        entries.sort(key=lambda entry: (-entry[0], entry[1]))
+        kept: list[tuple[str, str]] = []
+        used = len(_MORE_FILES) + 6
+        for _, path, line in entries:
             if used + len(line) + 1 > budget:
-                rest = len(ordered) - len(lines)
-                lines.append(f"(and {rest} more files)")
-                break
-            lines.append(line)
+                continue
+            kept.append((path, line))
             used += len(line) + 1
-        return "\n".join(lines)
+        lines = [line for _, line in sorted(kept)]
+        if len(kept) < len(entries):
+            lines.append(_MORE_FILES.format(len(entries) - len(kept)))
+        self._map = (budget, "\n".join(lines))
+        return self._map[1]
 
 
 def _line_score(line: str, weights: dict[str, float]) -> float:

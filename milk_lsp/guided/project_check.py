@@ -7,6 +7,7 @@ the edits: a project already failing says nothing about them.
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,13 @@ from milk_lsp.agents.local.commands import CommandNotStarted, run_argv
 
 TIMEOUT_SECONDS = 120.0
 OUTPUT_CHARS = 4000
+PLACES = 6
+"""Places of a failed check's output shown back to the model, at most."""
+_PLACE = (
+    re.compile(r"(?<![\w/.-])(?:\./)?((?:[\w.@-]+/)*[\w.@-]+\.\w+):(\d+)"),  # go, cargo, gcc
+    re.compile(r"(?<![\w/.-])((?:[\w.@-]+/)*[\w.@-]+\.\w+)\((\d+),\d+\)"),  # tsc
+)
+"""How checkers name a place in a file, as data: `path:line[:col]`, `path(line,col)`."""
 
 
 @dataclass(frozen=True)
@@ -74,3 +82,15 @@ async def run_check(check: ProjectCheck, root: Path) -> CheckOutcome:
     except CommandNotStarted as exc:
         return CheckOutcome(False, str(exc))
     return CheckOutcome(not result.failed, f"{result.output.rstrip()}\n[{result.status}]")
+
+
+def places(output: str, root: Path) -> list[tuple[str, int]]:
+    """The files and lines of this workspace a check's output names, in order, each once."""
+    found: dict[tuple[str, int], None] = {}
+    for line in output.splitlines():
+        for pattern in _PLACE:
+            for match in pattern.finditer(line):
+                path, number = match[1], int(match[2])
+                if (root / path).is_file() and number > 0:
+                    found.setdefault((path, number))
+    return list(found)[:PLACES]

@@ -36,8 +36,13 @@ edits; say why in `reason`.
 """
 
 
-def system_prompt(offer_escalation: bool) -> str:
-    return _SYSTEM.format(escalate=_ESCALATE if offer_escalation else "")
+def system_prompt(offer_escalation: bool, repo_map: str = "") -> str:
+    """milk's instructions, then the repository map: the same for every request in a
+    workspace, so the model server's prompt cache keeps them."""
+    text = _SYSTEM.format(escalate=_ESCALATE if offer_escalation else "")
+    if repo_map:
+        text += f"\n\nThe workspace's files and what they define:\n{repo_map}"
+    return text
 
 
 def messages(
@@ -52,15 +57,20 @@ def messages(
     context = located.context() or "(milk found nothing in the workspace for this request)"
     user = f"Code from the workspace:\n\n{context}\n\nRequest: {request}"
     return [
-        {"role": "system", "content": system_prompt(offer_escalation)},
+        {"role": "system", "content": system_prompt(offer_escalation, located.repo_map)},
         *history,
         {"role": "user", "content": user},
     ]
 
 
-def repair(reply_text: str, problems: Sequence[str]) -> list[dict[str, Any]]:
-    """The messages that hand a failed check back: the reply, then what milk found."""
+def repair(reply_text: str, problems: Sequence[str], lines: str = "") -> list[dict[str, Any]]:
+    """The messages that hand a failed check back: the reply, then what milk found, and
+    the lines a failed project check names (the files as they were before the edits)."""
     listed = "\n".join(f"- {problem}" for problem in problems)
+    if lines:
+        listed += (
+            f"\nThe lines it names, as the files are now (your edits were undone):\n\n{lines}\n"
+        )
     return [
         {"role": "assistant", "content": reply_text},
         {

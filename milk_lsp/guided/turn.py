@@ -42,8 +42,8 @@ from milk_lsp.agents.local.tool_specs import EDIT_FILE, READ_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided import prompt
 from milk_lsp.guided.citations import sources_block
-from milk_lsp.guided.locate import Budget, Located, Locator
-from milk_lsp.guided.project_check import check_for, run_check
+from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
+from milk_lsp.guided.project_check import check_for, places, run_check
 from milk_lsp.guided.shape import GuidedReply, NotTheShape, parse_reply, response_format
 from milk_lsp.guided.verify import Verdict, check_answer
 
@@ -60,6 +60,8 @@ class _Attempt:
     text: str = ""
     problems: list[str] = field(default_factory=list)
     signal: LocalSignal = LocalSignal.UNGROUNDED_ANSWER
+    lines: str = ""
+    """The lines a failed check names, numbered, for the repair request."""
 
 
 class GuidedTurn:
@@ -118,7 +120,7 @@ class GuidedTurn:
         attempt = _Attempt()
         for number in range(ATTEMPTS):
             if number:
-                conversation += prompt.repair(attempt.text, attempt.problems)
+                conversation += prompt.repair(attempt.text, attempt.problems, attempt.lines)
                 yield NoticeEvent(
                     "info",
                     "milk's check of the local reply failed, so it asked once more: "
@@ -280,6 +282,22 @@ class GuidedTurn:
                 yield NoticeEvent(
                     "info", f"milk put {', '.join(restored)} back: the edits did not pass its check"
                 )
+            if attempt.signal is LocalSignal.CHECK_FAILED:
+                attempt.lines = await self._named_lines("\n".join(attempt.problems))
+
+    async def _named_lines(self, output: str) -> str:
+        """The lines a failed check names, each with a few around it, numbered."""
+        chunks: list[Chunk] = []
+        for path, number in places(output, self._root):
+            text = await self._tools.text_of(path)
+            if text is None:
+                continue
+            lines = text.splitlines()
+            first, last = max(1, number - 2), min(len(lines), number + 2)
+            if first > last or any(c.path == path and c.first <= number <= c.last for c in chunks):
+                continue
+            chunks.append(Chunk(path, first, tuple(lines[first - 1 : last]), "named by the check"))
+        return "\n\n".join(chunk.render() for chunk in chunks)
 
 
 def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:

@@ -7,6 +7,7 @@ whatever words surround it, unless the reply declares it proposed (a field, not 
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,10 @@ from milk_lsp.workspace.index import WorkspaceIndex
 
 MIN_QUOTE = 3
 """A quote of fewer non-blank characters proves nothing."""
+ELLIPSIS_SPAN = 40
+"""Lines a quote with an ellipsis may span."""
+_ELLIPSIS = re.compile(r"\s*(?:…|\.\.\.)\s*")
+_BLANKS = re.compile(r"\s+")
 _NUMBERED = re.compile(r"^\s*\d+\s*\|\s?")
 """`12| def f():`: the line-number gutter of milk's context, copied into a quote."""
 _SPAN = re.compile(r"(?<!`)(`+)(?!`)([^\n]{1,200}?)(?<!`)\1(?!`)")
@@ -68,9 +73,49 @@ def find_quote(text: str, quote: str, hint: int) -> tuple[int, int] | None:
         ):
             found.append(start + 1)
     if not found:
-        return None
+        return _find_joined(lines, " ".join(wanted), hint)
     first = min(found, key=lambda number: (abs(number - hint), number))
     return first, first + size - 1
+
+
+def _find_joined(lines: list[str], quote: str, hint: int) -> tuple[int, int] | None:
+    """A quote that joined consecutive lines into one (`f() { return x }`) or left out a
+    middle with an ellipsis (`return NewHash(h, …`): its pieces, blanks collapsed, occur in
+    order within `ELLIPSIS_SPAN` lines. Found as it is, it proves what it quotes: every
+    piece is the file's own text."""
+    kept: list[str] = []
+    starts: list[int] = []  # where each line begins in `joined` (a blank line: the next)
+    offset = 0
+    for line in lines:
+        starts.append(offset)
+        collapsed = _BLANKS.sub(" ", line)
+        if collapsed:
+            kept.append(collapsed)
+            offset += len(collapsed) + 1
+    joined = " ".join(kept)
+    pieces = [_BLANKS.sub(" ", piece).strip() for piece in _ELLIPSIS.split(quote)]
+    pieces = [piece for piece in pieces if piece]
+    if not pieces or any(len(piece.replace(" ", "")) < MIN_QUOTE for piece in pieces):
+        return None
+    best: tuple[int, int] | None = None
+    at = joined.find(pieces[0])
+    while at >= 0:
+        end = at + len(pieces[0])
+        for piece in pieces[1:]:
+            found = joined.find(piece, end)
+            end = found + len(piece) if found >= 0 else -1
+            if end < 0:
+                break
+        if end < 0:
+            break
+        first = bisect.bisect_right(starts, at)
+        last = bisect.bisect_right(starts, end - 1)
+        if last - first < ELLIPSIS_SPAN and (
+            best is None or abs(first - hint) < abs(best[0] - hint)
+        ):
+            best = (first, last)
+        at = joined.find(pieces[0], at + 1)
+    return best
 
 
 def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex) -> Verdict:
@@ -90,6 +135,8 @@ def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex)
                 continue
         where = find_quote(text, citation.quote, citation.line)
         if where is None:
+            path, where = _elsewhere(path, citation.quote, citation.line, located)
+        if where is None:
             verdict.problems.append(
                 f"the quote {_short(citation.quote)!r} is not in {path}"
                 f" (cited at line {citation.line}): quote the file's text exactly"
@@ -100,6 +147,19 @@ def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex)
         if checked not in verdict.citations:
             verdict.citations.append(checked)
     return verdict
+
+
+def _elsewhere(
+    path: str, quote: str, hint: int, located: Located
+) -> tuple[str, tuple[int, int] | None]:
+    """The one other file the model was shown that holds `quote` (a quote copied right
+    under the wrong file's name), with where; else `path` and None."""
+    found = [
+        (other, where)
+        for other, text in located.texts.items()
+        if other != path and (where := find_quote(text, quote, hint)) is not None
+    ]
+    return found[0] if len(found) == 1 else (path, None)
 
 
 def check_answer(

@@ -246,6 +246,8 @@ async def test_a_go_rename_that_leaves_uses_behind_fails_the_build_and_is_repair
     assert result["stopReason"] == "end_turn", result
     repair = openai.requests[1]["messages"][-1]["content"]
     assert "go vet ./..." in repair and "addOne" in repair
+    # the use the check names is shown back as it is, numbered, so the model can edit it
+    assert "--- b.go lines" in repair and "| \treturn addOne(addOne(n))" in repair, repair
     assert "func incr(" in (env.workspace / "a.go").read_text()
     assert "incr(incr(n))" in (env.workspace / "b.go").read_text()
     notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]

@@ -26,6 +26,9 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, default=8192)
     parser.add_argument("--n-predict", type=int, default=256, help="server-side reply cap")
     parser.add_argument("--chat-template-file", type=Path)
+    parser.add_argument(
+        "--slots", type=int, default=1, help="slots, each with --ctx tokens and its own cache"
+    )
     args = parser.parse_args()
 
     # the product's own serving code, plus what the tests pin: greedy, seeded sampling and
@@ -33,6 +36,8 @@ def main() -> None:
     params = params_for(
         str(args.model), args.alias, threads=args.threads, ctx=args.ctx, n_predict=args.n_predict
     )
+    params.n_parallel = args.slots
+    params.n_ctx = args.ctx * args.slots  # llama.cpp splits n_ctx between the slots
     params.sampling.temp = 0.0
     params.sampling.top_k = 1
     params.sampling.seed = 1
