@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
-from milk_lsp.agents.local.judge.edit_intent import no_new_file, unmade_change
+from milk_lsp.agents.local.judge.edit_intent import no_new_file, rewritten_code, unmade_change
 
 
 @pytest.mark.parametrize(
@@ -180,3 +180,37 @@ def test_a_change_whose_new_text_holds_the_old_one_is_made(
     edited = {"f": (before, after)}
     assert unmade_change(ask, edited) is None
     assert unmade_change(ask, {"f": (before, before + "# X\n")}) is not None  # not made
+
+
+SHOWN_GO = "51| func getTime() (Time, uint16, error) {\n52| \tt := timeNow()\n53| \treturn t\n54| }"
+SHOWN_JS = "3| function plural(ms, msAbs, n, name) {\n4|   var isPlural = msAbs >= n * 1.5;"
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown", "rewrites"),
+    [
+        # a doc comment written out above a shown Go function, not made
+        (
+            "Use:\n```go\n// getTime returns the time.\nfunc getTime() (Time, uint16, error) {\n```",
+            SHOWN_GO,
+            True,
+        ),
+        # a JS function with a changed body
+        (
+            "```js\nfunction plural(ms, msAbs, n, name) {\n  return n + ' ' + name;\n}\n```",
+            SHOWN_JS,
+            True,
+        ),
+        # the shown lines copied, a middle left out: nothing rewritten
+        ("```go\nfunc getTime() (Time, uint16, error) {\n\t// …\n}\n```", SHOWN_GO, False),
+        # new code using the workspace's API: no shown line in it
+        ("```go\nt, seq, err := uuid.GetTime()\nfmt.Println(t, seq, err)\n```", SHOWN_GO, False),
+        # a short shown line (`}`) proves nothing; prose is no block
+        ("```go\n}\nreturn 1\n```", SHOWN_GO, False),
+        ("Add `// getTime returns the time.` above `func getTime()`.", SHOWN_GO, False),
+    ],
+)
+def test_a_code_block_rewriting_shown_lines_is_a_change_written_out(
+    answer: str, shown: str, rewrites: bool
+) -> None:
+    assert rewritten_code(answer, shown) is rewrites

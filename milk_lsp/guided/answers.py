@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
 from milk_lsp.agents.local.judge.asked import asked, code_shaped
+from milk_lsp.agents.local.judge.edit_intent import rewritten_code
 from milk_lsp.agents.local.judge.finish import Finish
 from milk_lsp.agents.local.judge.markup import markup_answer
 from milk_lsp.agents.local.judge.read_first import FileTexts, ReadFirst, read_first
@@ -123,6 +124,7 @@ class AgentAnswers:
         return Grounded(
             claims,
             tuple(verdict.problems),
+            rewrites=rewritten_code(answer, "\n".join([*self._looked, *tool_outputs])),
             unseen=self._unseen(tool_outputs),
             citations=tuple(verdict.citations),
             proposed=tuple(verdict.proposed),

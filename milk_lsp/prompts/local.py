@@ -38,8 +38,10 @@ How you work:
 - Answer from what the tools showed you, briefly, in Markdown, naming files and lines.
 - Use only the tools listed. Do not invent tools. The user is asked before each edit or
   command.
-- When you are done, call finish: outcome answered (after writing your answer), changed
-  (after your edits are made) or cannot, with a one-line summary."""
+- When you are done, call finish: intent question or change (what the user asked for);
+  outcome answered, changed (after your edits are made) or cannot; your answer; and for
+  each thing the answer says about the code, a citation: path, line and the exact text of
+  that line as a tool showed it. Put a file you suggest creating in proposed."""
 
 _ESCALATE_HINT = """\
 - When the task is beyond you (a design question, a change across many files, a bug you

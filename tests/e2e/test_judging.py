@@ -136,6 +136,17 @@ def say(text: str) -> dict[str, Any]:
     return {"text": text, "chunk_chars": 7}
 
 
+def finish(text: str, intent: str = "change", outcome: str = "changed") -> dict[str, Any]:
+    """A reply that ends the turn with `finish`: what the model read the request as, how it
+    says the turn ended, and its answer (issue 38: the agent loop's checked end)."""
+    arguments = {"intent": intent, "outcome": outcome, "answer": text}
+    return {
+        "text": text,
+        "chunk_chars": 7,
+        "tool_calls": [{"name": "finish", "arguments": arguments}],
+    }
+
+
 CLAUDE_ANSWER = "Claude looked at the workspace and answered."
 SIGNALS = {"ungrounded_answer", "unrunnable_call"}
 MILK_MESSAGE_STARTS = ("milk:", "milk looked")
@@ -187,7 +198,7 @@ def assert_clean_lsp_turn(
     assert_shown_once(shown, case.answer)
     assert_shown_once(result["text"], case.answer)
     assert result["text"] == shown
-    assert notices(updates) == [], notices(updates)
+    assert notices(updates) == [], [n["message"] for n in notices(updates)]
     assert "escalated" not in client.kinds(result["turnId"])
     assert client.permission_requests == []
 
@@ -403,6 +414,32 @@ GOOD_CHAT: dict[str, Any] = {
             ),
         ],
     ),
+    # code blocks: lines copied with a middle left out, and a rewrite the model itself
+    # says answers a question (`finish(intent="question")`): neither is a change unmade
+    "read-then-fence-elided": Good(
+        "Show me the Calculator class.",
+        [
+            read("calc.py"),
+            say(
+                "```python\nclass Calculator:\n    def __init__(self):\n        ...\n"
+                "    def add_value(self, value):\n        ...\n```\n`add_value` keeps "
+                "`self.total`."
+            ),
+        ],
+    ),
+    "read-then-a-rewrite-for-a-question": Good(
+        "How would add in calc.py take three numbers?",
+        [
+            read("calc.py"),
+            finish(
+                "Give it a third parameter:\n```python\ndef add(a, b, c=0):\n    "
+                '"""Return the sum of a and b."""\n    return a + b + c\n```',
+                intent="question",
+                outcome="answered",
+            ),
+        ],
+        route="local",
+    ),
     # right answers about the workspace that name a well-known library's API
     "test-advice-with-pytest-api": Good(
         "How can I test main in cli.py?",
@@ -609,7 +646,7 @@ async def test_a_good_answer_through_a_standard_command_is_kept(
     assert_model_asked_as_scripted(openai, case.script)
     updates = [u for u in editor.updates if u["turnId"] == started["turnId"]]
     assert_shown_once(shown_text(updates), case.answer)
-    assert notices(updates) == [], notices(updates)
+    assert notices(updates) == [], [n["message"] for n in notices(updates)]
     assert "escalated" not in [u["kind"] for u in updates]
     assert editor_errors(editor) == []
     got = await request(editor, "milk/session/get", {"sessionId": started["sessionId"]})
@@ -643,17 +680,6 @@ class Bad:
         return [*self.script, self.script[-1]]
 
 
-def finish(text: str, intent: str = "change", outcome: str = "changed") -> dict[str, Any]:
-    """A reply that ends the turn with `finish`: what the model read the request as, how it
-    says the turn ended, and its answer (issue 38: the agent loop's checked end)."""
-    arguments = {"intent": intent, "outcome": outcome, "answer": text}
-    return {
-        "text": text,
-        "chunk_chars": 7,
-        "tool_calls": [{"name": "finish", "arguments": arguments}],
-    }
-
-
 def guessed(ask: str, first: str, second: str) -> Bad:
     """A workspace question answered twice without a tool call: milk drops the first reply
     (the fake server does not honour `tool_choice`), looks itself and asks again."""
@@ -661,6 +687,20 @@ def guessed(ask: str, first: str, second: str) -> Bad:
 
 
 BAD: dict[str, Bad] = {
+    # a change written out in a code block for the user instead of made (bench/real_tasks,
+    # google/uuid: "To add a doc comment to getTime … you can use the following code"),
+    # nothing quoted in the request to spell it out: the block rewrites lines it was shown
+    "a-change-written-out-not-made": Bad(
+        "Add a docstring to subtract in calc.py.",
+        [
+            read("calc.py"),
+            say(
+                "Add this to `calc.py`:\n```python\ndef subtract(a, b):\n    "
+                '"""Return a minus b."""\n    return a - b\n```'
+            ),
+        ],
+        signal="edit_not_made",
+    ),
     # chat-template markup as the answer
     "markup-tools-after-a-read": Bad(
         "What does greet in hello.py return?",

@@ -315,6 +315,7 @@ class LocalAgent:
                         "call (turn this off with local.textToolCalls)",
                     )
             named = [call for call in merged if call.name]
+            unnamed = len(merged) - len(named)
             finish: Finish | None = None
             if named and all(call.name == FINISH_TOOL_NAME for call in named):
                 # the model ended its turn: this reply is its final one, judged as any is
@@ -335,10 +336,10 @@ class LocalAgent:
                     continue
                 if "".join(held).strip() and not text_calls:  # said before its call
                     yield paragraphs.delta("".join(held))
-            if len(named) < len(merged):
+            if unnamed:
                 yield NoticeEvent(
                     "warning",
-                    f"ignored {len(merged) - len(named)} tool call(s) without a function "
+                    f"ignored {unnamed} tool call(s) without a function "
                     "name from the local model",
                 )
             if not named:

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 _QUOTED = re.compile(r'"([^"\n]{1,200})"')
 _PATHISH = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z]{1,5}\b")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
+HELD_LINE = 12
+"""A shown line shorter than this (`}`, `return x`) proves no block rewrites it."""
+_ELIDED = re.compile(r"^\W*(?:\.\.\.|…)\W*$")
+"""`...`, `// …`: a line left out, not one written."""
 
 
 def _named_texts(request: str) -> list[str]:
@@ -205,3 +210,17 @@ def _spans(numbers: set[int]) -> str:
         start = previous = number
     spans.append(str(start) if start == previous else f"{start}-{previous}")
     return ", ".join(spans[:4])
+
+
+def rewritten_code(answer: str, shown: str) -> bool:
+    """Whether a fenced block of `answer` rewrites code the turn was shown: it holds a line
+    of `shown` (at least `HELD_LINE` characters) and a line of its own (not an ellipsis).
+    That is a change written out for the user instead of made. A block that copies shown
+    lines, or holds none of them (new code, an example of use), rewrites nothing."""
+    for match in _BLOCK.finditer(answer):
+        lines = [line.strip() for line in match[2].splitlines() if line.strip()]
+        held = [line for line in lines if line in shown]
+        own = [line for line in lines if line not in shown and not _ELIDED.match(line)]
+        if own and any(len(line) >= HELD_LINE for line in held):
+            return True
+    return False

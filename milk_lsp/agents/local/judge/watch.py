@@ -77,6 +77,16 @@ MAKE_THE_CHANGE = (
 )
 """The one corrective message a turn that was asked for a change and made none gets."""
 _MAKE_THE_CHANGE_SHOWN = "milk asked the model to make the change: no file had changed"
+REWRITTEN = (
+    "milk: your reply shows changed code for lines of a file you were shown, and no file has"
+    " been changed. If the user asked for this change, make it now with edit_file (old_text"
+    " copied exactly from the file). If they only asked a question, call finish with intent"
+    ' "question" and your answer.'
+)
+"""The one corrective message to a change written out in a code block instead of made."""
+_REWRITTEN_SHOWN = (
+    "milk asked the model to make the change its reply wrote out, or to say it was a question"
+)
 _EMPTY_RESULT = re.compile(r"No matches for |\(.+ is empty\)$")
 """A tool result that found nothing (`search_text` without matches, an empty folder)."""
 CHANGE_TOOLS = frozenset({EDIT_TOOL, "run_command"})
@@ -176,6 +186,10 @@ class Grounded:
     """Paths the answer proposes creating, declared so in `finish`."""
     sources: str = ""
     """The text shown after the answer: its sources (`guided.citations.sources_block`)."""
+    rewrites: bool = False
+    """A code block of the answer rewrites lines the turn was shown
+    (`edit_intent.rewritten_code`): a change written out instead of made, unless `finish`
+    says the request was a question."""
 
 
 @dataclass(frozen=True)
@@ -447,6 +461,15 @@ class TurnWatch:
             )
         if self._changed or grounded is None:
             return None  # the edits are the evidence (checked after them), not the words
+        if grounded.rewrites and (finish is None or finish.intent != "question"):
+            if not self._change_nudged:
+                self._change_nudged = True
+                return Nudge(REWRITTEN, _REWRITTEN_SHOWN)
+            return self.gave_up(
+                LocalSignal.EDIT_NOT_MADE,
+                "the local model wrote out changed code for a file it was shown and changed no"
+                " file, and did not say the request was a question",
+            )
         if grounded.unseen:
             return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.unseen)
         if grounded.problems:
