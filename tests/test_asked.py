@@ -50,6 +50,7 @@ ASKED = {
     "a Go method": ("Was macht Start?", "Start"),
     "a short name as code": ("Make `inc` return null for negatives", "inc"),
     "a short name beside a word of its file": ("the precision parameter of main?", "main"),
+    "a short name in the file the request names": ("Renombra inc en src/utils.js a step", "inc"),
 }
 
 

@@ -67,6 +67,17 @@ def test_the_code_a_question_is_about_is_located(
     assert len(located.context()) <= Budget().chunks + Budget().map + 2000
 
 
+def test_a_renamed_definitions_uses_are_located_each_with_a_line_around(tmp_path: Path) -> None:
+    _, located = locate(tmp_path, "go-uuid", "Переименуй NewHash в MakeHash везде.")
+    shown = {
+        (chunk.path, number)
+        for chunk in located.chunks
+        for number in range(chunk.first, chunk.last + 1)
+    }
+    assert {("hash.go", 27), ("hash.go", 44), ("hash.go", 52)} <= shown, located.context()
+    assert any(chunk.why == "uses NewHash" for chunk in located.chunks)
+
+
 # good replies: none may be flagged
 GOOD = [
     (

@@ -35,8 +35,12 @@ DEFINITION_MAX_LINES = 60
 LINES_BEFORE = 3
 LINES_AFTER = 8
 """A ranked line is shown with this many lines around it."""
+USES_MAX = 10
+"""A named definition's uses are shown (each line with one line around it) when it has
+at most this many outside its definition: a rename or a new parameter must edit each."""
 MAP_NAMES = 8
 """Names listed per file in the repository map."""
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _TEST_NAME = re.compile(r"(?:[Tt]est|Benchmark|Example|Fuzz)[A-Z_0-9]|test$|Test$")
 """A test's own name (`TestParse`, `test_parse`): not what makes a file central."""
 _MORE_FILES = "(and {} more files)"
@@ -218,6 +222,10 @@ class Locator:
                 score = _line_score(line, weights)
                 if score > 0:
                     pending.append((score, path, number))
+        for use in await self._uses(named.names, texts, read, chunks):
+            if spent + use.size <= budget.chunks:
+                chunks.append(use)
+                spent += use.size
         pending.sort(key=lambda item: (-item[0], list(order).index(item[1]), item[2]))
         for _, path, number in pending:
             if spent >= budget.chunks:
@@ -246,6 +254,49 @@ class Locator:
             ranked=tuple(order),
             texts=read,
         )
+
+    async def _uses(
+        self, names: Iterable[str], texts: FileTexts, read: dict[str, str], shown: list[Chunk]
+    ) -> list[Chunk]:
+        """The lines using each named definition, one line around each, when it has few
+        uses (`USES_MAX`); files read for it join `read`."""
+        found: list[Chunk] = []
+        for name in names:
+            if not _IDENTIFIER.fullmatch(name) or not self.index.has_definition(name):
+                continue
+            holders: set[str] | None = None
+            for term in word_terms(name):
+                paths = self._postings.get(term, set())
+                holders = set(paths) if holders is None else holders & paths
+            word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+            places: list[tuple[str, int]] = []
+            for path in sorted(holders or ()):
+                if not self.index.in_file(path, name):
+                    continue
+                text = read.get(path)
+                if text is None:
+                    text = await texts.text_of(path)
+                    if text is None:
+                        continue
+                    read[path] = text
+                lines = text.splitlines()
+                for number, line in enumerate(lines, 1):
+                    if word.search(line) and not any(
+                        c.path == path and c.first <= number <= c.last for c in shown
+                    ):
+                        places.append((path, number))
+                if len(places) > USES_MAX:
+                    break
+            if not places or len(places) > USES_MAX:
+                continue
+            for path, number in places:
+                lines = read[path].splitlines()
+                piece = _chunk(
+                    path, lines, max(1, number - 1), min(len(lines), number + 1), f"uses {name}"
+                )
+                if piece is not None:
+                    found.append(piece)
+        return found
 
     def _sync(self) -> None:
         """Bring the terms and postings up to the index's state (changed files only)."""

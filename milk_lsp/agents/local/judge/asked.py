@@ -151,7 +151,10 @@ def asked(message: str, index: WorkspaceIndex) -> Asked:
                     files.setdefault(path, None)
     for word in short:  # "the precision parameter of main": `precision` is in cli.py too
         others = [token for token in tokens if len(token) >= PLAIN_MIN and token != word]
-        if any(index.in_file(path, other) for path in index.definers(word) for other in others):
+        definers = index.definers(word)
+        if any(path in files for path in definers) or any(  # "xtob in util.go"
+            index.in_file(path, other) for path in definers for other in others
+        ):
             names.setdefault(word, None)
     return Asked(tuple(names), tuple(files))
 
