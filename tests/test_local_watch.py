@@ -29,8 +29,8 @@ from milk_lsp.agents.local.judge.watch import (
     Look,
     Nudge,
     TurnWatch,
-    embedded_call,
 )
+from milk_lsp.agents.local.reply.written import embedded_call
 from milk_lsp.guided.answers import ASK_TO_LOOK, ASKED_TO_LOOK_NOTICE, LOOKED_NOTICE
 from tests import test_local_agent
 from tests.fakes.openai_server import FakeOpenAIServer

@@ -204,10 +204,9 @@ class Locator:
         spent = 0
         pending: list[tuple[float, str, int]] = []
         for path in order:
-            text = await texts.text_of(path)
+            text = await _read(path, texts, read)
             if text is None:
                 continue
-            read[path] = text
             lines = text.splitlines()
             for chunk in _definition_chunks(path, text, lines, named.names):
                 if spent + chunk.size <= budget.chunks:
@@ -273,12 +272,9 @@ class Locator:
             for path in sorted(holders or ()):
                 if not self.index.in_file(path, name):
                     continue
-                text = read.get(path)
+                text = await _read(path, texts, read)
                 if text is None:
-                    text = await texts.text_of(path)
-                    if text is None:
-                        continue
-                    read[path] = text
+                    continue
                 lines = text.splitlines()
                 for number, line in enumerate(lines, 1):
                     if word.search(line) and not any(
@@ -358,6 +354,16 @@ class Locator:
             lines.append(_MORE_FILES.format(len(entries) - len(kept)))
         self._map = (budget, "\n".join(lines))
         return self._map[1]
+
+
+async def _read(path: str, texts: FileTexts, read: dict[str, str]) -> str | None:
+    """The text of `path`, read once per locate (`read` keeps it)."""
+    if path not in read:
+        text = await texts.text_of(path)
+        if text is None:
+            return None
+        read[path] = text
+    return read[path]
 
 
 def _line_score(line: str, weights: dict[str, float]) -> float:

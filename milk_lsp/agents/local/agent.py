@@ -64,7 +64,6 @@ from milk_lsp.agents.local.judge.watch import (
     Nudge,
     TurnWatch,
     WrittenEscalation,
-    embedded_call,
     refuses_tool_choice,
 )
 from milk_lsp.agents.local.reply.runaway import RunawayWatch, end_reply
@@ -82,6 +81,7 @@ from milk_lsp.agents.local.reply.tool_calls import (
     parse_text_tool_calls,
     parse_tool_arguments,
 )
+from milk_lsp.agents.local.reply.written import embedded_call
 from milk_lsp.agents.local.rounds import (
     Call,
     Outcome,
@@ -339,8 +339,7 @@ class LocalAgent:
             if unnamed:
                 yield NoticeEvent(
                     "warning",
-                    f"ignored {unnamed} tool call(s) without a function "
-                    "name from the local model",
+                    f"ignored {unnamed} tool call(s) without a function name from the local model",
                 )
             if not named:
                 answer = "".join(reply.text)

@@ -17,17 +17,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from milk_lsp.agents.base import Cited, LocalGaveUp, LocalSignal, ToolCallEvent, ToolResultEvent
 from milk_lsp.agents.local.judge.finish import Finish
-from milk_lsp.agents.local.reply.tool_calls import (
-    MergedToolCall,
-    decode_loose_object,
-    parse_text_tool_calls,
-)
+from milk_lsp.agents.local.reply.written import CALL_SHAPE as _CALL_SHAPE
 from milk_lsp.text import cut, one_line
 
 __all__ = [
@@ -40,9 +36,7 @@ __all__ = [
     "MadeAlready",
     "Nudge",
     "TurnWatch",
-    "WrittenCall",
     "WrittenEscalation",
-    "embedded_call",
 ]
 
 REPEAT_LIMIT = 3
@@ -91,8 +85,6 @@ _EMPTY_RESULT = re.compile(r"No matches for |\(.+ is empty\)$")
 """A tool result that found nothing (`search_text` without matches, an empty folder)."""
 CHANGE_TOOLS = frozenset({EDIT_TOOL, "run_command"})
 """Calls that can change the workspace."""
-_CALL_SHAPE = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,80})"\s*,\s*"(?:arguments|parameters)"\s*:')
-_JSON = json.JSONDecoder()
 _WORD = re.compile(r"\w")
 _MILK_TAGS = re.compile(
     r"<milk:(need|percept):[^>]*>.*?(?:</milk:\1:[^>]*>|\Z)|</?milk:(?:need|percept):[^>]*>",
@@ -119,42 +111,6 @@ def _degenerate(text: str) -> bool:
         return False
     most = Counter(tokens).most_common(1)[0][1]
     return most * 2 > len(tokens) and len(set(tokens)) <= 4
-
-
-@dataclass(frozen=True)
-class WrittenCall:
-    """The call a reply spells out among prose, and how many calls it wrote in all."""
-
-    call: MergedToolCall
-    written: int
-
-
-def embedded_call(text: str, offered: Collection[str]) -> WrittenCall | None:
-    """The tool call a reply spells out among prose (bare, in a fence or in tool-call tags):
-    its first call-shaped JSON object, when that is a call to an offered tool whose
-    arguments parse; None otherwise.
-
-    Small models write a plan of several calls at once; running the first and letting the
-    model see its result is the "one step at a time" the prompt asks for (measured with
-    Qwen2.5-Coder-1.5B on the question tasks of bench/real_tasks.py: 1 of 6 answered
-    locally when a plan was refused, 3 of 6 when its first step ran)."""
-    first: MergedToolCall | None = None
-    written = 0
-    for match in _CALL_SHAPE.finditer(text):
-        written += 1
-        if written > 1:
-            continue
-        try:
-            value, _ = _JSON.raw_decode(text, match.start())
-        except (ValueError, RecursionError):
-            value = decode_loose_object(text, match.start())  # code's `"` left unescaped
-            if value is None:
-                return None
-        calls = parse_text_tool_calls(json.dumps(value), offered)
-        if not calls:
-            return None
-        first = calls[0]
-    return WrittenCall(first, written) if first is not None else None
 
 
 @dataclass(frozen=True)
