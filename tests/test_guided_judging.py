@@ -337,3 +337,19 @@ def test_the_places_a_failed_check_names_are_read_from_its_output(tmp_path: Path
         "  --> src/lib.rs:7:9\nnot/here.go:3:1: gone\nuuid.go:85:2: again\n"
     )
     assert places(output, tmp_path) == [("uuid.go", 85), ("src/a.ts", 12), ("src/lib.rs", 7)]
+
+
+def test_the_budget_shrinks_for_a_small_context_window_and_never_grows() -> None:
+    usual = Budget()
+    assert Budget.for_context(None) == usual
+    assert Budget.for_context(32768) == usual  # a big window shows no more: it is the wait
+    small = Budget.for_context(3000)
+    assert small.chunks < usual.chunks and small.map < usual.map
+
+
+def test_the_repository_map_is_the_same_for_every_request(tmp_path: Path) -> None:
+    _, locator, texts = workspace(tmp_path, "go-uuid")
+    first = asyncio.run(locator.locate("Which version does NewRandom produce?", texts))
+    second = asyncio.run(locator.locate("Что делает NewSHA1?", texts))
+    assert first.repo_map and first.repo_map == second.repo_map
+    assert "hash.go: " in first.repo_map and "NewSHA1" in first.repo_map
