@@ -31,10 +31,17 @@ class ProjectCheck:
     """A file at the workspace's root that says the project has this check."""
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
+    then: tuple[tuple[str, ...], ...] = ()
+    """More commands of the same program, run in order after `argv` passes."""
+
+    @property
+    def steps(self) -> tuple[tuple[str, ...], ...]:
+        return (self.argv, *self.then)
 
     @property
     def command(self) -> str:
-        return " ".join(self.argv)
+        """The commands as the user reads them (no shell runs them)."""
+        return ", then ".join(" ".join(step) for step in self.steps)
 
     def program(self, root: Path) -> str | None:
         """The check's program, installed (a path inside the project, or on PATH)."""
@@ -46,11 +53,15 @@ class ProjectCheck:
 
 
 CHECKS: tuple[ProjectCheck, ...] = (
-    # `go vet` type-checks the test files too (`go build` leaves them out); no download
+    # `go vet` type-checks the test files too (`go build` leaves them out), and the short
+    # tests then say whether what the code does still holds (a message a test compares
+    # word for word); no download. A suite slower than the bound fails the baseline, and
+    # then says nothing of the edits.
     ProjectCheck(
         "go.mod",
         ("go", "vet", "./..."),
         {"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOFLAGS": "-mod=mod"},
+        then=(("go", "test", "-short", "./..."),),
     ),
     ProjectCheck("tsconfig.json", ("node_modules/.bin/tsc", "--noEmit", "-p", ".")),
     ProjectCheck("Cargo.toml", ("cargo", "check", "--offline", "--quiet")),
@@ -72,16 +83,22 @@ class CheckOutcome:
 
 
 async def run_check(check: ProjectCheck, root: Path) -> CheckOutcome:
-    """One run of `check` in `root`, bounded in time; its program resolved first."""
+    """One run of `check`'s commands in `root`, in order, each bounded in time, up to the
+    first that fails (its output is the outcome's); its program resolved first."""
     program = check.program(root)
     if program is None:
         return CheckOutcome(False, f"{check.argv[0]} is not installed")
-    argv = [program, *check.argv[1:]]
-    try:
-        result = await run_argv(argv, root, TIMEOUT_SECONDS, OUTPUT_CHARS, env=check.env)
-    except CommandNotStarted as exc:
-        return CheckOutcome(False, str(exc))
-    return CheckOutcome(not result.failed, f"{result.output.rstrip()}\n[{result.status}]")
+    output = ""
+    for step in check.steps:
+        argv = [program, *step[1:]]
+        try:
+            result = await run_argv(argv, root, TIMEOUT_SECONDS, OUTPUT_CHARS, env=check.env)
+        except CommandNotStarted as exc:
+            return CheckOutcome(False, str(exc))
+        output = f"{' '.join(step)}: {result.output.rstrip()}\n[{result.status}]"
+        if result.failed:
+            return CheckOutcome(False, output)
+    return CheckOutcome(True, output)
 
 
 def places(output: str, root: Path) -> list[tuple[str, int]]:

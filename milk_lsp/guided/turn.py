@@ -270,7 +270,7 @@ class GuidedTurn:
                 )
                 attempt.signal = LocalSignal.CHECK_FAILED
             elif baseline.passed:
-                yield NoticeEvent("info", f"milk checked the local edits: {check.command} passes")
+                yield NoticeEvent("info", f"milk checked the local edits: {check.command} passed")
         if not attempt.problems and tools.pending_check() is not None:
             ran = await tools.check_edits(_call_id("check"))
             if ran is not None and ran.failed:

@@ -252,7 +252,42 @@ async def test_a_go_rename_that_leaves_uses_behind_fails_the_build_and_is_repair
     assert "incr(incr(n))" in (env.workspace / "b.go").read_text()
     notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
     assert any("milk put a.go back" in message for message in notices), notices
-    assert any("go vet ./... passes" in message for message in notices), notices
+    passed = "go vet ./..., then go test -short ./... passed"
+    assert any(passed in message for message in notices), notices
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go toolchain (golang-go)")
+async def test_a_go_edit_that_vets_but_fails_a_test_is_sent_back_with_the_tests_line(
+    env: Env, openai: FakeOpenAIServer, harness: Harness
+) -> None:
+    """`go vet` passes, the package's test compares the old message word for word: the
+    short tests after the edits fail it, and the repair shows the test's line."""
+    (env.workspace / "go.mod").write_text("module example.com/hi\n\ngo 1.19\n")
+    (env.workspace / "msg.go").write_text(
+        'package hi\n\nfunc Greeting() string { return "hello" }\n'
+    )
+    (env.workspace / "msg_test.go").write_text(
+        'package hi\n\nimport "testing"\n\nfunc TestGreeting(t *testing.T) {\n'
+        '\tif Greeting() != "hello" {\n\t\tt.Fatal("wrong greeting")\n\t}\n}\n'
+    )
+    env.settings["local"]["strategy"] = "guided"
+    client = await harness.start()
+    client.permission_answers.extend(["allow_session"] * 6)
+    code = {"path": "msg.go", "old_text": 'return "hello"', "new_text": 'return "hi"'}
+    test = {
+        "path": "msg_test.go",
+        "old_text": 'Greeting() != "hello"',
+        "new_text": 'Greeting() != "hi"',
+    }
+    openai.enqueue(
+        reply(kind="edits", answer="The greeting is now hi.", edits=[code]),
+        reply(kind="edits", answer="The greeting is now hi.", edits=[code, test]),
+    )
+    result = await chat(client, 'Cambia el saludo de "hello" a "hi".')
+    assert result["stopReason"] == "end_turn", result
+    repair = openai.requests[1]["messages"][-1]["content"]
+    assert "go test -short ./..." in repair and "--- msg_test.go lines" in repair, repair
+    assert 'Greeting() != "hi"' in (env.workspace / "msg_test.go").read_text()
 
 
 async def test_a_change_answered_in_words_is_not_done(
