@@ -254,6 +254,16 @@ class Locator:
             texts=read,
         )
 
+    def holders(self, name: str) -> list[str]:
+        """The files whose text has the identifier `name`, in path order (its terms'
+        postings, then the index's tokens of each)."""
+        self._sync()
+        holders: set[str] | None = None
+        for term in word_terms(name):
+            paths = self._postings.get(term, set())
+            holders = set(paths) if holders is None else holders & paths
+        return [path for path in sorted(holders or ()) if self.index.in_file(path, name)]
+
     async def _uses(
         self, names: Iterable[str], texts: FileTexts, read: dict[str, str], shown: list[Chunk]
     ) -> list[Chunk]:
@@ -263,15 +273,9 @@ class Locator:
         for name in names:
             if not _IDENTIFIER.fullmatch(name) or not self.index.has_definition(name):
                 continue
-            holders: set[str] | None = None
-            for term in word_terms(name):
-                paths = self._postings.get(term, set())
-                holders = set(paths) if holders is None else holders & paths
-            word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+            word = whole_word(name)
             places: list[tuple[str, int]] = []
-            for path in sorted(holders or ()):
-                if not self.index.in_file(path, name):
-                    continue
+            for path in self.holders(name):
                 text = await _read(path, texts, read)
                 if text is None:
                     continue
@@ -364,6 +368,11 @@ async def _read(path: str, texts: FileTexts, read: dict[str, str]) -> str | None
             return None
         read[path] = text
     return read[path]
+
+
+def whole_word(name: str) -> re.Pattern[str]:
+    """`name` as a whole identifier, not inside a longer one (`xtob`, not `xtobs`)."""
+    return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
 
 
 def _line_score(line: str, weights: dict[str, float]) -> float:
