@@ -193,7 +193,7 @@ def test_a_v5_database_migrates_and_keeps_its_turns(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     store = SessionStore(path)
-    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     session = store.get_session("s")
     assert session is not None
     _turn(store, session, TurnRoute("local", "m"))

@@ -381,6 +381,7 @@ def _route(
         steps_local=sum(s.status == "completed" and s.agent == "local" for s in steps),
         steps_claude=sum(s.status == "completed" and s.agent == "claude" for s in steps),
         steps_failed=sum(s.status == "failed" for s in steps),
+        steps_milk=sum(s.status == "completed" and bool(s.by_milk) for s in steps),
         plan_cost_usd=turn.plan_cost_usd,
     )
 

@@ -87,6 +87,9 @@ class AdvisorStats(WireModel):
     steps_local: int
     steps_claude: int
     steps_failed: int
+    steps_by_milk: int = 0
+    """Of `steps_local`, the steps milk applied itself: Claude's exact replacement, no
+    model (since issue 39)."""
     plan_cost_usd: float
     """What Claude's plans cost."""
     steps_cost_usd: float

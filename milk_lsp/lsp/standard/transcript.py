@@ -48,6 +48,7 @@ _MODES = {
     "fresh": "a fresh Claude conversation",
     "resume": "the same Claude conversation",
     "returning": "back to the earlier Claude conversation",
+    "brief": "one small request without tools",
 }
 _STATUS_WORDS = {"ok": "*Done.*", "cancelled": "*Cancelled.*", "error": "**Failed** (or cut off)."}
 """How a stored turn ended (records keep no more than their status)."""
