@@ -417,7 +417,7 @@ class TranscriptRenderer:
             if (status, agent) == seen[n - 1]:
                 continue
             seen[n - 1] = (status, agent)
-            who = _WHO.get(str(agent), "milk")
+            who = "milk itself" if step.get("byMilk") else _WHO.get(str(agent), "milk")
             if status == "completed":
                 self._block(out, f"- [x] Step {n} done by {who}.\n")
             elif status == "failed":
