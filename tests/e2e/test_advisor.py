@@ -247,3 +247,26 @@ async def test_cancel_mid_step_stops_the_step_and_leaves_no_process(
     assert (env.workspace / "gamma.py").read_text() == FILES["gamma.py"]
     assert await request(client, "milk/cancel", {"sessionId": session_id}) == {"cancelled": False}
     await no_leftovers(env)
+
+
+async def test_a_hand_off_to_the_advisor_tells_claude_what_the_local_model_tried(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai
+) -> None:
+    env = claude_env
+    env.settings["local"]["handOff"] = "advise"
+    client, session_id = await advisor_client(harness, env)
+    client.permission_answers.extend(["allow_once"] * 2)
+    openai.set_script([{"tool_calls": [{"name": "multiply_everything", "arguments": {}}]}])
+    api.enqueue({"text": json.dumps({"steps": [PLAN["steps"][0]]})})
+    ask = "Multiply ALPHA by ten."
+    result = await request(client, "milk/chat", {"sessionId": session_id, "text": ask})
+    assert result["stopReason"] == "end_turn", result
+    assert result["escalated"]["by"] == "fallback"
+    assert [(s["status"], s.get("byMilk")) for s in result["plan"]] == [("completed", True)]
+    assert (env.workspace / "alpha.py").read_text() == "ALPHA = 10\n"
+    [plan_request] = [r["body"] for r in api.main_requests()]
+    assert_brief_request(plan_request, PLAN_SYSTEM)
+    brief = user_text({"body": plan_request})
+    assert brief.startswith(f"The request:\n{ask}\n\nWhat the local model already tried:\n")
+    assert "multiply_everything" in brief  # the call it tried
+    assert "1| ALPHA = 1" in brief
