@@ -54,10 +54,9 @@ def plan_brief(request: str, located: Located, tried: str = "") -> str:
     parts = [f"The request:\n{request.strip()}"]
     if tried.strip():
         parts.append(f"What the local model already tried:\n{cut(tried.strip(), TRIED_MAX)}")
-    parts.append(
-        "The code milk located for it, and a map of the repository:\n"
-        + (located.context() or "(nothing located)")
-    )
+    parts.append(f"The code milk located for it:\n{located.context() or '(nothing located)'}")
+    if located.repo_map:
+        parts.append(f"A map of the repository (files and what they define):\n{located.repo_map}")
     return "\n\n".join(parts)
 
 
