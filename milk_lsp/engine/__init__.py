@@ -74,7 +74,7 @@ class Engine:
         """Every turn on this server's folders shown live in every door (`watch()` starts
         the relay of the other processes' turns)."""
         local_part = LocalPart(self.sessions, self.local_models, self.claude_path, self._door)
-        advisor = Advisor(local_part, self.claude, self.claude_path)
+        advisor = Advisor(local_part, self.claude, self.sessions, self.claude_path)
         self._runner = TurnRunner(
             bridge, self.sessions, self.changes, local_part, self.claude, advisor, self.live.publish
         )

@@ -208,7 +208,10 @@ def _advisor(advised: AdvisorTotals | None, claude: ClaudeTotals) -> AdvisorStat
     others = claude.costed_turns - advised.turns
     other_cost = claude.cost_usd - advised.cost_usd
     average = other_cost / others if others > 0 and other_cost > 0 else None
+    steps = advised.steps_local + advised.steps_claude + advised.steps_failed
     return AdvisorStats(
+        share_local=round(advised.steps_local / steps, 3) if steps else None,
+        saves=None if average is None else advised.cost_usd < average * advised.turns,
         turns=advised.turns,
         steps_local=advised.steps_local,
         steps_claude=advised.steps_claude,

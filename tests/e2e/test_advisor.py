@@ -134,6 +134,8 @@ async def test_claude_plans_from_a_brief_milk_and_the_local_model_do_claude_fixe
     plans = [u["steps"] for u in updates if u["kind"] == "plan"]
     assert plans[0] == [{"content": s["content"], "status": "pending"} for s in result["plan"]]
     assert [u["kind"] for u in updates].count("turn_ended") == 1
+    notices = [u["message"] for u in updates if u["kind"] == "notice"]
+    assert any(n.startswith("Claude cost $") and "on the plan" in n for n in notices)
     # the plan request's JSON is not shown as text; the plan is, in words
     assert '"old_text"' not in result["text"] and "1. `alpha.py`: ALPHA times ten" in result["text"]
 

@@ -29,7 +29,7 @@ from milk_lsp.agents.base import (
     TextDelta,
 )
 from milk_lsp.agents.local.tools import WorkspaceTools
-from milk_lsp.engine.advisor import brief
+from milk_lsp.engine.advisor import brief, costs
 from milk_lsp.engine.advisor.ask import ask_brief
 from milk_lsp.engine.advisor.shape import BriefReply, NotTheShape, StepEdit, check_steps
 from milk_lsp.engine.advisor.shape import parse_reply as parse_brief_reply
@@ -42,6 +42,7 @@ from milk_lsp.guided.apply import Applied, apply_edits
 from milk_lsp.guided.locate import Budget
 from milk_lsp.guided.project_check import check_for
 from milk_lsp.sessions.model import Agent, Session
+from milk_lsp.sessions.service import Sessions
 from milk_lsp.text import cut, fenced, one_line
 from milk_lsp.wire import PlanStep, StepStatus, StopReason
 
@@ -96,12 +97,27 @@ class Advisor:
         self,
         local: LocalPart,
         claude: ClaudePart,
+        sessions: Sessions,
         claude_path: Callable[[], str | None],
     ) -> None:
-        """`claude_path` gives the `claude` CLI the settings run (None: not found)."""
+        """`claude_path` gives the `claude` CLI the settings run (None: not found);
+        `sessions` the folder's figures (`costs`)."""
         self._local = local
         self._claude = claude
+        self._sessions = sessions
         self._claude_path = claude_path
+
+    async def pays(self, turn: Turn, workspace: str) -> bool:
+        """Whether a hand-off takes the advisor route (`costs.pays`); when the folder's
+        history says it does not save, a notice says so and why."""
+        saves, figures = costs.pays(await costs.folder_stats(self._sessions, workspace))
+        if not saves:
+            turn.notice(
+                "info",
+                f"milk gave this turn to Claude Code rather than as a plan: {figures} "
+                "(milk/stats).",
+            )
+        return saves
 
     async def run(
         self, session: Session, turn: Turn, text: str, plan: Plan, display_text: str
@@ -110,6 +126,19 @@ class Advisor:
         the running request or step (its agent, tools or Claude process) and the rest."""
         if not turn.config.local.memory_tags:  # the request is the goal, not a step
             turn.set_need(display_text, news_for_claude=False)
+        before = costs.estimate(await costs.folder_stats(self._sessions, session.workspace_folder))
+        if before is not None:
+            turn.notice("info", f"Before Claude's plan: {before}.")
+        try:
+            return await self._run(session, turn, text, plan, display_text)
+        finally:
+            after = costs.spent(turn.plan_cost_usd, turn.usage.cost_usd)
+            if after is not None:
+                turn.notice("info", f"{after}.")
+
+    async def _run(
+        self, session: Session, turn: Turn, text: str, plan: Plan, display_text: str
+    ) -> StopReason:
         reply = await self._plan(session, turn, text, plan, display_text)
         if reply is None:
             return "error"
