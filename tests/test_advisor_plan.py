@@ -18,6 +18,7 @@ from milk_lsp.engine.advisor.brief import lines_around, plan_brief, step_brief
 from milk_lsp.engine.advisor.route import step_text
 from milk_lsp.engine.advisor.shape import (
     MAX_STEPS,
+    STEP_EDITS_MAX,
     NotTheShape,
     StepEdit,
     check_steps,
@@ -108,15 +109,19 @@ def test_the_brief_holds_the_request_what_was_tried_and_the_located_lines() -> N
 
 
 def test_a_takeover_shows_the_step_the_lines_around_it_and_why_it_failed() -> None:
-    text = "\n".join(f"line {n}" for n in range(1, 400)) + "\nTARGET = 1\n" + "tail\n" * 300
+    text = "\n".join(f"line {n}" for n in range(1, 800)) + "\nTARGET = 1\n" + "tail\n" * 300
     planned = StepEdit("m.py", "TARGET = 1", "TARGET = 2", "two")
     asked = step_brief(3, "set target to two", planned, text, "the edit broke m.py")
     assert "Step 3 of the plan for the request 'set target to two': two" in asked
-    assert "400| TARGET = 1" in asked and "388| line 388" in asked
+    assert "800| TARGET = 1" in asked and "788| line 788" in asked
     assert "line 300" not in asked  # only the lines around it
     assert asked.endswith("Why it failed: the edit broke m.py")
     # not there: where the file is most like it
-    assert "400| TARGET = 1" in lines_around(text, "TARGET = 7")
+    assert "800| TARGET = 1" in lines_around(text, "TARGET = 7")
+    # in many places (a rename's uses): each with a line or two around it
+    many = "\n".join(f"x{n} = NAME" if n % 50 == 0 else f"line {n}" for n in range(1, 1000))
+    shown = lines_around(many, "NAME")
+    assert shown.count("= NAME") == 19 and "52| line 52" in shown and "53| line 53" not in shown
     assert "does not exist" in step_brief(1, "r", planned, None, "gone")
 
 
@@ -153,3 +158,11 @@ def test_the_brief_launch_has_no_tools_and_milks_system_prompt_file() -> None:
     ):
         assert not any(arg.startswith(absent) for arg in argv), absent
     assert "the brief" not in " ".join(argv)  # the prompt goes on stdin
+
+
+def test_a_step_claude_takes_over_may_have_more_edits_than_a_plan_has_steps() -> None:
+    """A rename's uses, one edit each: a takeover answer holds up to STEP_EDITS_MAX."""
+    text = json.dumps({"steps": [step(old=f"X{n}", new=f"Y{n}") for n in range(12)]})
+    with pytest.raises(NotTheShape, match="more than 8"):
+        parse_reply(text)
+    assert len(parse_reply(text, limit=STEP_EDITS_MAX).steps) == 12

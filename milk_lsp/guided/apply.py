@@ -51,6 +51,7 @@ async def apply_edits(
     edits: Sequence[Edit],
     applied: Applied,
     *,
+    limit: int = MAX_APPLIED,
     root: Path,
     check: ProjectCheck | None,
     progress: Callable[[str], None],
@@ -72,7 +73,7 @@ async def apply_edits(
         if allowed:
             progress(f"running {check.command} before {whose}…")
             baseline = await run_check(check, root)
-    for edit in edits[:MAX_APPLIED]:
+    for edit in edits[:limit]:
         edit_id = call_id("edit")
         arguments = {"path": edit.path, "old_text": edit.old_text, "new_text": edit.new_text}
         yield ToolCallEvent(edit_id, EDIT_FILE, arguments, ToolStatus.RUNNING)

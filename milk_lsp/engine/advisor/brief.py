@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 
-from milk_lsp.engine.advisor.shape import MAX_NEEDS, MAX_STEPS, StepEdit
+from milk_lsp.engine.advisor.shape import MAX_NEEDS, MAX_STEPS, STEP_EDITS_MAX, StepEdit
 from milk_lsp.guided.locate import Located
 from milk_lsp.text import cut, fenced
 
@@ -31,21 +31,25 @@ an empty old_text creates a new file;
 {{"needs": ["path/or/DefinitionName", ...]}} (at most {MAX_NEEDS}).
 """
 
-STEP_SYSTEM = """You fix one step of a code change for milk, an editor assistant. You \
+STEP_SYSTEM = f"""You fix one step of a code change for milk, an editor assistant. You \
 cannot read files or run anything: the message shows the step, the file's current lines \
 (numbered: the numbers and the `| ` after them are not part of the file) and why the \
 attempt failed.
 
 Answer with ONE JSON object and nothing else:
-{"steps": [{"path": "relative/path", "old_text": "exact text of the file, copied", \
-"new_text": "what replaces it", "why": "a few words"}]}
-Usually one edit; old_text must occur exactly once in the file as shown.
+{{"steps": [{{"path": "relative/path", "old_text": "exact text of the file, copied", \
+"new_text": "what replaces it", "why": "a few words"}}]}}
+Usually one edit (at most {STEP_EDITS_MAX}); each old_text must occur exactly once in the file \
+as shown.
 """
 
 TRIED_MAX = 1200
-FILE_MAX = 4000
+FILE_MAX = 6000
 AROUND = 12
-"""Lines shown before and after the place a step is about."""
+"""Lines shown before and after the place a step is about (`AROUND_MANY` when it is in
+many places: a rename's uses)."""
+AROUND_MANY = 2
+PLACES_MAX = 24
 
 
 def plan_brief(request: str, located: Located, tried: str = "") -> str:
@@ -86,8 +90,8 @@ def step_brief(number: int, request: str, step: StepEdit, text: str | None, fail
 
 
 def lines_around(text: str, old_text: str) -> str:
-    """The file's lines where `old_text` is (up to 3 places), or where it is most like,
-    numbered, within `FILE_MAX` characters; a short file whole."""
+    """The file's lines where `old_text` is (up to `PLACES_MAX` places), or where it is
+    most like, numbered, within `FILE_MAX` characters; a short file whole."""
     lines = text.split("\n")
     if lines[-1] == "":  # the file's last newline starts no line
         lines.pop()
@@ -96,8 +100,9 @@ def lines_around(text: str, old_text: str) -> str:
     starts = _places(text, old_text, lines)
     spans: list[tuple[int, int]] = []
     height = old_text.count("\n") + 1
-    for start in starts[:3]:
-        first, last = max(0, start - AROUND), min(len(lines), start + height + AROUND)
+    around = AROUND if len(starts) <= 2 else AROUND_MANY
+    for start in starts:
+        first, last = max(0, start - around), min(len(lines), start + height + around)
         if spans and first <= spans[-1][1]:
             spans[-1] = (spans[-1][0], last)
         else:
@@ -110,7 +115,7 @@ def _places(text: str, old_text: str, lines: list[str]) -> list[int]:
     """0-based lines where `old_text` starts; none: the line most like its first line."""
     starts: list[int] = []
     at = text.find(old_text) if old_text else -1
-    while at >= 0 and len(starts) < 3:
+    while at >= 0 and len(starts) < PLACES_MAX:
         starts.append(text.count("\n", 0, at))
         at = text.find(old_text, at + 1)
     if starts:

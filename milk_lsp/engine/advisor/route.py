@@ -31,7 +31,13 @@ from milk_lsp.agents.base import (
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.engine.advisor import brief, costs
 from milk_lsp.engine.advisor.ask import ask_brief
-from milk_lsp.engine.advisor.shape import BriefReply, NotTheShape, StepEdit, check_steps
+from milk_lsp.engine.advisor.shape import (
+    STEP_EDITS_MAX,
+    BriefReply,
+    NotTheShape,
+    StepEdit,
+    check_steps,
+)
 from milk_lsp.engine.advisor.shape import parse_reply as parse_brief_reply
 from milk_lsp.engine.agent_host import TurnHost
 from milk_lsp.engine.claude_part import ClaudePart
@@ -314,7 +320,7 @@ class Advisor:
         if answer.failed:
             return "Claude did not answer"
         try:
-            reply = parse_brief_reply(answer.text, needs_allowed=False)
+            reply = parse_brief_reply(answer.text, needs_allowed=False, limit=STEP_EDITS_MAX)
         except NotTheShape as exc:
             return str(exc)
         for edit in reply.steps:
@@ -346,6 +352,7 @@ class Advisor:
             tools,
             [step.edit() for step in steps],
             applied,
+            limit=STEP_EDITS_MAX,
             root=root,
             check=check_for(root),
             progress=lambda message: self._say(turn, message),

@@ -17,6 +17,8 @@ from typing import Any
 from milk_lsp.guided.shape import Edit
 
 MAX_STEPS = 8
+STEP_EDITS_MAX = 24
+"""Edits of a step Claude takes over (a rename's uses, one edit each) at most."""
 MAX_NEEDS = 8
 PATH_MAX = 400
 TEXT_MAX = 8000
@@ -51,7 +53,7 @@ class NotTheShape(ValueError):
     """Claude's reply is not a usable plan; the message says why, for the user."""
 
 
-def parse_reply(text: str, *, needs_allowed: bool = True) -> BriefReply:
+def parse_reply(text: str, *, needs_allowed: bool = True, limit: int = MAX_STEPS) -> BriefReply:
     """The reply as `BriefReply`; a ```json fence or words around the object are
     tolerated. Raises `NotTheShape` for anything else: not JSON, no steps and no needs,
     too many steps, a step that changes nothing, needs when they were answered already."""
@@ -64,8 +66,8 @@ def parse_reply(text: str, *, needs_allowed: bool = True) -> BriefReply:
     if not isinstance(data, dict):
         raise NotTheShape("Claude's reply is JSON, but not an object")
     steps = _list(data, "steps")
-    if len(steps) > MAX_STEPS:
-        raise NotTheShape(f"Claude's reply has {len(steps)} steps, more than {MAX_STEPS}")
+    if len(steps) > limit:
+        raise NotTheShape(f"Claude's reply has {len(steps)} steps, more than {limit}")
     reply = BriefReply([_step(number, item) for number, item in enumerate(steps, 1)])
     if reply.steps:
         return reply  # steps win: what it planned is what it needs no more for
