@@ -23,6 +23,7 @@ from milk_lsp.engine.advisor.shape import (
     StepEdit,
     check_steps,
     parse_reply,
+    unmade,
 )
 from milk_lsp.guided.locate import Chunk, Located
 
@@ -166,3 +167,22 @@ def test_a_step_claude_takes_over_may_have_more_edits_than_a_plan_has_steps() ->
     with pytest.raises(NotTheShape, match="more than 8"):
         parse_reply(text)
     assert len(parse_reply(text, limit=STEP_EDITS_MAX).steps) == 12
+
+
+def test_a_step_is_made_when_its_file_shows_it() -> None:
+    """The files, not the local model's words, say whether a step was made."""
+    rename = StepEdit("m.py", "OLD", "NEW")
+    before = "OLD = 1\nprint(OLD)\n"
+    assert unmade(rename, before, "NEW = 1\nprint(NEW)\n") is None
+    assert unmade(rename, before, "NEW = 1\nprint(OLD)\n") is None  # part of it: not nothing
+    assert unmade(rename, before, before) == "m.py did not change"
+    assert unmade(rename, before, "OLD = 2\nprint(OLD)\n") == (
+        "m.py changed, but does not hold the step's new text once more"
+    )
+    assert unmade(rename, before, None) == "m.py is not there"
+    grow = StepEdit("m.py", "X = 1", "X = 10")  # the new text holds the old one
+    assert unmade(grow, "X = 1\n", "X = 10\n") is None
+    drop = StepEdit("m.py", "import os\n", "")
+    assert unmade(drop, "import os\nX = 1\n", "X = 1\n") is None
+    assert unmade(drop, "import os\nX = 1\n", "import os\nX = 2\n") is not None
+    assert unmade(StepEdit("new.py", "", "A = 1\n"), None, "A = 1\n") is None

@@ -37,6 +37,7 @@ from milk_lsp.engine.advisor.shape import (
     NotTheShape,
     StepEdit,
     check_steps,
+    unmade,
 )
 from milk_lsp.engine.advisor.shape import parse_reply as parse_brief_reply
 from milk_lsp.engine.agent_host import TurnHost
@@ -295,6 +296,8 @@ class Advisor:
             why = f"the local model asked for Claude: {one_line(outcome.reason)}"
         elif turn.failure is not None:
             why = one_line(turn.failure[1])
+        elif (missing := unmade(step, now, await tools.text_of(step.path))) is not None:
+            why = f"the local model ended the step, but {missing}"
         else:
             checklist.mark(turn, index, "completed", Agent.LOCAL)
             return None

@@ -112,6 +112,23 @@ def _step(number: int, item: Any) -> StepEdit:
     return step
 
 
+def unmade(step: StepEdit, before: str | None, after: str | None) -> str | None:
+    """Why the files do not show `step` made (None: they do): its file changed, and holds
+    its new text more times than before (a deletion: its old text fewer times). What the
+    local model says about a step is not evidence; the file is."""
+    if after is None:
+        return f"{step.path} is not there"
+    if after == before:
+        return f"{step.path} did not change"
+    was = before or ""
+    if step.new_text:
+        if after.count(step.new_text) <= was.count(step.new_text):
+            return f"{step.path} changed, but does not hold the step's new text once more"
+    elif step.old_text and after.count(step.old_text) >= was.count(step.old_text):
+        return f"{step.path} changed, but still holds the text the step removes"
+    return None
+
+
 def check_steps(reply: BriefReply, texts: Mapping[str, str | None]) -> list[str]:
     """Why the steps cannot be applied to the files as they are (`texts`: each step's path
     → its text, None when there is no such file): the old text must be in the file; an
