@@ -53,6 +53,10 @@ from milk_lsp.sessions.service import Sessions
 from milk_lsp.text import cut, fenced, one_line
 from milk_lsp.wire import PlanStep, StepStatus, StopReason
 
+BRIEF_BUDGET = Budget(chunks=4500, map=1200)
+"""What of the workspace Claude's brief shows, in characters (about 1,400 tokens at most):
+enough for exact old text around what the request names; more is one `needs` away."""
+
 STEP_REQUEST = """(milk: step {number} of {total} of a plan for the request "{request}"; \
 the other steps are done apart.)
 
@@ -197,7 +201,7 @@ class Advisor:
         self._say(turn, "locating what the request is about…")
         tools = self._tools(session, turn)
         locator = await self._local.locator(session.workspace_folder)
-        located = await locator.locate(display_text, tools, Budget())
+        located = await locator.locate(display_text, tools, BRIEF_BUDGET)
         asked = brief.plan_brief(text, located, session.escalation_brief)
         self._say(turn, "asking Claude for a plan…")
         answer = await ask_brief(
@@ -211,7 +215,7 @@ class Advisor:
         )
         reply = None if answer.failed else self._parsed(turn, answer.text, needs_allowed=True)
         if reply is not None and reply.needs:
-            given = await locator.locate(" ".join(reply.needs), tools, Budget())
+            given = await locator.locate(" ".join(reply.needs), tools, BRIEF_BUDGET)
             missing = [n for n in reply.needs if not _found(n, given.shown, given.paths)]
             self._say(turn, "giving Claude what it asked for…")
             answer = await ask_brief(
