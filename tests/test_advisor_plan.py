@@ -24,6 +24,7 @@ from milk_lsp.engine.advisor.shape import (
     check_steps,
     parse_reply,
     unmade,
+    unnumbered,
 )
 from milk_lsp.guided.locate import Chunk, Located
 
@@ -186,3 +187,24 @@ def test_a_step_is_made_when_its_file_shows_it() -> None:
     assert unmade(drop, "import os\nX = 1\n", "X = 1\n") is None
     assert unmade(drop, "import os\nX = 1\n", "import os\nX = 2\n") is not None
     assert unmade(StepEdit("new.py", "", "A = 1\n"), None, "A = 1\n") is None
+
+
+def test_old_text_copied_with_the_briefs_line_numbers_loses_them() -> None:
+    text = "def f():\n    return 1\n"
+    reply = parse_reply(
+        json.dumps(
+            {
+                "steps": [
+                    step("a.py", "1| def f():\n2|     return 1", "1| def f():\n2|     return 2"),
+                    step("a.py", "7| nowhere", "7| x"),  # not in the file either way: kept
+                ]
+            }
+        )
+    )
+    unnumbered(reply, {"a.py": text})
+    assert (reply.steps[0].old_text, reply.steps[0].new_text) == (
+        "def f():\n    return 1",
+        "def f():\n    return 2",
+    )
+    assert reply.steps[1].old_text == "7| nowhere"
+    assert check_steps(reply, {"a.py": text}) == ["step 2: its old_text is not in a.py"]

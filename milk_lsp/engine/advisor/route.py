@@ -38,6 +38,7 @@ from milk_lsp.engine.advisor.shape import (
     StepEdit,
     check_steps,
     unmade,
+    unnumbered,
 )
 from milk_lsp.engine.advisor.shape import parse_reply as parse_brief_reply
 from milk_lsp.engine.agent_host import TurnHost
@@ -232,6 +233,7 @@ class Advisor:
         if reply is None:
             return None
         texts = {step.path: await tools.text_of(step.path) for step in reply.steps}
+        unnumbered(reply, texts)
         problems = check_steps(reply, texts)
         if problems:
             turn.failure = (
@@ -330,8 +332,10 @@ class Advisor:
             reply = parse_brief_reply(answer.text, needs_allowed=False, limit=STEP_EDITS_MAX)
         except NotTheShape as exc:
             return str(exc)
+        texts = {edit.path: await tools.text_of(edit.path) for edit in reply.steps}
+        unnumbered(reply, texts)
         for edit in reply.steps:
-            text = await tools.text_of(edit.path)
+            text = texts[edit.path]
             found = 0 if text is None or not edit.old_text else text.count(edit.old_text)
             if not (found == 1 or (edit.old_text == "" and text is None)):
                 where = "is not in" if found == 0 else f"occurs {found} times in"

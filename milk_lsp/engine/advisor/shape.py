@@ -10,6 +10,7 @@ changes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,6 +111,25 @@ def _step(number: int, item: Any) -> StepEdit:
     if step.old_text == step.new_text:
         raise NotTheShape(f"step {number} ({step.path}) changes nothing")
     return step
+
+
+_NUMBERED = re.compile(r"^ *\d+\| ?", re.MULTILINE)
+
+
+def unnumbered(reply: BriefReply, texts: Mapping[str, str | None]) -> None:
+    """Steps whose old text was copied with the brief's line numbers (`12| `) on every line,
+    and is found without them, lose them (in the new text too): the numbers were never
+    part of the file."""
+    for step in reply.steps:
+        text = texts.get(step.path)
+        lines = step.old_text.splitlines()
+        if not text or not lines or step.old_text in text:
+            continue
+        if not all(_NUMBERED.match(line) for line in lines):
+            continue
+        old = _NUMBERED.sub("", step.old_text)
+        if old in text:
+            step.old_text, step.new_text = old, _NUMBERED.sub("", step.new_text)
 
 
 def unmade(step: StepEdit, before: str | None, after: str | None) -> str | None:
