@@ -1,14 +1,16 @@
-"""The advisor route on real tasks (issue 32): `bench/real_tasks.py --advise`.
+"""The advisor route on real tasks (issues 32 and 39): `bench/real_tasks.py --advise`.
 
 Each multi-step task of the project (`Project.advisor_tasks`: a rename across files, a new
 parameter with its uses, a docstring pass) is one `milk/chat` on route `advise` in a new
 session of the real server, the project unpacked afresh. The Claude stand-in plays Claude as
-it would work: it reads the files the plan touches, then answers the plan request with the
-task's plan; a step handed to Claude is done with Claude Code's Read and Edit tools (the
-step's `ClaudeEdit`), for real. Each step the local model marked done is checked on the
-files (one that is not is a silent failure), and the workspace at the end is checked for
-every step. Then the same request goes to Claude alone (route `claude`): it reads the files
-and makes every step's edit, one tool call each, as Claude Code does.
+the advisor asks it to (issue 39): the plan request, one tool-less request with milk's brief,
+is answered with the task's steps as exact replacements (JSON); a step handed back to Claude
+is one fresh request, answered with that step's edit in the same shape (a replace-all step
+as one edit per line, each widened until it occurs once). Each step the local side marked
+done is checked on the files (one that is not is a silent failure), and the workspace at
+the end is checked for every step. Then the same request goes to Claude alone (route
+`claude`): it reads the files and makes every step's edit, one tool call each, as Claude
+Code does.
 
 The stand-in counts each request's tokens from its size (`usage: "measured"`: 4 characters a
 token, a start shared with an earlier request read from the prompt cache), so the two routes'
@@ -36,16 +38,11 @@ async def run_advisor_task(
     lay_out(sdist, turns.workspace)
     api.script(
         [
-            *_reads(task.files, turns.workspace),
-            {"text": task.plan, "usage": "measured"},
+            _measured({"text": json.dumps(_plan(task))}),
             *(
                 {
                     "when": text[:60],
-                    "then": [
-                        *_reads([edit.path], turns.workspace),
-                        *_edit(edit, turns.workspace),
-                        _done(),
-                    ],
+                    "then": [_measured({"text": json.dumps(_step_answer(edit, turns.workspace))})],
                 }
                 for text, _, edit in task.steps
             ),
@@ -149,6 +146,39 @@ def _sizes(requests: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
         for r in requests
         if r.get("main")
     ]
+
+
+def _plan(task: AdvisorTask) -> dict[str, Any]:
+    """The plan as Claude writes it for milk's brief: each step an exact replacement."""
+    return {
+        "steps": [
+            {"path": edit.path, "old_text": edit.old, "new_text": edit.new, "why": text}
+            for text, _, edit in task.steps
+        ]
+    }
+
+
+def _step_answer(edit: ClaudeEdit, workspace: Path) -> dict[str, Any]:
+    """Claude's answer to a step handed back: the step's edit, or for a replace-all one
+    edit per line holding the old text, each widened by the lines after it until it occurs
+    once in the file (as laid out: the failed local attempt was put back)."""
+    if not edit.every:
+        return {"steps": [{"path": edit.path, "old_text": edit.old, "new_text": edit.new}]}
+    text = (workspace / edit.path).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    steps, covered = [], -1
+    for number, line in enumerate(lines):
+        if edit.old not in line or number <= covered:
+            continue
+        end = number + 1
+        while text.count("".join(lines[number:end])) > 1 and end < len(lines):
+            end += 1
+        old = "".join(lines[number:end])
+        covered = end - 1
+        steps.append(
+            {"path": edit.path, "old_text": old, "new_text": old.replace(edit.old, edit.new)}
+        )
+    return {"steps": steps}
 
 
 def _measured(call: dict[str, Any]) -> dict[str, Any]:

@@ -78,10 +78,6 @@ class AdvisorTask:
     edit Claude makes for it)."""
 
     @property
-    def plan(self) -> str:
-        return "\n".join(f"{n}. {step}" for n, (step, _, _) in enumerate(self.steps, 1))
-
-    @property
     def files(self) -> list[str]:
         """The files the steps edit, in order: what Claude reads before planning or editing."""
         return list(dict.fromkeys(edit.path for _, _, edit in self.steps))

@@ -356,6 +356,7 @@ def test_an_advisor_plan_is_acps_plan_with_who_did_each_step() -> None:
         {"content": "In `b.py` set Y", "status": "failed", "agent": "claude"},
         {"content": "In `c.py` set Z", "status": "in_progress", "agent": "local"},
         {"content": "Run the tests", "status": "pending"},
+        {"content": "In `d.py` set W", "status": "completed", "agent": "local", "byMilk": True},
     ]
     [plan] = mapper.updates(payload("plan", steps=steps))
     wire = valid(plan)
@@ -365,6 +366,7 @@ def test_an_advisor_plan_is_acps_plan_with_who_did_each_step() -> None:
         ("In `b.py` set Y (failed) [Claude]", "completed"),
         ("In `c.py` set Z [local model]", "in_progress"),
         ("Run the tests", "pending"),
+        ("In `d.py` set W [milk]", "completed"),  # milk applied it itself (issue 39)
     ]
 
 

@@ -775,6 +775,13 @@ def test_chat_prints_an_advisor_plan_and_each_step_once_with_who_did_it() -> Non
         "▸ step 2: Claude",
         "☑ step 2 done by Claude",
     ]
+    out.truncate(0), out.seek(0)
+    printer = ChatPrinter(out)  # issue 39: a step milk applied itself
+    printer.on_update(plan(("pending", None)))
+    milk = plan(("completed", "local"))
+    milk["steps"][0]["byMilk"] = True
+    printer.on_update(milk)
+    assert out.getvalue().splitlines()[-1] == "☑ step 1 done by milk itself"
 
 
 def test_chat_does_not_print_another_doors_turn_over_the_prompt() -> None:

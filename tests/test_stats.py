@@ -12,6 +12,7 @@ import pytest
 from milk_lsp import cli
 from milk_lsp.doors import NVIM, TERMINAL, VSCODE
 from milk_lsp.engine import budget
+from milk_lsp.engine.advisor import costs
 from milk_lsp.sessions import routes as routes_module
 from milk_lsp.sessions.model import Agent, RecordStatus, Role, TurnRecord
 from milk_lsp.sessions.schema import MIGRATIONS, SCHEMA_VERSION
@@ -193,7 +194,7 @@ def test_a_v5_database_migrates_and_keeps_its_turns(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     store = SessionStore(path)
-    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     session = store.get_session("s")
     assert session is not None
     _turn(store, session, TurnRoute("local", "m"))
@@ -297,3 +298,58 @@ def test_advisor_turns_count_apart_with_their_steps_and_plan_cost(tmp_path: Path
         "Advisor: 1 turn, 3 steps (2 done locally, 1 by Claude); Claude cost $0.0050 on plans "
         "and $0.0030 on steps, against about $0.0200 all on Claude." in stats.text
     )
+
+
+def test_advisor_share_local_steps_by_milk_and_whether_it_saves(tmp_path: Path) -> None:
+    """Issue 39: the share of steps done locally, the ones milk applied itself, whether the
+    route costs Claude less than Claude alone; the estimate before a plan, the real figure
+    after, and a hand-off turned away from the route once the history says it does not pay."""
+    store = SessionStore(tmp_path / "s.sqlite3")
+    session = store.create_session(WS)
+    assert costs.estimate(stats_of(store, WS, None)) is None  # no figures yet
+    assert costs.pays(stats_of(store, WS, None)) == (True, "")
+    _turn(store, session, TurnRoute("escalated_by_user", "m", claude_cost_usd=0.02))
+    assert costs.estimate(stats_of(store, WS, None)) == (
+        "no advisor turn here yet; a turn all on Claude has cost about $0.0200"
+    )
+
+    def advised(cost: float) -> TurnRoute:
+        kind = route_kind(
+            advised=True,
+            claude_ran=True,
+            escalated_by="user",
+            answers_claude=False,
+            local_answered=True,
+        )
+        return TurnRoute(
+            kind,
+            "m",
+            claude_cost_usd=cost,
+            steps_local=3,
+            steps_claude=1,
+            steps_milk=2,
+            plan_cost_usd=cost / 2,
+        )
+
+    _turn(store, session, advised(0.004))
+    stats = stats_of(store, WS, None)
+    advisor = stats.advisor
+    assert advisor is not None
+    assert (advisor.steps_by_milk, advisor.share_local, advisor.saves) == (2, 0.75, True)
+    assert "(3 done locally (2 of them applied by milk itself), 1 by Claude)" in stats.text
+    assert advisor.to_wire()["stepsByMilk"] == 2 and advisor.to_wire()["shareLocal"] == 0.75
+    assert costs.estimate(stats) == (
+        "advisor turns here have cost Claude about $0.0040 each, against about $0.0200 for a "
+        "turn all on Claude"
+    )
+    assert costs.pays(stats) == (True, "")  # one turn is no evidence yet
+    for _ in range(3):
+        _turn(store, session, advised(0.05))  # dearer than Claude alone
+    stats = stats_of(store, WS, None)
+    assert stats.advisor is not None and stats.advisor.saves is False
+    saves, figures = costs.pays(stats)
+    assert not saves and figures.startswith("advisor turns here have cost Claude about $0.0385")
+    assert costs.spent(0.001, 0.003) == (
+        "Claude cost $0.0030 on this turn: $0.0010 on the plan and $0.0020 on steps"
+    )
+    assert costs.spent(None, None) is None

@@ -346,7 +346,7 @@ def _plan(payload: dict[str, Any], meta: dict[str, Any]) -> SessionUpdate:
         if not isinstance(step, dict):
             continue
         status = str(step.get("status"))
-        who = _WHO.get(str(step.get("agent")))
+        who = "milk" if step.get("byMilk") else _WHO.get(str(step.get("agent")))
         content = str(step.get("content", ""))
         if status == "failed":
             content += " (failed)"

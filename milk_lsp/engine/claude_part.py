@@ -78,6 +78,8 @@ class ClaudePart:
         self._sessions = sessions
         self._claude = claude
         self._door = door
+        self.agent = claude
+        """The Claude Code driver (the advisor's brief requests run on it too)."""
         self.mcp_servers: dict[str, tuple[McpServer, ...]] = {}
         """By session id: the MCP servers an ACP client handed for that session."""
 
@@ -181,11 +183,7 @@ class ClaudePart:
         text: str,
         by: Literal["user", "agent", "fallback"],
         reason: str,
-        *,
-        plan_only: bool = False,
     ) -> StopReason:
-        """`plan_only`: Claude Code runs in its plan permission mode (it may read the
-        workspace, not edit or run): the advisor route's plan."""
         plan = await self.plan(session, by_agent=by != "user", in_turn=True)
         turn.update(
             "escalated",
@@ -195,12 +193,12 @@ class ClaudePart:
             contextChars=len(plan.context_file) + len(plan.user_message_prefix),
         )
         session.state = SessionState.ESCALATION
-        if not await self._within_budget(session, turn):
+        if not await self.within_budget(session, turn):
             if not turn.parts or turn.part.agent is not Agent.CLAUDE:
                 turn.start_part(Agent.CLAUDE)  # the turn ends as Claude's, not started
             session.state = SessionState.ROUTING
             return "error"
-        attempt = await self._attempt(session, turn, text, plan, plan_only)
+        attempt = await self._attempt(session, turn, text, plan)
         if attempt == "resume_rejected":
             turn.notice(
                 "warning",
@@ -211,7 +209,7 @@ class ClaudePart:
             plan = await self.plan(
                 session, by_agent=by != "user", resume_rejected=True, in_turn=True
             )
-            attempt = await self._attempt(session, turn, text, plan, plan_only)
+            attempt = await self._attempt(session, turn, text, plan)
         if attempt == "end_turn":
             self._after_success(session, turn, plan)
             return "end_turn"
@@ -221,7 +219,7 @@ class ClaudePart:
             session.state = SessionState.ROUTING
         return "error"
 
-    async def _within_budget(self, session: Session, turn: Turn) -> bool:
+    async def within_budget(self, session: Session, turn: Turn) -> bool:
         """Whether Claude may start: no cap, today's cost below it, or the user goes on once
         past it. Otherwise the turn's failure says so, with the figures."""
         cfg = turn.config.claude
@@ -238,19 +236,16 @@ class ClaudePart:
         return False
 
     async def _attempt(
-        self, session: Session, turn: Turn, text: str, plan: ContextPlan, plan_only: bool
+        self, session: Session, turn: Turn, text: str, plan: ContextPlan
     ) -> Literal["end_turn", "error", "resume_rejected"]:
         request = await self.request(session, plan, text, turn.config.claude)
-        if plan_only:
-            request = replace(request, permission_mode="plan")
         previous_id = session.claude_session_id
         if not request.resume:
             # A `--session-id` can be used once: the next new conversation gets another.
             session.next_claude_session_id = ""
             session.claude_session_id = request.session_id
             session.last_resumed_context_hash = ""
-        # Claude's part: the one a rejected resume's retry goes on in, else a new one (an
-        # advisor turn has several, between the local model's steps)
+        # Claude's part: the one a rejected resume's retry goes on in, else a new one
         last = turn.parts[-1] if turn.parts else None
         part = (
             last

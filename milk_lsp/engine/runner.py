@@ -175,7 +175,8 @@ class TurnRunner:
                 # a progress title cannot change: the local one ends, Claude's begins
                 self._bridge.progress_end(turn.progress_token, "handed to Claude")
                 await self._progress_begin(turn, Agent.CLAUDE)
-                if turn.config.local.hand_off == "advise":  # Claude plans, the local model does
+                advise = turn.config.local.hand_off == "advise"
+                if advise and await self._advisor.pays(turn, session.workspace_folder):
                     escalated = Escalated(by=by, reason=reason, signal=signal)
                     stop = await self._advisor.run(session, turn, text, plan, display_text)
                     return stop, escalated
@@ -381,6 +382,7 @@ def _route(
         steps_local=sum(s.status == "completed" and s.agent == "local" for s in steps),
         steps_claude=sum(s.status == "completed" and s.agent == "claude" for s in steps),
         steps_failed=sum(s.status == "failed" for s in steps),
+        steps_milk=sum(s.status == "completed" and bool(s.by_milk) for s in steps),
         plan_cost_usd=turn.plan_cost_usd,
     )
 

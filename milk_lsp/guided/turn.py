@@ -11,7 +11,6 @@ a second failure ends the local part with a hand-off signal, the reasons as its 
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -35,15 +34,15 @@ from milk_lsp.agents.base import (
     UsageEvent,
 )
 from milk_lsp.agents.local.client import LocalClient
-from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere
 from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
 from milk_lsp.agents.local.rounds import request_body
-from milk_lsp.agents.local.tool_specs import EDIT_FILE, READ_FILE
+from milk_lsp.agents.local.tool_specs import READ_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided import prompt
+from milk_lsp.guided.apply import Applied, apply_edits, call_id
 from milk_lsp.guided.citations import sources_block
 from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
-from milk_lsp.guided.project_check import check_for, places, run_check
+from milk_lsp.guided.project_check import check_for, places
 from milk_lsp.guided.shape import GuidedReply, NotTheShape, parse_reply, response_format
 from milk_lsp.guided.verify import Verdict, check_answer
 
@@ -111,7 +110,7 @@ class GuidedTurn:
     async def _run(self, request: str, shown_request: str) -> AsyncGenerator[AgentEvent, None]:
         self._progress("locating the code the request is about…")
         located = await self._locator.locate(request, self._tools, self._budget)
-        for event in _shown_reads(located):
+        for event in shown_reads(located):
             yield event
         model = await self._client.resolve_model()
         conversation = prompt.messages(
@@ -212,78 +211,29 @@ class GuidedTurn:
     async def _edits(
         self, reply: GuidedReply, attempt: _Attempt, request: str, names: Sequence[str]
     ) -> AsyncGenerator[AgentEvent, None]:
-        """Apply the reply's edits through the tools, then check them; on a failure put
-        the files back and leave the reasons in `attempt.problems`."""
-        tools = self._tools
-        check = self._project_check
-        baseline = None
-        if check is not None:
-            allowed = await tools.ask_to_run(
-                _call_id("check"),
-                check.command,
-                f"Run the project's check before and after the local edits: {check.command}",
+        """Apply the reply's edits and check them (`apply.apply_edits`); on a failure the
+        files are put back and the reasons left in `attempt.problems`."""
+        applied = Applied()
+        async with aclosing(
+            apply_edits(
+                self._tools,
+                reply.edits,
+                applied,
+                root=self._root,
+                check=self._project_check,
+                progress=self._progress,
+                request=request,
+                names=names,
+                locator=self._locator,
             )
-            if allowed:
-                self._progress(f"running {check.command} before the edits…")
-                baseline = await run_check(check, self._root)
-        for edit in reply.edits[:8]:
-            call_id = _call_id("edit")
-            arguments = {"path": edit.path, "old_text": edit.old_text, "new_text": edit.new_text}
-            yield ToolCallEvent(call_id, EDIT_FILE, arguments, ToolStatus.RUNNING)
-            outcome = await tools.call(call_id, EDIT_FILE, arguments)
-            status = (
-                ToolStatus.DENIED
-                if outcome.denied
-                else ToolStatus.FAILED
-                if outcome.is_error
-                else ToolStatus.COMPLETED
-            )
-            yield ToolCallEvent(call_id, EDIT_FILE, arguments, status)
-            yield ToolResultEvent(call_id, outcome.output, outcome.is_error or outcome.denied)
-            if outcome.denied:
-                await tools.restore_edited()
-                attempt.problems = []
-                yield LocalGaveUp(
-                    LocalSignal.FAILED_EDIT, f"the user did not allow the edit of {edit.path}"
-                )
-                return
-            if outcome.is_error:
-                attempt.problems.append(f"the edit of {edit.path} failed: {outcome.output}")
-                attempt.signal = LocalSignal.FAILED_EDIT
-        if not attempt.problems:
-            edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
-            away = edits_elsewhere(request, edited, names)
-            if away is not None:
-                attempt.problems.append(f"{away}: make the change where the request says")
-                attempt.signal = LocalSignal.EDIT_NOT_MADE
-        broken = tools.broken_files()
-        for path, problem in broken.items():
-            attempt.problems.append(f"after the edits {path} is broken: {problem}")
-            attempt.signal = LocalSignal.EDIT_BROKE_FILE
-        if not attempt.problems and check is not None and baseline is not None:
-            self._progress(f"running {check.command} after the edits…")
-            after = await run_check(check, self._root)
-            if baseline.passed and not after.passed:
-                attempt.problems.append(
-                    f"`{check.command}` passed before the edits and fails after them:\n"
-                    + after.output[-1500:]
-                )
-                attempt.signal = LocalSignal.CHECK_FAILED
-            elif baseline.passed:
-                yield NoticeEvent("info", f"milk checked the local edits: {check.command} passed")
-        if not attempt.problems and tools.pending_check() is not None:
-            ran = await tools.check_edits(_call_id("check"))
-            if ran is not None and ran.failed:
-                attempt.problems.append(f"`{ran.command}` fails after the edits:\n{ran.output}")
-                attempt.signal = LocalSignal.CHECK_FAILED
-        if attempt.problems:
-            restored = await tools.restore_edited()
-            if restored:
-                yield NoticeEvent(
-                    "info", f"milk put {', '.join(restored)} back: the edits did not pass its check"
-                )
-            if attempt.signal is LocalSignal.CHECK_FAILED:
-                attempt.lines = await self._named_lines("\n".join(attempt.problems))
+        ) as events:
+            async for event in events:
+                yield event
+        attempt.problems = applied.problems
+        if applied.problems:
+            attempt.signal = applied.signal
+            if applied.signal is LocalSignal.CHECK_FAILED:
+                attempt.lines = await self._named_lines("\n".join(applied.problems))
 
     async def _named_lines(self, output: str) -> str:
         """The lines a failed check names, each with a few around it, numbered."""
@@ -328,21 +278,17 @@ def _answer(reply: GuidedReply, verdict: Verdict) -> list[AgentEvent]:
     return events
 
 
-def _shown_reads(located: Located) -> list[AgentEvent]:
+def shown_reads(located: Located) -> list[AgentEvent]:
     """What milk read for the model, one `read_file` row per file (milk's own reads)."""
     events: list[AgentEvent] = []
-    prefix = _call_id("milk-look-located")
+    prefix = call_id("milk-look-located")
     for number, path in enumerate(dict.fromkeys(chunk.path for chunk in located.chunks)):
         chunks = [chunk for chunk in located.chunks if chunk.path == path]
         spans = ", ".join(f"{chunk.first}-{chunk.last}" for chunk in chunks)
-        call_id = f"{prefix}-{number}"
+        read_id = f"{prefix}-{number}"
         body = "\n\n".join(chunk.render() for chunk in chunks)
         events.append(
-            ToolCallEvent(call_id, READ_FILE, {"path": path, "lines": spans}, ToolStatus.COMPLETED)
+            ToolCallEvent(read_id, READ_FILE, {"path": path, "lines": spans}, ToolStatus.COMPLETED)
         )
-        events.append(ToolResultEvent(call_id, body, False))
+        events.append(ToolResultEvent(read_id, body, False))
     return events
-
-
-def _call_id(kind: str) -> str:
-    return f"{kind}-{secrets.token_hex(4)}"

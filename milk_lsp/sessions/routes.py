@@ -49,7 +49,7 @@ class RouteBook:
         row = self._store.read(
             "SELECT count(*), coalesce(sum(steps_local), 0), coalesce(sum(steps_claude), 0),"
             " coalesce(sum(steps_failed), 0), coalesce(sum(plan_cost_usd), 0),"
-            " coalesce(sum(claude_cost_usd), 0) FROM turn_routes"
+            " coalesce(sum(claude_cost_usd), 0), coalesce(sum(steps_milk), 0) FROM turn_routes"
             " WHERE workspace = ? AND kind = 'advised'",
             (workspace,),
         )[0]
@@ -60,6 +60,7 @@ class RouteBook:
             steps_failed=int(row[3]),
             plan_cost_usd=float(row[4]),
             cost_usd=float(row[5]),
+            steps_milk=int(row[6]),
         )
 
     def claude_totals(self, workspace: str) -> ClaudeTotals:
@@ -95,7 +96,7 @@ def write_route(conn: sqlite3.Connection, session: Session, turn_id: str, route:
     conn.execute(
         "INSERT OR REPLACE INTO turn_routes (session_id, turn_id, workspace, day, model, kind,"
         " signal, claude_cost_usd, local_edits, steps_local, steps_claude, steps_failed,"
-        " plan_cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " plan_cost_usd, steps_milk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session.id,
             turn_id,
@@ -110,5 +111,6 @@ def write_route(conn: sqlite3.Connection, session: Session, turn_id: str, route:
             route.steps_claude,
             route.steps_failed,
             route.plan_cost_usd,
+            route.steps_milk,
         ),
     )

@@ -6,14 +6,15 @@ file lacks when it opens it, in one transaction.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # v1 is the schema from before bricks existed; v2 adds the ADR 0029 / ADR 0004 columns;
 # v3 the claims of running turns; v4 the requests to cancel a turn run by another process;
 # v5 how each turn ended (stop reason, escalation, error, usage, the files it changed);
 # v6 where each turn went and what Claude cost (the routing numbers of `milk/stats`);
 # v7 the live updates of running turns, for the other processes' doors;
-# v8 an advisor turn's steps (who did them) and what Claude's plan cost.
+# v8 an advisor turn's steps (who did them) and what Claude's plan cost;
+# v9 the advisor steps milk applied itself (issue 39).
 MIGRATIONS: dict[int, str] = {
     1: """
         CREATE TABLE sessions (
@@ -122,5 +123,8 @@ MIGRATIONS: dict[int, str] = {
         ALTER TABLE turn_routes ADD COLUMN steps_claude INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE turn_routes ADD COLUMN steps_failed INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE turn_routes ADD COLUMN plan_cost_usd REAL;
+    """,
+    9: """
+        ALTER TABLE turn_routes ADD COLUMN steps_milk INTEGER NOT NULL DEFAULT 0;
     """,
 }

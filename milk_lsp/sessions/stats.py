@@ -114,7 +114,9 @@ class TurnRoute:
     steps_local: int = 0
     steps_claude: int = 0
     steps_failed: int = 0
-    """An advisor turn's steps: done by the local model, by Claude, failed."""
+    """An advisor turn's steps: done by the local side, by Claude, failed."""
+    steps_milk: int = 0
+    """Of `steps_local`, those milk applied itself (Claude's exact replacement)."""
     plan_cost_usd: float | None = None
     """What an advisor turn's plan cost (the rest of `claude_cost_usd` went to steps)."""
 
@@ -139,6 +141,7 @@ class AdvisorTotals:
     steps_local: int = 0
     steps_claude: int = 0
     steps_failed: int = 0
+    steps_milk: int = 0
     plan_cost_usd: float = 0.0
     cost_usd: float = 0.0
     """Claude's whole cost of those turns (plans and steps)."""
@@ -205,11 +208,15 @@ def _advisor(advised: AdvisorTotals | None, claude: ClaudeTotals) -> AdvisorStat
     others = claude.costed_turns - advised.turns
     other_cost = claude.cost_usd - advised.cost_usd
     average = other_cost / others if others > 0 and other_cost > 0 else None
+    steps = advised.steps_local + advised.steps_claude + advised.steps_failed
     return AdvisorStats(
+        share_local=round(advised.steps_local / steps, 3) if steps else None,
+        saves=None if average is None else advised.cost_usd < average * advised.turns,
         turns=advised.turns,
         steps_local=advised.steps_local,
         steps_claude=advised.steps_claude,
         steps_failed=advised.steps_failed,
+        steps_by_milk=advised.steps_milk,
         plan_cost_usd=_dollars(advised.plan_cost_usd),
         steps_cost_usd=_dollars(max(0.0, advised.cost_usd - advised.plan_cost_usd)),
         estimated_all_claude_cost_usd=_maybe_dollars(
@@ -303,13 +310,19 @@ def _advisor_line(advisor: AdvisorStats) -> str:
     steps = advisor.steps_local + advisor.steps_claude + advisor.steps_failed
     line = (
         f"Advisor: {_count(advisor.turns, 'turn')}, {_count(steps, 'step')} "
-        f"({advisor.steps_local} done locally, {advisor.steps_claude} by Claude"
+        f"({advisor.steps_local} done locally{_by_milk(advisor)}, {advisor.steps_claude} by Claude"
         f"{f', {advisor.steps_failed} failed' if advisor.steps_failed else ''}); Claude cost "
         f"{usd(advisor.plan_cost_usd)} on plans and {usd(advisor.steps_cost_usd)} on steps"
     )
     if advisor.estimated_all_claude_cost_usd is None:
         return line + "."
     return f"{line}, against about {usd(advisor.estimated_all_claude_cost_usd)} all on Claude."
+
+
+def _by_milk(advisor: AdvisorStats) -> str:
+    if not advisor.steps_by_milk:
+        return ""
+    return f" ({advisor.steps_by_milk} of them applied by milk itself)"
 
 
 def _budget_line(budget: StatsBudget) -> str:

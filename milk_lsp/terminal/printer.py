@@ -146,11 +146,11 @@ class ChatPrinter:
                 self._line(f"   {number}. {step.get('content', '')}", "status")
             self._plan_shown = [("pending", None) for _ in steps]
         for number, step in enumerate(steps[: len(self._plan_shown)], 1):
-            now = (str(step.get("status")), step.get("agent"))
+            now = (str(step.get("status")), "milk" if step.get("byMilk") else step.get("agent"))
             if now == self._plan_shown[number - 1]:
                 continue
             self._plan_shown[number - 1] = now
-            who = "Claude" if now[1] == "claude" else "the local model"
+            who = {"claude": "Claude", "milk": "milk itself"}.get(str(now[1]), "the local model")
             words = {
                 "in_progress": (f"▸ step {number}: {who}", "status"),
                 "completed": (f"☑ step {number} done by {who}", "changes"),

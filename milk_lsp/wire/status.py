@@ -87,6 +87,14 @@ class AdvisorStats(WireModel):
     steps_local: int
     steps_claude: int
     steps_failed: int
+    steps_by_milk: int = 0
+    """Of `steps_local`, the steps milk applied itself: Claude's exact replacement, no
+    model (since issue 39)."""
+    share_local: float | None = None
+    """`steps_local` over all the steps (since issue 39; null with no step)."""
+    saves: bool | None = None
+    """Whether the advisor turns cost Claude less than the estimate all on Claude (since
+    issue 39; null without an estimate)."""
     plan_cost_usd: float
     """What Claude's plans cost."""
     steps_cost_usd: float

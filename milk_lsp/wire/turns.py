@@ -137,7 +137,7 @@ class EscalatedInfo(WireModel):
     by: Literal["user", "agent", "fallback"]
     reason: str
     signal: str | None = None
-    mode: Literal["first", "resume", "returning", "fresh"] | None = None
+    mode: Literal["first", "resume", "returning", "fresh", "brief"] | None = None
     context_chars: int | None = None
 
 
@@ -155,8 +155,11 @@ class PlanStep(WireModel):
     content: str
     status: StepStatus
     agent: AgentName | None = None
-    """Who did the step (or is doing it): the local model, or Claude when the local model
+    """Who did the step (or is doing it): the local side, or Claude when the local side
     failed it. Unset while pending."""
+    by_milk: bool | None = None
+    """With `agent: "local"`: milk applied the step itself, Claude's exact replacement,
+    without the model (since issue 39); left out otherwise."""
 
 
 class NeedSet(WireModel):

@@ -69,7 +69,7 @@ class EscalatedUpdate(_Update):
     kind: Literal["escalated"]
     by: Literal["user", "agent", "fallback"]
     reason: str
-    mode: Literal["first", "resume", "returning", "fresh"]
+    mode: Literal["first", "resume", "returning", "fresh", "brief"]
     context_chars: int
 
 

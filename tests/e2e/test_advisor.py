@@ -1,8 +1,9 @@
-"""End to end, the advisor route (issue 32): the REAL Claude Code CLI on the Messages-API
-stand-in writes a three-step plan in its plan mode; the local model (a real HTTP server,
-scripted) does steps 1 and 3 and breaks the file in step 2, which Claude then does alone.
-One turn, three steps and who did each; undo puts every file back; a cancel mid-plan
-leaves no process."""
+"""End to end, the advisor route (issues 32 and 39): the REAL Claude Code CLI on the
+Messages-API stand-in plans from milk's brief in one request without tools; milk applies
+the step whose old text is in its file once, the local model (a real HTTP server, scripted)
+does the others, and breaks the file in one, which Claude then fixes in ONE fresh request,
+its answer applied by milk. One turn, the steps and who did each; undo puts every file back;
+a bad plan fails clearly with nothing changed; a cancel leaves no process or temp file."""
 
 from __future__ import annotations
 
@@ -13,18 +14,36 @@ from typing import Any
 import pytest
 
 from milk_lsp.agents.claude.cli import bundled_cli_path
+from milk_lsp.engine.advisor.brief import PLAN_SYSTEM, STEP_SYSTEM
 from tests.e2e.conftest import Env, Harness, MilkClient, request
-from tests.fakes.anthropic_api import FakeAnthropicAPI
+from tests.e2e.test_escalation import no_leftovers
+from tests.fakes.anthropic_api import BUILTIN_PROMPT_ENDINGS, FakeAnthropicAPI, user_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.claude]
 
 if bundled_cli_path() is None:  # pragma: no cover - the wheel always ships it
     pytest.skip("claude-agent-sdk's bundled CLI is missing", allow_module_level=True)
 
-FILES = {"a.py": "X = 1\n", "b.py": "Y = 2\n", "c.py": "Z = 3\n"}
-PLAN = """1. In `a.py`, change `X = 1` to `X = 10`.
-2. In `b.py`, change `Y = 2` to `Y = 20`.
-3. In `c.py`, change `Z = 3` to `Z = 30`."""
+FILES = {
+    "alpha.py": "ALPHA = 1\n",
+    "beta.py": "BETA = 2\nBETA_TOO = 2\n",
+    "gamma.py": "GAMMA = 3\nGAMMA_TOO = 3\n",
+}
+ASK = "Multiply ALPHA, BETA and GAMMA by ten."
+
+
+def step(path: str, old: str, new: str, why: str) -> dict[str, str]:
+    return {"path": path, "old_text": old, "new_text": new, "why": why}
+
+
+PLAN = {
+    "steps": [
+        step("alpha.py", "ALPHA = 1", "ALPHA = 10", "ALPHA times ten"),  # once: milk does it
+        step("beta.py", "= 2\n", "= 20\n", "BETA times ten"),  # twice: the local model
+        step("gamma.py", "= 3\n", "= 30\n", "GAMMA times ten"),
+    ]
+}
+FIXED = {"steps": [step("beta.py", "BETA = 2\n", "BETA = 20\n", "BETA times ten")]}
 
 
 def edit(path: str, old: str, new: str) -> dict[str, Any]:
@@ -35,10 +54,6 @@ def edit(path: str, old: str, new: str) -> dict[str, Any]:
     }
 
 
-def tool(name: str, **tool_input: Any) -> dict[str, Any]:
-    return {"tool_use": {"name": name, "input": tool_input}}
-
-
 async def advisor_client(harness: Harness, env: Env) -> tuple[MilkClient, str]:
     for name, text in FILES.items():
         (env.workspace / name).write_text(text)
@@ -47,111 +62,176 @@ async def advisor_client(harness: Harness, env: Env) -> tuple[MilkClient, str]:
     return client, session["sessionId"]
 
 
-async def test_claude_plans_the_local_model_does_and_claude_does_the_failed_step(
+def system_text(body: dict[str, Any]) -> str:
+    return "\n".join(b["text"] for b in body["system"] if isinstance(b, dict))
+
+
+def assert_brief_request(body: dict[str, Any], system: str) -> None:
+    """A request without tools, with milk's system prompt and not Claude Code's, fresh."""
+    assert body["tools"] == []
+    sent = system_text(body)
+    assert system.strip() in sent
+    assert not any(ending in sent for ending in BUILTIN_PROMPT_ENDINGS)
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    assert len(users) == 1  # no earlier conversation replayed
+    assert len(json.dumps(body["system"])) < 2000
+
+
+async def test_claude_plans_from_a_brief_milk_and_the_local_model_do_claude_fixes_one_step(
     harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai
 ) -> None:
     env = claude_env
     client, session_id = await advisor_client(harness, env)
-    client.permission_answers.extend(["allow_once"] * 6)
-    api.enqueue({"text": PLAN})  # the plan, in plan mode
-    api.enqueue(  # step 2, Claude alone (the resumed conversation)
-        tool(
-            "Edit", file_path=str(env.workspace / "b.py"), old_string="Y = 2", new_string="Y = 20"
-        ),
-        {"text": "Step 2 is done."},
-    )
+    client.permission_answers.extend(["allow_once"] * 8)
+    api.enqueue({"text": json.dumps(PLAN)}, {"text": json.dumps(FIXED)})
     openai.set_script(
         [
-            edit("a.py", "X = 1", "X = 10"),
-            {"text": "Step 1 done."},
-            edit("b.py", "Y = 2", "Y = (20"),  # does not parse
+            edit("beta.py", "BETA = 2", "BETA = (20"),  # does not parse
             {"text": "Step 2 done."},
-            edit("c.py", "Z = 3", "Z = 30"),
+            edit("gamma.py", "GAMMA = 3", "GAMMA = 30"),
             {"text": "Step 3 done."},
         ]
     )
     result = await request(
-        client,
-        "milk/chat",
-        {
-            "sessionId": session_id,
-            "text": "Multiply the three constants by ten.",
-            "route": "advise",
-        },
+        client, "milk/chat", {"sessionId": session_id, "text": ASK, "route": "advise"}
     )
     assert result["stopReason"] == "end_turn", result
-    assert [(s["status"], s["agent"]) for s in result["plan"]] == [
-        ("completed", "local"),
-        ("completed", "claude"),
-        ("completed", "local"),
+    assert [(s["status"], s["agent"], s.get("byMilk")) for s in result["plan"]] == [
+        ("completed", "local", True),
+        ("completed", "claude", None),
+        ("completed", "local", None),
     ]
-    assert [s["content"] for s in result["plan"]] == [line[3:] for line in PLAN.splitlines()]
-    for name, want in {"a.py": "X = 10\n", "b.py": "Y = 20\n", "c.py": "Z = 30\n"}.items():
-        assert (env.workspace / name).read_text() == want, name
+    assert [s["content"] for s in result["plan"]] == [
+        "`alpha.py`: ALPHA times ten",
+        "`beta.py`: BETA times ten",
+        "`gamma.py`: GAMMA times ten",
+    ]
+    want = {
+        "alpha.py": "ALPHA = 10\n",
+        "beta.py": "BETA = 20\nBETA_TOO = 2\n",
+        "gamma.py": "GAMMA = 30\nGAMMA_TOO = 3\n",
+    }
+    for name, text in want.items():
+        assert (env.workspace / name).read_text() == text, name
 
-    # Claude was asked for a plan only (it planned in its plan mode, see the argv test)
-    main = [r["body"] for r in api.requests if r["main"]]
-    assert "plan only" in json.dumps(main[0]["messages"])
-    assert "could not do step 2" in json.dumps(main[-1]["messages"])  # the step, alone
-    # the checklist streamed as `plan` updates; the step Claude took is marked as Claude's
+    # two Claude requests in all: the plan, then step 2 alone; each without tools, with
+    # milk's own system prompt, fresh (no conversation resumed)
+    plan_request, step_request = [r["body"] for r in api.main_requests()]
+    assert_brief_request(plan_request, PLAN_SYSTEM)
+    assert_brief_request(step_request, STEP_SYSTEM)
+    brief = user_text({"body": plan_request})
+    assert brief.startswith(f"The request:\n{ASK}")
+    for located in ("1| ALPHA = 1", "1| BETA = 2", "2| GAMMA_TOO = 3"):
+        assert located in brief, located  # the located lines, numbered
+    asked = user_text({"body": step_request})
+    assert "Step 2 of the plan" in asked and "1| BETA = 2" in asked
+    assert "Why it failed:" in asked and "beta.py" in asked
+    assert "ALPHA = 1" not in asked and "GAMMA" not in asked.split("\n", 1)[1]  # its file only
+
     updates = client.turn_updates(result["turnId"])
+    escalations = [u for u in updates if u["kind"] == "escalated"]
+    assert [(u["by"], u["mode"]) for u in escalations] == [("user", "brief"), ("fallback", "brief")]
     plans = [u["steps"] for u in updates if u["kind"] == "plan"]
     assert plans[0] == [{"content": s["content"], "status": "pending"} for s in result["plan"]]
-    assert any(p[1] == {**p[1], "status": "in_progress", "agent": "claude"} for p in plans)
     assert [u["kind"] for u in updates].count("turn_ended") == 1
+    notices = [u["message"] for u in updates if u["kind"] == "notice"]
+    assert any(n.startswith("Claude cost $") and "on the plan" in n for n in notices)
+    # the plan request's JSON is not shown as text; the plan is, in words
+    assert '"old_text"' not in result["text"] and "1. `alpha.py`: ALPHA times ten" in result["text"]
 
-    # one turn in the session, with the plan and who did each step
     got = await request(client, "milk/session/get", {"sessionId": session_id})
-    assert {t["turnId"] for t in got["turns"]} == {result["turnId"]}
     [info] = got["turnInfo"]
-    assert [(s["status"], s["agent"]) for s in info["plan"]] == [
-        ("completed", "local"),
-        ("completed", "claude"),
-        ("completed", "local"),
-    ]
-    # milk/stats counts the advisor turn, who did its steps and what Claude cost on them
+    assert [s.get("byMilk") for s in info["plan"]] == [True, None, None]
     stats = await request(client, "milk/stats", {"workspaceFolder": env.workspace.as_uri()})
     advisor = stats["advisor"]
-    assert (advisor["turns"], advisor["stepsLocal"], advisor["stepsClaude"]) == (1, 2, 1)
-    assert advisor["stepsFailed"] == 0
+    assert (advisor["stepsLocal"], advisor["stepsClaude"], advisor["stepsByMilk"]) == (2, 1, 1)
     assert stats["claudeCostUsd"] == pytest.approx(
         advisor["planCostUsd"] + advisor["stepsCostUsd"], abs=1e-6
     )
-    assert "Advisor: 1 turn, 3 steps (2 done locally, 1 by Claude)" in stats["text"]
-    # its changes are one turn's: listed together, undone together
-    changes = await request(
-        client, "milk/turn/changes", {"sessionId": session_id, "turnId": result["turnId"]}
-    )
-    assert sorted(c["uri"].rsplit("/", 1)[1] for c in changes["changes"]) == [
-        "a.py",
-        "b.py",
-        "c.py",
-    ]
+    assert "2 done locally (1 of them applied by milk itself), 1 by Claude" in stats["text"]
     await request(client, "milk/turn/undo", {"sessionId": session_id, "turnId": result["turnId"]})
     for name, text in FILES.items():
         assert (env.workspace / name).read_text() == text, name
 
 
-async def test_cancel_mid_plan_stops_the_step_and_leaves_no_process(
+async def test_claude_may_ask_once_for_more_code(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai
+) -> None:
+    env = claude_env
+    (env.workspace / "util.py").write_text("def helper():\n    return 'old'\n")
+    client, session_id = await advisor_client(harness, env)
+    client.permission_answers.extend(["allow_once"] * 2)
+    plan = {"steps": [step("util.py", "return 'old'", "return 'new'", "new helper")]}
+    api.enqueue({"text": '{"needs": ["helper"]}'}, {"text": json.dumps(plan)})
+    result = await request(
+        client, "milk/chat", {"sessionId": session_id, "text": "Change ALPHA.", "route": "advise"}
+    )
+    assert result["stopReason"] == "end_turn", result
+    assert (env.workspace / "util.py").read_text() == "def helper():\n    return 'new'\n"
+    first, second = [r["body"] for r in api.main_requests()]
+    assert "return 'old'" not in user_text({"body": first})
+    asked = user_text({"body": second})
+    assert "You asked for: helper" in asked and "2|     return 'old'" in asked
+    assert openai.requests == []  # milk applied the one step itself
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ("I would multiply them.", "not a JSON object"),
+        (json.dumps({"steps": [step("alpha.py", "ALPHA = 7", "ALPHA = 70", "x")]}), "not in"),
+    ],
+)
+async def test_a_plan_milk_cannot_use_fails_clearly_and_changes_nothing(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai, reply: str, why: str
+) -> None:
+    env = claude_env
+    client, session_id = await advisor_client(harness, env)
+    api.enqueue({"text": reply})
+    result = await request(
+        client, "milk/chat", {"sessionId": session_id, "text": ASK, "route": "advise"}
+    )
+    assert result["stopReason"] == "error"
+    assert why in result["error"]["message"] and "No file was changed" in result["error"]["message"]
+    for name, text in FILES.items():
+        assert (env.workspace / name).read_text() == text, name
+    kinds = [u["kind"] for u in client.turn_updates(result["turnId"])]
+    assert kinds.count("turn_ended") == 1 and "plan" not in kinds
+    assert len(api.main_requests()) == 1 and openai.requests == []
+
+
+async def test_cancel_during_the_plan_request_kills_claude_and_removes_its_files(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai
+) -> None:
+    env = claude_env
+    client, session_id = await advisor_client(harness, env)
+    api.enqueue({"text": json.dumps(PLAN), "stall": 30})
+    chat = asyncio.ensure_future(
+        request(client, "milk/chat", {"sessionId": session_id, "text": ASK, "route": "advise"})
+    )
+    for _ in range(200):
+        if api.main_requests():
+            break
+        await asyncio.sleep(0.05)
+    assert api.main_requests()
+    assert await request(client, "milk/cancel", {"sessionId": session_id}) == {"cancelled": True}
+    result = await asyncio.wait_for(chat, 10)
+    assert result["stopReason"] == "cancelled"
+    await no_leftovers(env)
+    for name, text in FILES.items():
+        assert (env.workspace / name).read_text() == text, name
+
+
+async def test_cancel_mid_step_stops_the_step_and_leaves_no_process(
     harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai
 ) -> None:
     env = claude_env
     client, session_id = await advisor_client(harness, env)
     client.permission_answers.extend(["allow_once"] * 3)
-    api.enqueue({"text": PLAN})
-    openai.set_script(
-        [
-            edit("a.py", "X = 1", "X = 10"),
-            {"text": "Step 1 done."},
-            {"text": "Working on step 2 slowly", "stall": 30, "stall_after": 1},
-        ]
-    )
+    api.enqueue({"text": json.dumps(PLAN)})
+    openai.set_script([{"text": "Working on step 2 slowly", "stall": 30, "stall_after": 1}])
     chat = asyncio.ensure_future(
-        request(
-            client,
-            "milk/chat",
-            {"sessionId": session_id, "text": "Multiply the constants by ten.", "route": "advise"},
-        )
+        request(client, "milk/chat", {"sessionId": session_id, "text": ASK, "route": "advise"})
     )
     await client.wait_for_update(
         lambda u: u["kind"] == "plan" and u["steps"][1]["status"] == "in_progress", 60
@@ -165,7 +245,30 @@ async def test_cancel_mid_plan_stops_the_step_and_leaves_no_process(
     assert result["stopReason"] == "cancelled"
     assert [s["status"] for s in result["plan"]] == ["completed", "in_progress", "pending"]
     assert openai.wait_for_disconnects(1, timeout=5)
-    assert (env.workspace / "a.py").read_text() == "X = 10\n"  # step 1 stays, undo can take it
-    assert (env.workspace / "c.py").read_text() == FILES["c.py"]
-    # nothing runs any more: the session takes the next turn
+    assert (env.workspace / "alpha.py").read_text() == "ALPHA = 10\n"  # step 1 stays
+    assert (env.workspace / "gamma.py").read_text() == FILES["gamma.py"]
     assert await request(client, "milk/cancel", {"sessionId": session_id}) == {"cancelled": False}
+    await no_leftovers(env)
+
+
+async def test_a_hand_off_to_the_advisor_tells_claude_what_the_local_model_tried(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai
+) -> None:
+    env = claude_env
+    env.settings["local"]["handOff"] = "advise"
+    client, session_id = await advisor_client(harness, env)
+    client.permission_answers.extend(["allow_once"] * 2)
+    openai.set_script([{"tool_calls": [{"name": "multiply_everything", "arguments": {}}]}])
+    api.enqueue({"text": json.dumps({"steps": [PLAN["steps"][0]]})})
+    ask = "Multiply ALPHA by ten."
+    result = await request(client, "milk/chat", {"sessionId": session_id, "text": ask})
+    assert result["stopReason"] == "end_turn", result
+    assert result["escalated"]["by"] == "fallback"
+    assert [(s["status"], s.get("byMilk")) for s in result["plan"]] == [("completed", True)]
+    assert (env.workspace / "alpha.py").read_text() == "ALPHA = 10\n"
+    [plan_request] = [r["body"] for r in api.main_requests()]
+    assert_brief_request(plan_request, PLAN_SYSTEM)
+    brief = user_text({"body": plan_request})
+    assert brief.startswith(f"The request:\n{ask}\n\nWhat the local model already tried:\n")
+    assert "multiply_everything" in brief  # the call it tried
+    assert "1| ALPHA = 1" in brief

@@ -44,8 +44,8 @@ the text "ok"):
 
 Side requests that Claude Code may make besides the conversation (title generation, quota
 probes, small-model side calls) never consume the script: a request is "main" only when it
-carries a non-empty ``tools`` list and ``stream: true``, which every conversation request of
-the CLI does and its side calls do not. Side requests get a short text answer. (Measured on
+carries a ``tools`` list (empty under ``--tools=``) and ``stream: true``, which every
+conversation request of the CLI does and its side calls do not. Side requests get a short text answer. (Measured on
 2.1.332 in ``--print`` mode: no side call at all, with or without
 ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC``; without it the CLI also sends
 ``HEAD /api/hello``, which is answered 200.) ``/v1/messages/count_tokens`` and
@@ -86,14 +86,14 @@ SIDE_ANSWER = "Side answer"
 
 
 def is_main_request(request: dict[str, Any]) -> bool:
-    """True for a conversation request of the CLI (it has tools and streams)."""
+    """True for a conversation request of the CLI: it streams and has a `tools` list, empty
+    for milk's tool-less brief requests (``--tools=``)."""
     body = request.get("body")
     if not isinstance(body, dict):
         return False
     if request.get("path", "").split("?", 1)[0] != "/v1/messages":
         return False
-    tools = body.get("tools")
-    return bool(tools) and body.get("stream") is True
+    return isinstance(body.get("tools"), list) and body.get("stream") is True
 
 
 def _shared_start(one: str, other: str) -> int:

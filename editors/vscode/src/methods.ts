@@ -207,6 +207,8 @@ export interface PlanStep {
   content: string;
   status: 'pending' | 'in_progress' | 'completed' | 'failed';
   agent?: AgentName | null;
+  /** Since issue 39: milk applied the step itself (Claude's exact replacement), agent 'local' */
+  byMilk?: boolean | null;
 }
 export interface SessionGetResult {
   session: SessionInfo;

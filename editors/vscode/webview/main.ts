@@ -292,7 +292,10 @@ function createBlock(b: Block): HTMLElement {
 const STEP_ICONS: Record<string, string> = { pending: '☐', in_progress: '▸', completed: '☑', failed: '☒' };
 
 /** An advisor turn's checklist: each step, its state, and who did it. */
-function updatePlan(node: HTMLElement, steps: { content: string; status: string; agent?: string | null }[]): void {
+function updatePlan(
+  node: HTMLElement,
+  steps: { content: string; status: string; agent?: string | null; byMilk?: boolean | null }[],
+): void {
   const sig = JSON.stringify(steps);
   if (node.dataset.sig === sig) return;
   node.dataset.sig = sig;
@@ -301,7 +304,7 @@ function updatePlan(node: HTMLElement, steps: { content: string; status: string;
   const list = el('ol', 'plan-steps');
   for (const step of steps) {
     const item = el('li', `plan-step step-${step.status}`);
-    const who = step.agent === 'claude' ? 'Claude' : step.agent === 'local' ? 'local model' : '';
+    const who = step.byMilk ? 'milk' : step.agent === 'claude' ? 'Claude' : step.agent === 'local' ? 'local model' : '';
     item.append(el('span', 'step-icon', STEP_ICONS[step.status] ?? '•'), el('span', 'step-text', step.content));
     if (who && step.status !== 'pending') item.append(el('span', 'step-who', step.status === 'in_progress' ? `${who}…` : who));
     list.append(item);

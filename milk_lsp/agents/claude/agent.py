@@ -125,13 +125,6 @@ CONTEXT_FILE_NAME = "milk-context.md"
 MCP_CONFIG_FILE_NAME = "mcp-config.json"
 DENIED_MESSAGE = "The user denied this tool use in the editor."
 CANCELLED_MESSAGE = "The user cancelled the turn in the editor."
-PLAN_TAKEN_MESSAGE = (
-    "milk has your plan: the local model carries it out step by step, and you may be asked "
-    "for a step it cannot do. End your turn now without more text."
-)
-"""The deny that answers `ExitPlanMode` in the advisor's plan mode: milk takes the plan
-from the call's input and nobody is asked to approve it."""
-
 ASK_IN_TEXT_MESSAGE = (
     "The editor cannot show this question dialog. Ask your questions in your reply "
     "instead and end your turn; the user will answer in the chat."
@@ -438,10 +431,6 @@ class _Turn:
     ) -> None:
         tool_name = str(body.get("tool_name") or "")
         tool_input: dict[str, Any] = body["input"] if isinstance(body.get("input"), dict) else {}
-        if tool_name == "ExitPlanMode" and self.request.permission_mode == "plan":
-            self._emit(self.mapper.permission_decided(tool_use_id, allowed=False))
-            await self._write(deny_line(request_id, PLAN_TAKEN_MESSAGE))
-            return
         if tool_name == "AskUserQuestion" or body.get("requires_user_interaction"):
             self._emit(self.mapper.permission_decided(tool_use_id, allowed=False))
             await self._write(deny_line(request_id, ASK_IN_TEXT_MESSAGE))

@@ -15,6 +15,8 @@
   are the user's own MCP servers (no ``--strict-mcp-config``). Values use the
   ``--flag=value`` form so they can never be read as flags (``--mcp-config`` takes several
   values; the ``=`` form takes exactly one). No user text is ever on the argv.
+* A brief request (``ClaudeTurnRequest.brief``, the advisor's): ``BRIEF_FLAGS`` and
+  ``--system-prompt-file=`` instead of the permission, session and append flags.
 * Environment: inherited, minus ``CLAUDE_CODE_SESSION_ID``, ``CLAUDE_CODE_ENTRYPOINT`` and
   ``CLAUDECODE``, with ``CLAUDE_CODE_MAX_RETRIES`` bounded (a dead API fails in seconds).
 """
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 __all__ = [
+    "BRIEF_FLAGS",
     "CONTEXT_FILE_PLACEHOLDER",
     "MCP_CONFIG_PLACEHOLDER",
     "ClaudeSettings",
@@ -42,6 +45,16 @@ __all__ = [
 CONTEXT_FILE_PLACEHOLDER = "<context-file>"
 MCP_CONFIG_PLACEHOLDER = "<mcp-config>"
 SETTING_SOURCES = "user,project,local"
+BRIEF_FLAGS = (
+    "--tools=",
+    "--strict-mcp-config",
+    "--disable-slash-commands",
+    "--no-session-persistence",
+)
+"""A brief request (the advisor's plan or step): no tool definitions (``--tools=``, and no
+MCP servers: their tools would be sent and their processes started), no skill listing, no
+transcript on disk (nothing resumes it). Not ``--bare``: it reads no OAuth login or
+keychain, so a user logged in with ``claude`` would fail. Measured in docs/architecture.md."""
 DROPPED_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDECODE")
 """Inherited variables that would make the CLI think it runs inside another Claude Code."""
 
@@ -102,9 +115,9 @@ class ClaudeTurnRequest:
     settings: ClaudeSettings
     mcp_servers: tuple[McpServer, ...] = ()
     """The MCP servers of the session's ACP client (none over LSP)."""
-    permission_mode: str | None = None
-    """`plan` for the advisor's plan (Claude may read, not edit or run); None: the CLI's
-    default mode."""
+    brief: bool = False
+    """A tool-less request of the advisor (`BRIEF_FLAGS`): `context_file_text` is the
+    whole system prompt (``--system-prompt-file``), no conversation is kept or resumed."""
 
 
 def build_argv(
@@ -116,6 +129,8 @@ def build_argv(
     """The exact argv of the turn; ``milk/context`` previews it with ``"<context-file>"``
     (and ``"<mcp-config>"``)."""
     settings = request.settings
+    if request.brief:
+        return _brief_argv(request, cli_path, context_file_path)
     argv = [
         cli_path,
         "--print",
@@ -127,13 +142,7 @@ def build_argv(
         "--include-partial-messages",
         f"--setting-sources={SETTING_SOURCES}",
     ]
-    if request.permission_mode:  # its own mode, whatever skipPermissions says
-        argv += [
-            f"--permission-mode={request.permission_mode}",
-            "--permission-prompt-tool",
-            "stdio",
-        ]
-    elif settings.skip_permissions:
+    if settings.skip_permissions:
         argv.append("--dangerously-skip-permissions")
     else:
         argv += ["--permission-prompt-tool", "stdio"]
@@ -150,6 +159,27 @@ def build_argv(
         argv.append(f"--append-system-prompt-file={context_file_path}")
     if request.mcp_servers:
         argv.append(f"--mcp-config={mcp_config_path}")
+    return argv
+
+
+def _brief_argv(request: ClaudeTurnRequest, cli_path: str, system_file_path: str) -> list[str]:
+    """The argv of a brief request: the user's setting sources and model, no tools, no
+    permission flags (nothing to permit), milk's system prompt in place of Claude Code's."""
+    argv = [
+        cli_path,
+        "--print",
+        "--output-format",
+        "stream-json",
+        "--input-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        f"--setting-sources={SETTING_SOURCES}",
+        *BRIEF_FLAGS,
+    ]
+    if request.settings.model:
+        argv.append(f"--model={request.settings.model}")
+    argv.append(f"--system-prompt-file={system_file_path}")
     return argv
 
 

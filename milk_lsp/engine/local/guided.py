@@ -53,6 +53,14 @@ class GuidedPart:
         if model and isinstance(outcome, LocalGaveUp) and outcome.signal in PROTOCOL_SIGNALS:
             self._protocol_failures.add(model)
 
+    def locator(self, index: WorkspaceIndex) -> Locator:
+        """The workspace's `Locator`, kept between turns (its postings are updated, not
+        rebuilt)."""
+        locator = self._locators.get(id(index))
+        if locator is None or locator.index is not index:
+            locator = self._locators[id(index)] = Locator(index)
+        return locator
+
     async def run(
         self,
         turn: Turn,
@@ -67,9 +75,7 @@ class GuidedPart:
         progress: Callable[[str], None],
     ) -> LocalOutcome:
         """The guided local part: its events shown, its hand-off signal returned."""
-        locator = self._locators.get(id(index))
-        if locator is None or locator.index is not index:
-            locator = self._locators[id(index)] = Locator(index)
+        locator = self.locator(index)
         config = turn.config
         budget = Budget.for_context(
             config.local.context_size if config.local.provider == "embedded" else None

@@ -43,6 +43,7 @@ from milk_lsp.engine.local.guided import GuidedPart
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
 from milk_lsp.guided.answers import AgentAnswers
+from milk_lsp.guided.locate import Locator
 from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.prompts import local as prompts
 from milk_lsp.sessions.model import Agent, Session, SessionState, TurnRecord
@@ -159,6 +160,11 @@ class LocalPart:
         if not turn.part.is_empty:
             session.local_turns_since_claude += 1
         return outcome
+
+    async def locator(self, workspace: str) -> Locator:
+        """The workspace's up-to-date `Locator` (the guided turn's locate step), for the
+        advisor's brief."""
+        return self._guided.locator(await self._fresh_index(workspace))
 
     def _tools(
         self, session: Session, turn: Turn, user_ask: str, index: WorkspaceIndex

@@ -48,6 +48,7 @@ _MODES = {
     "fresh": "a fresh Claude conversation",
     "resume": "the same Claude conversation",
     "returning": "back to the earlier Claude conversation",
+    "brief": "one small request without tools",
 }
 _STATUS_WORDS = {"ok": "*Done.*", "cancelled": "*Cancelled.*", "error": "**Failed** (or cut off)."}
 """How a stored turn ended (records keep no more than their status)."""
@@ -416,7 +417,7 @@ class TranscriptRenderer:
             if (status, agent) == seen[n - 1]:
                 continue
             seen[n - 1] = (status, agent)
-            who = _WHO.get(str(agent), "milk")
+            who = "milk itself" if step.get("byMilk") else _WHO.get(str(agent), "milk")
             if status == "completed":
                 self._block(out, f"- [x] Step {n} done by {who}.\n")
             elif status == "failed":

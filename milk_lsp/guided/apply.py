@@ -1,0 +1,167 @@
+"""Edits of one checked shape (path, exact old text, new text) applied and verified by milk:
+through the workspace tools (the user's permission for each, the parse check after each),
+then the project's own check before and after (`project_check`) and `local.checkCommand`.
+A failed check puts the files back and says why, mechanically. Shared by the guided local
+turn (the model's edits) and the advisor (Claude's plan steps and step answers), so an edit
+is judged the same way whoever wrote it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from milk_lsp.agents.base import (
+    AgentEvent,
+    LocalGaveUp,
+    LocalSignal,
+    NoticeEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    ToolStatus,
+)
+from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere
+from milk_lsp.agents.local.tool_specs import EDIT_FILE
+from milk_lsp.agents.local.tools import WorkspaceTools
+from milk_lsp.guided.locate import Locator
+from milk_lsp.guided.project_check import ProjectCheck, run_check
+from milk_lsp.guided.rename import renamed, rest_of_rename
+from milk_lsp.guided.shape import Edit
+
+MAX_APPLIED = 8
+"""Edits of one reply applied at most."""
+
+
+@dataclass
+class Applied:
+    """How applying went: the mechanical problems (empty: every edit applied and checked),
+    the hand-off signal they amount to, and whether the user denied an edit."""
+
+    problems: list[str] = field(default_factory=list)
+    signal: LocalSignal = LocalSignal.FAILED_EDIT
+    denied: bool = False
+
+
+def call_id(kind: str) -> str:
+    return f"{kind}-{secrets.token_hex(4)}"
+
+
+async def apply_edits(
+    tools: WorkspaceTools,
+    edits: Sequence[Edit],
+    applied: Applied,
+    *,
+    limit: int = MAX_APPLIED,
+    root: Path,
+    check: ProjectCheck | None,
+    progress: Callable[[str], None],
+    request: str | None = None,
+    names: Sequence[str] = (),
+    whose: str = "the local edits",
+    locator: Locator | None = None,
+) -> AsyncGenerator[AgentEvent, None]:
+    """Apply `edits`, then check them; on a failure put the files back and leave the
+    reasons in `applied.problems`. `request`: the user's words, whose named places the
+    edits must touch (None: no such check); `whose`: the edits as the notices name them;
+    `locator`: the workspace's definitions and the files holding a name, to finish a
+    rename of a definition an edit began (`rename`; None: edits are applied as given).
+    A denied edit yields `LocalGaveUp`."""
+    baseline = None
+    if check is not None:
+        allowed = await tools.ask_to_run(
+            call_id("check"),
+            check.command,
+            f"Run the project's check before and after {whose}: {check.command}",
+        )
+        if allowed:
+            progress(f"running {check.command} before {whose}…")
+            baseline = await run_check(check, root)
+    arguments = [
+        {"path": edit.path, "old_text": edit.old_text, "new_text": edit.new_text}
+        for edit in edits[:limit]
+    ]
+    for edit in arguments:
+        async for event in _apply(tools, edit, applied):
+            yield event
+        if applied.denied:
+            return
+    if not applied.problems and locator is not None:
+        for old, new in dict.fromkeys(
+            pair
+            for edit in arguments
+            if (pair := renamed(edit["old_text"], edit["new_text"]))
+            and locator.index.has_definition(pair[0])
+        ):
+            texts = {path: await tools.text_of(path) for path in locator.holders(old)}
+            rest = rest_of_rename(old, new, {p: t for p, t in texts.items() if t is not None})
+            if rest:
+                yield NoticeEvent(
+                    "info",
+                    f"milk renamed the other uses of {old} to {new}, as the local model's edit"
+                    f" renamed it ({len(rest)} more edit{'s' if len(rest) > 1 else ''})",
+                )
+            for edit in rest:
+                async for event in _apply(tools, edit, applied):
+                    yield event
+                if applied.denied:
+                    return
+    if not applied.problems and request is not None:
+        edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
+        away = edits_elsewhere(request, edited, names)
+        if away is not None:
+            applied.problems.append(f"{away}: make the change where the request says")
+            applied.signal = LocalSignal.EDIT_NOT_MADE
+    for path, problem in tools.broken_files().items():
+        applied.problems.append(f"after the edits {path} is broken: {problem}")
+        applied.signal = LocalSignal.EDIT_BROKE_FILE
+    if not applied.problems and check is not None and baseline is not None:
+        progress(f"running {check.command} after {whose}…")
+        after = await run_check(check, root)
+        if baseline.passed and not after.passed:
+            applied.problems.append(
+                f"`{check.command}` passed before the edits and fails after them:\n"
+                + after.output[-1500:]
+            )
+            applied.signal = LocalSignal.CHECK_FAILED
+        elif baseline.passed:
+            yield NoticeEvent("info", f"milk checked {whose}: {check.command} passed")
+    if not applied.problems and tools.pending_check() is not None:
+        ran = await tools.check_edits(call_id("check"))
+        if ran is not None and ran.failed:
+            applied.problems.append(f"`{ran.command}` fails after the edits:\n{ran.output}")
+            applied.signal = LocalSignal.CHECK_FAILED
+    if applied.problems:
+        restored = await tools.restore_edited()
+        if restored:
+            yield NoticeEvent(
+                "info", f"milk put {', '.join(restored)} back: the edits did not pass its check"
+            )
+
+
+async def _apply(
+    tools: WorkspaceTools, arguments: dict[str, str], applied: Applied
+) -> AsyncGenerator[AgentEvent, None]:
+    """One edit through the tools, shown as a call; a denial puts every file back."""
+    edit_id = call_id("edit")
+    yield ToolCallEvent(edit_id, EDIT_FILE, arguments, ToolStatus.RUNNING)
+    outcome = await tools.call(edit_id, EDIT_FILE, arguments)
+    status = (
+        ToolStatus.DENIED
+        if outcome.denied
+        else ToolStatus.FAILED
+        if outcome.is_error
+        else ToolStatus.COMPLETED
+    )
+    yield ToolCallEvent(edit_id, EDIT_FILE, arguments, status)
+    yield ToolResultEvent(edit_id, outcome.output, outcome.is_error or outcome.denied)
+    if outcome.denied:
+        await tools.restore_edited()
+        applied.problems, applied.denied = [], True
+        yield LocalGaveUp(
+            LocalSignal.FAILED_EDIT, f"the user did not allow the edit of {arguments['path']}"
+        )
+    elif outcome.is_error:
+        applied.problems.append(f"the edit of {arguments['path']} failed: {outcome.output}")
+        applied.signal = LocalSignal.FAILED_EDIT
