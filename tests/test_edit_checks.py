@@ -117,6 +117,7 @@ def test_check_kinds_say_what_ran() -> None:
         "cli.py の説明「Slug string」を「Make a slug」に変えて。",
         "Замени «Slug string» на «Make a slug» в cli.py.",
         "把 cli.py 里的 “Slug string” 改成 “Make a slug”。",
+        "In cli.py change the description from 'Slug string' to 'Make a slug', it's short.",
     ],
 )
 def test_a_spelled_out_change_left_undone_is_caught_in_any_language(ask: str) -> None:

@@ -49,12 +49,16 @@ QUOTE_PAIRS: tuple[tuple[str, str], ...] = (
 )
 """How scripts quote a text (punctuation, not words): a message's quoted text is code or a
 text to change."""
+_SINGLE_PAIR = re.compile(r"(?<![\w'])'([^'\n]{1,200}?)'(?![\w'])")
+"""A text in straight single quotes; an apostrophe has a letter before it or after it."""
 _STRAIGHT = str.maketrans({char: '"' for pair in QUOTE_PAIRS[3:] for char in pair} | {"`": '"'})
 
 
 def straight_quotes(text: str) -> str:
-    """`text` with every quote of another style (“…”, «…», 「…」, `…`) made a straight `"`."""
-    return text.translate(_STRAIGHT)
+    """`text` with every quote of another style (“…”, «…», 「…」, `…`, and a pair of
+    straight single quotes around a text, `'inherit'`, not an apostrophe: `where's`) made a
+    straight `"`."""
+    return _SINGLE_PAIR.sub(r'"\1"', text.translate(_STRAIGHT))
 
 
 def quoted_pattern(body: str = r"[^\n]{1,200}?") -> str:
