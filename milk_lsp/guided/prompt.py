@@ -36,6 +36,21 @@ edits; say why in `reason`.
 """
 
 
+INTENT_SYSTEM = """\
+Decide what the user's message asks for. "change": it asks to change, add, remove, rename, \
+fix, create or document anything in the code or files. "question": it asks something about \
+the code and wants an answer, not a change. Reply with one JSON object: {"intent": "…"}"""
+
+
+def intent_messages(request: str) -> list[dict[str, Any]]:
+    """The short request that asks the model what the user's message asks for, alone
+    (without the located code, where a 1.5B model read "Give its path" as a change)."""
+    return [
+        {"role": "system", "content": INTENT_SYSTEM},
+        {"role": "user", "content": request},
+    ]
+
+
 def system_prompt(offer_escalation: bool, repo_map: str = "") -> str:
     """milk's instructions, then the repository map: the same for every request in a
     workspace, so the model server's prompt cache keeps them."""

@@ -110,12 +110,49 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def response_format() -> dict[str, Any]:
-    """The `response_format` of a guided request (OpenAI's json_schema form)."""
+KINDS: dict[str, list[str]] = {"question": ["answer", "escalate"], "change": ["edits", "escalate"]}
+"""The kinds of reply each intent allows."""
+INTENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"intent": {"type": "string", "enum": list(KINDS)}},
+    "required": ["intent"],
+    "additionalProperties": False,
+}
+
+
+def response_format(intent: str | None = None) -> dict[str, Any]:
+    """The `response_format` of a guided request (OpenAI's json_schema form); with the
+    request's `intent`, only the kinds of reply that intent allows."""
+    schema = SCHEMA
+    if intent in KINDS:
+        properties = {
+            **SCHEMA["properties"],
+            "intent": {"type": "string", "enum": [intent]},
+            "kind": {"type": "string", "enum": KINDS[intent]},
+        }
+        schema = {**SCHEMA, "properties": properties}
     return {
         "type": "json_schema",
-        "json_schema": {"name": "milk_guided_reply", "strict": True, "schema": SCHEMA},
+        "json_schema": {"name": "milk_guided_reply", "strict": True, "schema": schema},
     }
+
+
+def intent_format() -> dict[str, Any]:
+    """The `response_format` of the request that asks what the user's message asks for."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "milk_intent", "strict": True, "schema": INTENT_SCHEMA},
+    }
+
+
+def parse_intent(text: str) -> str | None:
+    """The intent of a reply in `INTENT_SCHEMA`'s shape; None for anything else."""
+    try:
+        data = json.loads(_object_text(text))
+    except json.JSONDecodeError:
+        return None
+    value = data.get("intent") if isinstance(data, dict) else None
+    return value if value in KINDS else None
 
 
 class NotTheShape(ValueError):

@@ -43,12 +43,21 @@ from milk_lsp.guided.apply import Applied, apply_edits, call_id
 from milk_lsp.guided.citations import sources_block
 from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
 from milk_lsp.guided.project_check import check_for, places
-from milk_lsp.guided.shape import GuidedReply, NotTheShape, parse_reply, response_format
+from milk_lsp.guided.shape import (
+    GuidedReply,
+    NotTheShape,
+    intent_format,
+    parse_intent,
+    parse_reply,
+    response_format,
+)
 from milk_lsp.guided.verify import Verdict, check_answer
 
 logger = logging.getLogger(__name__)
 
 REPLY_TOKENS = 2048
+INTENT_TOKENS = 16
+"""`{"intent": "question"}` and its end."""
 ATTEMPTS = 2
 """The first reply and one repair."""
 
@@ -116,6 +125,12 @@ class GuidedTurn:
         conversation = prompt.messages(
             shown_request, located, self._history, offer_escalation=self._offer_escalation
         )
+        intent: str | None = None
+        async for said in self._intent(model, request):
+            if isinstance(said, str):
+                intent = said
+            else:
+                yield said
         attempt = _Attempt()
         for number in range(ATTEMPTS):
             if number:
@@ -126,7 +141,7 @@ class GuidedTurn:
                     + "; ".join(attempt.problems[:3]),
                 )
             attempt = _Attempt()
-            async for event in self._ask(model, conversation, attempt):
+            async for event in self._ask(model, conversation, attempt, intent):
                 yield event
             if attempt.reply is None:
                 continue
@@ -169,20 +184,56 @@ class GuidedTurn:
         )
 
     async def _ask(
-        self, model: str, conversation: list[dict[str, Any]], attempt: _Attempt
+        self,
+        model: str,
+        conversation: list[dict[str, Any]],
+        attempt: _Attempt,
+        intent: str | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """One constrained request; fills `attempt` with the parsed reply or the problem."""
         body = request_body(model, conversation, [], self._client.settings, False)
         body["max_tokens"] = REPLY_TOKENS  # the shape's bounds fit in it, edits included
+        reply = Reply()
+        self._progress("the local model is writing its reply…")
+        async for event in self._stream(model, body, response_format(intent), reply):
+            yield event
+        attempt.text = "".join(reply.text)
+        if reply.finish_reason == "length":
+            attempt.problems = ["the reply was cut off at its length limit: write less"]
+            return
+        try:
+            attempt.reply = parse_reply(attempt.text)
+        except NotTheShape as exc:
+            attempt.problems = [str(exc)]
+
+    async def _intent(self, model: str, request: str) -> AsyncGenerator[AgentEvent | str, None]:
+        """What the request asks for, "question" or "change", asked of the model alone
+        (yielded last; nothing when its reply is not that shape: the full shape is asked)."""
+        body = request_body(
+            model, prompt.intent_messages(request), [], self._client.settings, False
+        )
+        body["max_tokens"] = INTENT_TOKENS
+        reply = Reply()
+        self._progress("the local model is reading what the request asks for…")
+        async for event in self._stream(model, body, intent_format(), reply):
+            yield event
+        intent = parse_intent("".join(reply.text))
+        if intent is not None:
+            yield intent
+
+    async def _stream(
+        self, model: str, body: dict[str, Any], shape: dict[str, Any], reply: Reply
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Stream one request into `reply`, constrained to `shape` where the server takes
+        JSON schemas (one that answers it with HTTP 400, 422 or 501 is asked again without,
+        remembered per model); yields its usage."""
         while True:
             constrained = self._client.takes_json_schema(model)
             if constrained:
-                body["response_format"] = response_format()
+                body["response_format"] = shape
             else:
                 body.pop("response_format", None)
-            reply = Reply()
             pieces = 0
-            self._progress("the local model is writing its reply…")
             try:
                 async with aclosing(self._client.stream_reply(body, reply)) as stream:
                     async for event in stream:
@@ -194,19 +245,11 @@ class GuidedTurn:
                                 self._progress(f"the local model is writing ({pieces} tokens)…")
             except LocalModelError as exc:
                 if constrained and exc.http_status in (400, 422, 501):
-                    # a server without JSON schemas: the shape is validated, asked again
                     self._client.refuses_json_schema(model)
+                    reply.text.clear()
                     continue
                 raise
-            break
-        attempt.text = "".join(reply.text)
-        if reply.finish_reason == "length":
-            attempt.problems = ["the reply was cut off at its length limit: write less"]
             return
-        try:
-            attempt.reply = parse_reply(attempt.text)
-        except NotTheShape as exc:
-            attempt.problems = [str(exc)]
 
     async def _edits(
         self, reply: GuidedReply, attempt: _Attempt, request: str, names: Sequence[str]

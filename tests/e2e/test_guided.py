@@ -42,6 +42,11 @@ def reply(**fields: Any) -> dict[str, Any]:
     return {"text": json.dumps(shape, ensure_ascii=False)}
 
 
+def intent(value: str) -> dict[str, Any]:
+    """The scripted reply to the turn's first request: what the user's message asks for."""
+    return {"text": json.dumps({"intent": value})}
+
+
 @pytest.fixture
 def guided_env(env: Env) -> Env:
     (env.workspace / "parser.py").write_text(PARSER)
@@ -61,15 +66,21 @@ async def test_a_cited_answer_is_checked_and_shown_with_its_sources(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:
     openai.enqueue(
+        intent("question"),
         reply(
             answer="Yes: `parse_nested` stops past `MAX_DEPTH`, which is 256.",
             citations=[{"path": "parser.py", "line": 2, "quote": "MAX_DEPTH = 256"}],
-        )
+        ),
     )
     result = await chat(client, "Wie tief darf die Verschachtelung in parse_nested sein?")
     assert result["stopReason"] == "end_turn", result
-    body = openai.requests[0]
+    asked_intent = openai.requests[0]
+    assert asked_intent["response_format"]["json_schema"]["name"] == "milk_intent"
+    assert [m["role"] for m in asked_intent["messages"]] == ["system", "user"]  # no code
+    body = openai.requests[1]
     assert body["response_format"]["type"] == "json_schema"
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["kind"]["enum"] == ["answer", "escalate"]  # a question
     shown = body["messages"][-1]["content"]
     assert "def parse_nested" in shown and "parser.py" in shown  # located before asking
     assert result["text"].startswith("Yes: `parse_nested` stops")
@@ -85,6 +96,7 @@ async def test_a_forged_quote_is_sent_back_once_then_fixed(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:
     openai.enqueue(
+        intent("question"),
         reply(
             answer="The limit is `MAX_DEPTH` = 255.",
             citations=[{"path": "parser.py", "line": 1, "quote": "MAX_DEPTH = 255"}],
@@ -97,7 +109,7 @@ async def test_a_forged_quote_is_sent_back_once_then_fixed(
     result = await chat(client, "是否有嵌套深度的限制？ parse_nested")
     assert result["stopReason"] == "end_turn", result
     assert "256" in result["text"] and "255" not in result["text"]
-    repair = openai.requests[1]["messages"][-1]["content"]
+    repair = openai.requests[2]["messages"][-1]["content"]
     assert "is not in parser.py" in repair
     notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
     assert any("asked once more" in message for message in notices)
@@ -110,7 +122,7 @@ async def test_two_forged_replies_never_end_as_done(
         answer="It is defined in `nested/depth.py`.",
         citations=[{"path": "nested/depth.py", "line": 3, "quote": "DEPTH = 9"}],
     )
-    openai.enqueue(forged, forged)
+    openai.enqueue(intent("question"), forged, forged)
     result = await chat(client, "Где определён parse_nested?")
     assert result["stopReason"] == "error", result
     assert result["error"]["data"]["signal"] == "ungrounded_answer"
@@ -123,6 +135,7 @@ async def test_an_invented_file_is_a_false_claim_unless_declared_proposed(
 ) -> None:
     quote = {"path": "parser.py", "line": 4, "quote": "def parse_nested(text, depth=0):"}
     openai.enqueue(
+        intent("question"),
         reply(answer="For example, see `limits.py`.", citations=[quote]),
         reply(
             answer="`parse_nested` has no config; a `limits.py` could hold the limit.",
@@ -132,7 +145,7 @@ async def test_an_invented_file_is_a_false_claim_unless_declared_proposed(
     )
     result = await chat(client, "Could parse_nested read its limit from a config file?")
     assert result["stopReason"] == "end_turn", result
-    assert "limits.py is not in the workspace" in openai.requests[1]["messages"][-1]["content"]
+    assert "limits.py is not in the workspace" in openai.requests[2]["messages"][-1]["content"]
     assert "Proposed, not in the workspace yet:\n- limits.py" in result["text"]
     (cited,) = kinds(client, result["turnId"], "citations")
     assert cited["proposed"][0]["path"] == "limits.py"
@@ -143,13 +156,14 @@ async def test_an_edit_asked_in_german_is_made_and_judged_by_the_diff(
 ) -> None:
     client.permission_answers.append("allow_once")
     openai.enqueue(
+        intent("change"),
         reply(
             kind="edits",
             answer="MAX_DEPTH ist jetzt 512.",
             edits=[
                 {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = 512"}
             ],
-        )
+        ),
     )
     result = await chat(client, "Setze die maximale Tiefe auf 512.")
     assert result["stopReason"] == "end_turn", result
@@ -163,6 +177,7 @@ async def test_an_edit_that_breaks_the_file_is_repaired_or_put_back(
     client.permission_answers.extend(["allow_once", "allow_once"])
     broken = {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = ("}
     openai.enqueue(
+        intent("change"),
         reply(kind="edits", answer="Done.", edits=[broken]),
         reply(kind="edits", answer="Done.", edits=[broken]),
     )
@@ -170,13 +185,14 @@ async def test_an_edit_that_breaks_the_file_is_repaired_or_put_back(
     assert result["stopReason"] == "error", result
     assert result["error"]["data"]["signal"] == "edit_broke_file"
     assert (guided_env.workspace / "parser.py").read_text() == PARSER
-    assert "broken" in openai.requests[1]["messages"][-1]["content"]
+    assert "broken" in openai.requests[2]["messages"][-1]["content"]
 
 
 async def test_a_server_without_json_schemas_gets_the_shape_checked(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:
     openai.enqueue(
+        intent("question"),
         {"status": 400, "body": {"error": {"message": "response_format not supported"}}},
         {
             "text": "```json\n"
@@ -192,14 +208,14 @@ async def test_a_server_without_json_schemas_gets_the_shape_checked(
     )
     result = await chat(client, "What is MAX_DEPTH?")
     assert result["stopReason"] == "end_turn", result
-    assert "response_format" not in openai.requests[1]
+    assert "response_format" not in openai.requests[2]
     assert result["text"].startswith("256")
 
 
 async def test_a_plain_answer_that_names_nothing_of_the_workspace_needs_no_citation(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:
-    openai.enqueue(reply(answer="Hello! Ask me about this code."))
+    openai.enqueue(intent("question"), reply(answer="Hello! Ask me about this code."))
     result = await chat(client, "hi")
     assert result["stopReason"] == "end_turn", result
     assert "Sources" not in result["text"]
@@ -209,10 +225,11 @@ def test_the_terminal_prints_the_checked_sources_as_path_line(
     guided_env: Env, openai: FakeOpenAIServer
 ) -> None:
     openai.enqueue(
+        intent("question"),
         reply(
             answer="256 (`MAX_DEPTH`).",
             citations=[{"path": "parser.py", "line": 1, "quote": "MAX_DEPTH = 256"}],
-        )
+        ),
     )
     done = one_shot(guided_env, "--route", "local", "--", "What is MAX_DEPTH?")
     assert done.returncode == 0, done.stderr
@@ -238,10 +255,12 @@ async def test_a_go_rename_of_the_definition_alone_is_finished_by_milk_and_built
     client = await harness.start()
     client.permission_answers.extend(["allow_session"] * 6)
     define = {"path": "a.go", "old_text": "func addOne(", "new_text": "func incr("}
-    openai.enqueue(reply(kind="edits", answer="Renamed addOne to incr.", edits=[define]))
+    openai.enqueue(
+        intent("change"), reply(kind="edits", answer="Renamed addOne to incr.", edits=[define])
+    )
     result = await chat(client, "Benenne addOne in incr um.")
     assert result["stopReason"] == "end_turn", result
-    assert len(openai.requests) == 1
+    assert len(openai.requests) == 2  # what is asked, then the one reply: no repair
     assert "func incr(" in (env.workspace / "a.go").read_text()
     assert "incr(incr(n))" in (env.workspace / "b.go").read_text()
     assert "addOne" not in (env.workspace / "b.go").read_text()
@@ -275,12 +294,13 @@ async def test_a_go_edit_that_vets_but_fails_a_test_is_sent_back_with_the_tests_
         "new_text": 'Greeting() != "hi"',
     }
     openai.enqueue(
+        intent("change"),
         reply(kind="edits", answer="The greeting is now hi.", edits=[code]),
         reply(kind="edits", answer="The greeting is now hi.", edits=[code, test]),
     )
     result = await chat(client, 'Cambia el saludo de "hello" a "hi".')
     assert result["stopReason"] == "end_turn", result
-    repair = openai.requests[1]["messages"][-1]["content"]
+    repair = openai.requests[2]["messages"][-1]["content"]
     assert "go test -short ./..." in repair and "--- msg_test.go lines" in repair, repair
     assert 'Greeting() != "hi"' in (env.workspace / "msg_test.go").read_text()
 
@@ -295,11 +315,11 @@ async def test_a_change_answered_in_words_is_not_done(
         answer="Added a doc comment to `parse_nested`.",
         citations=[{"path": "parser.py", "line": 4, "quote": "def parse_nested(text, depth=0):"}],
     )
-    openai.enqueue(said, said)
+    openai.enqueue(intent("change"), said, said)
     result = await chat(client, "Füge parse_nested einen Kommentar hinzu.")
     assert result["stopReason"] == "error", result
     assert result["error"]["data"]["signal"] == "edit_not_made"
-    assert "gave no edits" in openai.requests[1]["messages"][-1]["content"]
+    assert "gave no edits" in openai.requests[2]["messages"][-1]["content"]
     assert (guided_env.workspace / "parser.py").read_text() == PARSER
 
 
@@ -309,6 +329,7 @@ async def test_a_question_answered_by_creating_a_file_is_sent_back(
     client.permission_answers.append("allow_once")
     invented = {"path": "limits.py", "old_text": "", "new_text": "max_depth = 10\n"}
     openai.enqueue(
+        intent("question"),
         reply(intent="question", kind="edits", answer="Created limits.py.", edits=[invented]),
         reply(
             intent="question",
@@ -319,7 +340,7 @@ async def test_a_question_answered_by_creating_a_file_is_sent_back(
     result = await chat(client, "Is there a limit on how deeply parse_nested can nest?")
     assert result["stopReason"] == "end_turn", result
     assert not (guided_env.workspace / "limits.py").exists()
-    assert "answer it without changing files" in openai.requests[1]["messages"][-1]["content"]
+    assert "answer it without changing files" in openai.requests[2]["messages"][-1]["content"]
 
 
 async def test_edits_away_from_what_the_request_names_are_put_back_and_sent_back(
@@ -335,11 +356,12 @@ async def test_edits_away_from_what_the_request_names_are_put_back_and_sent_back
         "new_text": 'def parse_list(text):\n    """Parse a list."""\n',
     }
     openai.enqueue(
+        intent("change"),
         reply(intent="change", kind="edits", answer="Done.", edits=[away]),
         reply(intent="change", kind="edits", answer="Docstring added.", edits=[near]),
     )
     result = await chat(client, "Füge parse_list einen Docstring hinzu.")
     assert result["stopReason"] == "end_turn", result
-    assert "away from what the request names" in openai.requests[1]["messages"][-1]["content"]
+    assert "away from what the request names" in openai.requests[2]["messages"][-1]["content"]
     text = (guided_env.workspace / "lists.py").read_text()
     assert "return 1" in text and '"""Parse a list."""' in text

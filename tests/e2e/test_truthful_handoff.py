@@ -32,7 +32,9 @@ async def test_an_undone_edit_is_not_presented_as_standing_and_the_goal_moves(
     quote = {"path": "version.py", "line": 1, "quote": '__version__ = "1.2.2"'}
     edit = {"path": "version.py", "old_text": '"1.2.2"', "new_text": '"1.2.3"'}
     openai.enqueue(
+        {"text": '{"intent": "question"}'},  # each guided turn first asks what is asked
         guided("answer", "It is `1.2.2`.", citations=[quote]),
+        {"text": '{"intent": "change"}'},
         guided("edits", "I changed `__version__` to 1.2.3.", edits=[edit]),
     )
     first = await request(client, "milk/chat", {"text": "Which version is this?"})
