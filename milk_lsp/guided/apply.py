@@ -22,7 +22,7 @@ from milk_lsp.agents.base import (
     ToolResultEvent,
     ToolStatus,
 )
-from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere
+from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, unmade_change
 from milk_lsp.agents.local.tool_specs import EDIT_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided.locate import Locator
@@ -109,7 +109,7 @@ async def apply_edits(
                     return
     if not applied.problems and request is not None:
         edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
-        away = edits_elsewhere(request, edited, names)
+        away = unmade_change(request, edited) or edits_elsewhere(request, edited, names)
         if away is not None:
             applied.problems.append(f"{away}: make the change where the request says")
             applied.signal = LocalSignal.EDIT_NOT_MADE

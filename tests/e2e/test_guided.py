@@ -365,3 +365,31 @@ async def test_edits_away_from_what_the_request_names_are_put_back_and_sent_back
     assert "away from what the request names" in openai.requests[2]["messages"][-1]["content"]
     text = (guided_env.workspace / "lists.py").read_text()
     assert "return 1" in text and '"""Parse a list."""' in text
+
+
+async def test_a_quoted_change_left_undone_by_the_edits_is_sent_back(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """cross-env's stdio task: asked to change 'inherit' to 'pipe' (straight single quotes),
+    the model added a line elsewhere and said it was done; 'inherit' stood as it was."""
+    index_js = (
+        "const proc = spawn(command, args, {\n  stdio: 'inherit',\n  shell: true,\n})\n"
+        "process.on('SIGTERM', () => proc.kill('SIGTERM'))\n"
+    )
+    (guided_env.workspace / "index.js").write_text(index_js)
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    sigterm = "process.on('SIGTERM', () => proc.kill('SIGTERM'))\n"
+    elsewhere = {"path": "index.js", "old_text": sigterm, "new_text": sigterm + sigterm}
+    right = {"path": "index.js", "old_text": "stdio: 'inherit',", "new_text": "stdio: 'pipe',"}
+    openai.enqueue(
+        intent("change"),
+        reply(intent="change", kind="edits", answer="Cambiado a 'pipe'.", edits=[elsewhere]),
+        reply(intent="change", kind="edits", answer="Cambiado a 'pipe'.", edits=[right]),
+    )
+    result = await chat(client, "En index.js cambia la opción stdio de 'inherit' a 'pipe'.")
+    assert result["stopReason"] == "end_turn", result
+    repair = openai.requests[2]["messages"][-1]["content"]
+    assert 'left "inherit" as it was' in repair, repair
+    assert (guided_env.workspace / "index.js").read_text() == index_js.replace(
+        "'inherit'", "'pipe'"
+    )
