@@ -82,11 +82,10 @@ async def apply_edits(
         {"path": edit.path, "old_text": edit.old_text, "new_text": edit.new_text}
         for edit in edits[:limit]
     ]
-    for edit in arguments:
-        async for event in _apply(tools, edit, applied):
-            yield event
-        if applied.denied:
-            return
+    async for event in _apply_all(tools, arguments, applied):
+        yield event
+    if _denied(applied):
+        return
     if not applied.problems and locator is not None:
         for old, new in dict.fromkeys(
             pair
@@ -102,11 +101,10 @@ async def apply_edits(
                     f"milk renamed the other uses of {old} to {new}, as the local model's edit"
                     f" renamed it ({len(rest)} more edit{'s' if len(rest) > 1 else ''})",
                 )
-            for edit in rest:
-                async for event in _apply(tools, edit, applied):
-                    yield event
-                if applied.denied:
-                    return
+            async for event in _apply_all(tools, rest, applied):
+                yield event
+            if _denied(applied):
+                return
     if not applied.problems and request is not None:
         edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
         away = unmade_change(request, edited) or edits_elsewhere(request, edited, names)
@@ -138,6 +136,22 @@ async def apply_edits(
             yield NoticeEvent(
                 "info", f"milk put {', '.join(restored)} back: the edits did not pass its check"
             )
+
+
+def _denied(applied: Applied) -> bool:
+    """Whether the user denied an edit (asked afresh after each batch of edits)."""
+    return applied.denied
+
+
+async def _apply_all(
+    tools: WorkspaceTools, edits: Sequence[dict[str, str]], applied: Applied
+) -> AsyncGenerator[AgentEvent, None]:
+    """`edits` in order, up to a denial (which puts every file back)."""
+    for edit in edits:
+        async for event in _apply(tools, edit, applied):
+            yield event
+        if applied.denied:
+            return
 
 
 async def _apply(

@@ -148,7 +148,7 @@ def intent_format() -> dict[str, Any]:
 def parse_intent(text: str) -> str | None:
     """The intent of a reply in `INTENT_SCHEMA`'s shape; None for anything else."""
     try:
-        data = json.loads(_object_text(text))
+        data = json.loads(object_text(text))
     except json.JSONDecodeError:
         return None
     value = data.get("intent") if isinstance(data, dict) else None
@@ -163,7 +163,7 @@ def parse_reply(text: str) -> GuidedReply:
     """The reply as a `GuidedReply`. Tolerates what constrained decoding does not prevent
     everywhere: a ```json fence around it, text before or after the object, and an answer
     field that holds the whole object again."""
-    raw = _object_text(text)
+    raw = object_text(text)
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -187,7 +187,7 @@ def parse_reply(text: str) -> GuidedReply:
     return reply
 
 
-def _object_text(text: str) -> str:
+def object_text(text: str) -> str:
     """The outermost `{…}` of a reply (fences and surrounding words left out)."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start:

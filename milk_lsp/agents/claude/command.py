@@ -55,6 +55,17 @@ BRIEF_FLAGS = (
 MCP servers: their tools would be sent and their processes started), no skill listing, no
 transcript on disk (nothing resumes it). Not ``--bare``: it reads no OAuth login or
 keychain, so a user logged in with ``claude`` would fail. Measured in docs/architecture.md."""
+_STREAMED = (
+    "--print",
+    "--output-format",
+    "stream-json",
+    "--input-format",
+    "stream-json",
+    "--verbose",
+    "--include-partial-messages",
+    f"--setting-sources={SETTING_SOURCES}",
+)
+"""Every run's start: one prompt, stream-json both ways, the user's setting sources."""
 DROPPED_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDECODE")
 """Inherited variables that would make the CLI think it runs inside another Claude Code."""
 
@@ -131,17 +142,7 @@ def build_argv(
     settings = request.settings
     if request.brief:
         return _brief_argv(request, cli_path, context_file_path)
-    argv = [
-        cli_path,
-        "--print",
-        "--output-format",
-        "stream-json",
-        "--input-format",
-        "stream-json",
-        "--verbose",
-        "--include-partial-messages",
-        f"--setting-sources={SETTING_SOURCES}",
-    ]
+    argv = [cli_path, *_STREAMED]
     if settings.skip_permissions:
         argv.append("--dangerously-skip-permissions")
     else:
@@ -165,18 +166,7 @@ def build_argv(
 def _brief_argv(request: ClaudeTurnRequest, cli_path: str, system_file_path: str) -> list[str]:
     """The argv of a brief request: the user's setting sources and model, no tools, no
     permission flags (nothing to permit), milk's system prompt in place of Claude Code's."""
-    argv = [
-        cli_path,
-        "--print",
-        "--output-format",
-        "stream-json",
-        "--input-format",
-        "stream-json",
-        "--verbose",
-        "--include-partial-messages",
-        f"--setting-sources={SETTING_SOURCES}",
-        *BRIEF_FLAGS,
-    ]
+    argv = [cli_path, *_STREAMED, *BRIEF_FLAGS]
     if request.settings.model:
         argv.append(f"--model={request.settings.model}")
     argv.append(f"--system-prompt-file={system_file_path}")

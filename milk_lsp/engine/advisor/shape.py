@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from milk_lsp.guided.shape import Edit
+from milk_lsp.guided.shape import Edit, object_text
 
 MAX_STEPS = 8
 STEP_EDITS_MAX = 24
@@ -58,10 +58,8 @@ def parse_reply(text: str, *, needs_allowed: bool = True, limit: int = MAX_STEPS
     """The reply as `BriefReply`; a ```json fence or words around the object are
     tolerated. Raises `NotTheShape` for anything else: not JSON, no steps and no needs,
     too many steps, a step that changes nothing, needs when they were answered already."""
-    start, end = text.find("{"), text.rfind("}")
-    raw = text[start : end + 1] if 0 <= start < end else text.strip()
     try:
-        data = json.loads(raw)
+        data = json.loads(object_text(text))
     except json.JSONDecodeError as exc:
         raise NotTheShape(f"Claude's reply is not a JSON object ({exc.msg})") from None
     if not isinstance(data, dict):
