@@ -33,6 +33,9 @@ WIDE = [
     "Replace the module-level state in isoduration.py, isotzinfo.py and tzinfo.py with an"
     " explicit Context object.",
     "Ersetze parse_duration und build_tzinfo durch eine neue Datei isodate/parser.py, mit Tests.",
+    # a folder written as one reaches every file under it
+    "Convert every module under rust-semver/src/ to use thiserror for its errors.",
+    "Перенеси всё из python-isodate/isodate/ в новый пакет и обнови импорты.",
 ]
 NARROW = [
     # a file and a new one: two files, which a local model does ("tests" is a word)
@@ -50,6 +53,9 @@ NARROW = [
     "Add a test for parse_tzinfo with '+05:30'.",
     "rename plural to pluralize in index.js and its uses",
     "Haz que duration_isoformat acepte None.",
+    # a hyphenated word that is no file's name, a folder the workspace does not have
+    "Make the command-line output of fmtShort match fmtLong's rounding.",
+    "Move fmtShort into lib/ and keep index.js exporting it.",
 ]
 
 
@@ -89,3 +95,19 @@ def test_a_name_defined_in_many_files_reaches_none_of_them(tmp_path: Path) -> No
     made = WorkspaceIndex(tmp_path)
     made.refresh()
     assert reach("Change run so it returns 2.", made).files == ()
+
+
+def test_a_hyphenated_file_name_reaches_its_file(tmp_path: Path) -> None:
+    """`is-windows` is `src/is-windows.js`, as `cross-env` names its own files; with a
+    folder and a new file the request is Claude-sized."""
+    (tmp_path / "src" / "bin").mkdir(parents=True)
+    for name in ("src/is-windows.js", "src/index.js", "src/bin/cross-env.js"):
+        (tmp_path / name).write_text("module.exports = () => 1\n")
+    (tmp_path / "package.json").write_text('{"name": "x"}\n')
+    made = WorkspaceIndex(tmp_path)
+    made.refresh()
+    one = reach("Give is-windows a JSDoc comment.", made)
+    assert one.files == ("src/is-windows.js",) and not one.wide, one
+    port = reach("Port src/ to TypeScript: is-windows, the bin scripts, a tsconfig.json.", made)
+    assert port.files == ("src/is-windows.js", "src/bin/cross-env.js", "src/index.js"), port
+    assert port.new_files == ("tsconfig.json",) and port.wide, port

@@ -87,6 +87,7 @@ class GuidedTurn:
         history: Sequence[dict[str, Any]] = (),
         budget: Budget | None = None,
         run_project_check: bool = True,
+        wide: str | None = None,
     ) -> None:
         self._client = client
         self._locator = locator
@@ -97,6 +98,7 @@ class GuidedTurn:
         self._history = list(history)
         self._budget = budget
         self._project_check = check_for(root) if run_project_check else None
+        self._wide = wide
 
     async def run(self, request: str, shown_request: str) -> AsyncGenerator[AgentEvent, None]:
         """The turn's events; ends with `TurnDone`, `EscalationRequested`, `LocalGaveUp` or
@@ -131,6 +133,14 @@ class GuidedTurn:
                 intent = said
             else:
                 yield said
+        if self._wide is not None and intent != "question":
+            yield NoticeEvent("info", f"milk handed this change to Claude: {self._wide}.")
+            yield LocalGaveUp(
+                LocalSignal.WIDE_REQUEST,
+                f"{self._wide}, more than the local model does well; milk handed it to Claude"
+                " once the local model read it as a change",
+            )
+            return
         attempt = _Attempt()
         for number in range(ATTEMPTS):
             if number:

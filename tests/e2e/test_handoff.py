@@ -25,6 +25,7 @@ from tests.e2e.test_escalation import (
     no_leftovers,
     session_of,
 )
+from tests.e2e.test_guided import intent, reply
 from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -489,6 +490,50 @@ async def test_a_claude_sized_change_reaches_claude_before_the_local_model(
     assert stats["total"]["handedOffBySignal"] == {"wide_request": 1}, stats
     assert "a request reaching too much of the workspace" in stats["text"]
     await no_leftovers(claude_env)
+
+
+async def test_a_guided_turn_hands_a_claude_sized_change_off_once_read_as_a_change(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    """Issue 38: the guided turn asks its one small intent request first; a change reaching
+    several files then goes to Claude, with no request carrying code."""
+    api.enqueue({"text": CLAUDE_ANSWER})
+    openai.enqueue(intent("change"))
+    client = await start(harness, claude_env, "auto", strategy="guided")
+    result = await chat(client, claude_env, WIDE_ASK)
+    assert result["stopReason"] == "end_turn", result
+    assert result["agent"] == "claude"
+    assert result["escalated"]["signal"] == "wide_request"
+    assert [body["response_format"]["json_schema"]["name"] for body in openai.requests] == [
+        "milk_intent"
+    ]
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any("milk handed this change to Claude: the request reaches" in n for n in notices)
+    await no_leftovers(claude_env)
+
+
+WIDE_QUESTION = "Welche Datei definiert greet: hello.py, lib/greet.py oder tests/test_greet.py?"
+"""It names three files, but asks a question: the local model answers it."""
+
+
+async def test_a_guided_question_naming_several_files_is_answered_locally(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    openai.enqueue(
+        intent("question"),
+        reply(
+            answer="`greet` is defined in hello.py; lib/greet.py does not exist.",
+            citations=[{"path": "hello.py", "line": 1, "quote": "def greet():"}],
+            proposed=[],
+        ),
+    )
+    client = await start(harness, claude_env, "auto", strategy="guided")
+    result = await chat(client, claude_env, WIDE_QUESTION)
+    assert result["stopReason"] == "end_turn", result
+    assert result["agent"] == "local"
+    assert result.get("escalated") is None
+    assert api.main_requests() == []
+    assert "hello.py:1" in result["text"]
 
 
 @pytest.mark.parametrize(

@@ -73,8 +73,10 @@ class GuidedPart:
         offer_escalation: bool,
         history: list[dict[str, object]],
         progress: Callable[[str], None],
+        wide: str | None = None,
     ) -> LocalOutcome:
-        """The guided local part: its events shown, its hand-off signal returned."""
+        """The guided local part: its events shown, its hand-off signal returned. `wide`:
+        why the request is Claude-sized (`judge.scope`), handed off when it asks a change."""
         locator = self.locator(index)
         config = turn.config
         budget = Budget.for_context(
@@ -89,5 +91,6 @@ class GuidedPart:
             offer_escalation=offer_escalation,
             history=history,
             budget=budget,
+            wide=wide,
         )
         return await fold_local_events(turn, agent, guided.run(user_ask, text), progress)

@@ -127,7 +127,7 @@ class LocalPart:
             strategy = await self._guided.strategy(config.local.strategy, agent)
             tools = self._tools(session, turn, user_ask, index)
             wide = self._claude_sized(plan, config.local.hand_off, user_ask, index)
-            if wide is not None:
+            if wide is not None and not strategy.guided:  # the guided turn asks first
                 turn.notice(
                     "info",
                     f"milk handed this turn to Claude before the local model started: {wide}.",
@@ -149,6 +149,7 @@ class LocalPart:
                     offer_escalation=plan.offer_escalation,
                     history=prompts.history_messages(history),
                     progress=progress,
+                    wide=wide,
                 )
             else:
                 outcome = await self._agent_loop(

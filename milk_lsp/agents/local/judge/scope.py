@@ -4,10 +4,12 @@ A small local model does a change to one or two files well and a change across a
 badly, slowly: the bench's Claude-sized requests (port a package, a new module with its
 tests, a redesign through five modules) spent minutes of local attempts before Claude
 started. What a request reaches is what it locates: the workspace files it names (by path,
-by name, or through the definitions it names) and the files it names that the workspace
-does not have (new files). No word of the request is read. A request reaching
-`WIDE_ARTIFACTS` files is Claude-sized: on route `auto` with `local.handOff: "auto"` it goes
-to Claude at once.
+by name, or through the definitions it names; a folder written with its `/` reaches every
+file under it, and a hyphenated file name, `is-windows`, is that file) and the files it
+names that the workspace does not have (new files). No word of the request is read. A
+request reaching `WIDE_ARTIFACTS` files is Claude-sized: on route `auto` with
+`local.handOff: "auto"` it goes to Claude at once (a guided turn asks its intent request
+first, and answers a question itself).
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ SHOWN_FILES = 4
 
 _PATH = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6}(?![\w/])")
 """A file's path or name with an extension (`src/env-file.js`, `tsconfig.json`)."""
+_FOLDER = re.compile(r"(?<![\w./-])(?:[\w.-]+/)+(?![\w/])")
+"""A folder written as one, with its trailing `/` (`src/`, `src/bin/`)."""
+_HYPHENATED = re.compile(r"(?<![\w./-])[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)+(?![\w./-])")
+"""A hyphenated word (`is-windows`, `cross-env-shell`): a file's stem when one file has it;
+a word of a sentence (`command-line`) names none."""
 _DEFINERS_MAX = 1
 """A name defined in more files than this says nothing about which file it reaches."""
 
@@ -68,13 +75,21 @@ def reach(request: str, index: WorkspaceIndex) -> Reach:
     """What `request` reaches in the workspace of `index`."""
     named = asked(request, index)
     files = dict.fromkeys(named.files)
+    stems = index.file_stems()
+    for match in _HYPHENATED.finditer(request):
+        paths = stems.get(match.group().lower(), ())
+        if len(paths) <= _DEFINERS_MAX:
+            files.update(dict.fromkeys(paths))
+    for match in _FOLDER.finditer(request):
+        folder = match.group().lstrip("./")
+        files.update(dict.fromkeys(_under(folder, stems) if folder else ()))
     for name in named.names:
         definers = index.definers(name, limit=_DEFINERS_MAX + 1)
         if len(definers) <= _DEFINERS_MAX:
             files.update(dict.fromkeys(definers))
     extensions = {
         path.rsplit(".", 1)[-1]
-        for paths in index.file_stems().values()
+        for paths in stems.values()
         for path in paths
         if "." in path.rsplit("/", 1)[-1]
     }
@@ -87,3 +102,8 @@ def reach(request: str, index: WorkspaceIndex) -> Reach:
         and not index.has_path(path)
     ]
     return Reach(files=tuple(files), new_files=tuple(new_files))
+
+
+def _under(folder: str, stems: dict[str, tuple[str, ...]]) -> list[str]:
+    """The workspace's files under `folder` (ending in `/`), in path order."""
+    return sorted(path for paths in stems.values() for path in paths if path.startswith(folder))
