@@ -272,3 +272,53 @@ async def test_a_hand_off_to_the_advisor_tells_claude_what_the_local_model_tried
     assert brief.startswith(f"The request:\n{ask}\n\nWhat the local model already tried:\n")
     assert "multiply_everything" in brief  # the call it tried
     assert "1| ALPHA = 1" in brief
+
+
+async def test_a_folder_where_plans_cost_more_hands_off_to_claude_code_instead(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai
+) -> None:
+    """Issue 39, point 3: three advisor turns that cost Claude more than its turns alone
+    here turn the next `handOff: "advise"` hand-off to Claude Code proper, saying why; the
+    estimate is shown before each plan and the real figure after."""
+    env = claude_env
+    env.settings["local"]["handOff"] = "advise"
+    client, session_id = await advisor_client(harness, env)
+
+    async def chat(text: str, **extra: Any) -> dict[str, Any]:
+        params = {"sessionId": session_id, "text": text, **extra}
+        answer: dict[str, Any] = await request(client, "milk/chat", params)
+        assert answer["stopReason"] == "end_turn", answer
+        return answer
+
+    api.enqueue({"text": "Hi.", "usage": {"input_tokens": 50}})
+    await chat("say hi", route="claude")
+    for power in range(3):
+        old, new = f"ALPHA = {10**power}", f"ALPHA = {10 ** (power + 1)}"
+        client.permission_answers.append("allow_once")
+        api.enqueue(
+            {
+                "text": json.dumps({"steps": [step("alpha.py", old, new, "ALPHA times ten")]}),
+                "usage": {"input_tokens": 400_000},
+            }
+        )
+        advised = await chat("Multiply ALPHA by ten.", route="advise")
+        notices = [
+            u["message"] for u in client.turn_updates(advised["turnId"]) if u["kind"] == "notice"
+        ]
+        assert any(n.startswith("Claude cost $") for n in notices), notices  # the real figure
+        if power:
+            assert any(n.startswith("Before Claude's plan: advisor turns") for n in notices)
+    assert (env.workspace / "alpha.py").read_text() == "ALPHA = 1000\n"
+    stats = await request(client, "milk/stats", {"workspaceFolder": env.workspace.as_uri()})
+    assert stats["advisor"]["saves"] is False, stats["advisor"]
+
+    openai.set_script([{"tool_calls": [{"name": "multiply_everything", "arguments": {}}]}])
+    api.enqueue({"text": "Claude Code multiplied it."})
+    result = await chat("Multiply ALPHA by ten once more.")
+    assert result["escalated"]["by"] == "fallback"
+    assert result["escalated"].get("mode") != "brief", result["escalated"]
+    assert "plan" not in result or not result["plan"]
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any("rather than as a plan" in n for n in notices), notices
+    assert api.main_requests()[-1]["body"]["tools"], "Claude Code proper, with its tools"
+    await no_leftovers(env)
