@@ -115,6 +115,14 @@ def _documented(name: str) -> Callable[[str], str]:
     return _has(above, f"no /** ... */ comment right above function {name}")
 
 
+_VAR_NAME_DOC = " * @param {String} varName Original name of the env variable\n"
+_PATH_LIKE_DOC = (
+    " * @param {Set<String>} [pathLikeVars] The variables whose values are lists of paths\n"
+)
+_DELIMITERS_HEAD = "function replaceListDelimiters(varValue, varName = '') {"
+_CONVERT_HEAD = "function varValueConvert(originalValue, originalName) {"
+
+
 ADVISOR_TASKS = (
     AdvisorTask(
         "rename-iswindows",
@@ -196,6 +204,141 @@ ADVISOR_TASKS = (
                 f"In `{INDEX}`, right above the line `{_ENV_HEAD}`, add the line `{_ENV_DOC}`.",
                 _js_step(INDEX, _documented("getEnvVars")),
                 ClaudeEdit(INDEX, _ENV_HEAD, f"{_ENV_DOC}\n{_ENV_HEAD}"),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "path-like-option",
+        "Let crossEnv() take options.pathLikeVars, a Set of the variables whose values are "
+        "lists of paths, passed through getEnvVars() and varValueConvert() to "
+        "replaceListDelimiters(), which falls back to pathLikeEnvVarWhitelist; document the "
+        "new parameter of replaceListDelimiters().",
+        (
+            (
+                f"In `{VARIABLE}`, replace `{_DELIMITERS_HEAD}` with `function "
+                "replaceListDelimiters(varValue, varName = '', pathLikeVars = "
+                "pathLikeEnvVarWhitelist) {`.",
+                _js_step(
+                    VARIABLE,
+                    _has(
+                        r"function\s+replaceListDelimiters\s*\([^)]*,\s*pathLikeVars\s*=\s*"
+                        r"pathLikeEnvVarWhitelist\s*\)",
+                        "replaceListDelimiters has no pathLikeVars = pathLikeEnvVarWhitelist",
+                    ),
+                ),
+                ClaudeEdit(
+                    VARIABLE,
+                    _DELIMITERS_HEAD,
+                    "function replaceListDelimiters(varValue, varName = '', "
+                    "pathLikeVars = pathLikeEnvVarWhitelist) {",
+                ),
+            ),
+            (
+                f"In `{VARIABLE}`, replace `if (!pathLikeEnvVarWhitelist.has(varName)) {{` "
+                "with `if (!pathLikeVars.has(varName)) {`.",
+                _js_step(
+                    VARIABLE,
+                    _has(
+                        r"if\s*\(\s*!\s*pathLikeVars\.has\(\s*varName\s*\)\s*\)",
+                        "replaceListDelimiters does not look names up in pathLikeVars",
+                    ),
+                ),
+                ClaudeEdit(
+                    VARIABLE,
+                    "if (!pathLikeEnvVarWhitelist.has(varName)) {",
+                    "if (!pathLikeVars.has(varName)) {",
+                ),
+            ),
+            (
+                f"In `{VARIABLE}`, right under the JSDoc line `{_VAR_NAME_DOC.strip()}` of "
+                f"replaceListDelimiters, add the line `{_PATH_LIKE_DOC.rstrip()}`.",
+                _js_step(
+                    VARIABLE,
+                    _has(
+                        r"@param\s+\{Set<String>\}\s+\[pathLikeVars\]",
+                        "no @param {Set<String>} [pathLikeVars] in the JSDoc",
+                    ),
+                ),
+                ClaudeEdit(VARIABLE, _VAR_NAME_DOC, _VAR_NAME_DOC + _PATH_LIKE_DOC),
+            ),
+            (
+                f"In `{VARIABLE}`, replace `{_CONVERT_HEAD}` with "
+                "`function varValueConvert(originalValue, originalName, pathLikeVars) {`.",
+                _js_step(
+                    VARIABLE,
+                    _has(
+                        r"function\s+varValueConvert\s*\(\s*originalValue\s*,\s*originalName"
+                        r"\s*,\s*pathLikeVars\s*\)",
+                        "varValueConvert has no pathLikeVars parameter",
+                    ),
+                ),
+                ClaudeEdit(
+                    VARIABLE,
+                    _CONVERT_HEAD,
+                    "function varValueConvert(originalValue, originalName, pathLikeVars) {",
+                ),
+            ),
+            (
+                f"In `{VARIABLE}`, replace `replaceListDelimiters(originalValue, originalName)` "
+                "with `replaceListDelimiters(originalValue, originalName, pathLikeVars)`.",
+                _js_step(
+                    VARIABLE,
+                    _has(
+                        r"replaceListDelimiters\(\s*originalValue\s*,\s*originalName\s*,"
+                        r"\s*pathLikeVars\s*\)",
+                        "varValueConvert does not pass pathLikeVars on",
+                    ),
+                ),
+                ClaudeEdit(
+                    VARIABLE,
+                    "replaceListDelimiters(originalValue, originalName)",
+                    "replaceListDelimiters(originalValue, originalName, pathLikeVars)",
+                ),
+            ),
+            (
+                f"In `{INDEX}`, replace `{_ENV_HEAD}` with "
+                "`function getEnvVars(envSetters, pathLikeVars) {`.",
+                _js_step(
+                    INDEX,
+                    _has(
+                        r"function\s+getEnvVars\s*\(\s*envSetters\s*,\s*pathLikeVars\s*\)",
+                        "getEnvVars has no pathLikeVars parameter",
+                    ),
+                ),
+                ClaudeEdit(INDEX, _ENV_HEAD, "function getEnvVars(envSetters, pathLikeVars) {"),
+            ),
+            (
+                f"In `{INDEX}`, replace `varValueConvert(envSetters[varName], varName)` with "
+                "`varValueConvert(envSetters[varName], varName, pathLikeVars)`.",
+                _js_step(
+                    INDEX,
+                    _has(
+                        r"varValueConvert\(\s*envSetters\[varName\]\s*,\s*varName\s*,"
+                        r"\s*pathLikeVars\s*\)",
+                        "getEnvVars does not pass pathLikeVars to varValueConvert",
+                    ),
+                ),
+                ClaudeEdit(
+                    INDEX,
+                    "varValueConvert(envSetters[varName], varName)",
+                    "varValueConvert(envSetters[varName], varName, pathLikeVars)",
+                ),
+            ),
+            (
+                f"In `{INDEX}`, replace `const env = getEnvVars(envSetters)` with "
+                "`const env = getEnvVars(envSetters, options.pathLikeVars)`.",
+                _js_step(
+                    INDEX,
+                    _has(
+                        r"getEnvVars\(\s*envSetters\s*,\s*options\.pathLikeVars\s*\)",
+                        "crossEnv() does not pass options.pathLikeVars",
+                    ),
+                ),
+                ClaudeEdit(
+                    INDEX,
+                    "const env = getEnvVars(envSetters)",
+                    "const env = getEnvVars(envSetters, options.pathLikeVars)",
+                ),
             ),
         ),
     ),

@@ -33,6 +33,8 @@ NUMBER = "src/humanize/number.py"
 LISTS = "src/humanize/lists.py"
 INIT = "src/humanize/__init__.py"
 I18N = "src/humanize/i18n.py"
+I18N_TEST = "tests/test_i18n.py"
+README = "README.md"
 
 
 def _now_documented(tree: ast.Module, _: str) -> str:
@@ -124,11 +126,99 @@ def _documented(name: str) -> Callable[[Path], str]:
     return check
 
 
+def _get_locale_defined(workspace: Path) -> str:
+    tree, problem = module(workspace, I18N)
+    fn = function(tree, "get_locale") if tree is not None else None
+    if fn is None:
+        return problem or f"{I18N} defines no get_locale()"
+    if fn.args.args or ast.unparse(fn.returns or ast.Pass()) != "str | None":
+        return "get_locale() does not take no argument and return str | None"
+    return "" if ast.get_docstring(fn) else "get_locale() has no docstring"
+
+
+def _exported(rel: str) -> Callable[[Path], str]:
+    """`rel` lists "get_locale" in its `__all__`."""
+
+    def check(workspace: Path) -> str:
+        tree, problem = module(workspace, rel)
+        if tree is None:
+            return problem
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(
+                getattr(t, "id", "") == "__all__" for t in node.targets
+            ):
+                names = ast.literal_eval(node.value)
+                return "" if "get_locale" in names else f"{rel}: get_locale not in __all__"
+        return f"{rel} has no __all__"
+
+    return check
+
+
+def _get_locale_imported(workspace: Path) -> str:
+    tree, problem = module(workspace, INIT)
+    if tree is None:
+        return problem
+    imported = any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "humanize.i18n"
+        and any(alias.name == "get_locale" for alias in node.names)
+        for node in tree.body
+    )
+    return "" if imported else f"{INIT} does not import get_locale from humanize.i18n"
+
+
+def _text_step(rel: str, pattern: str, what: str) -> Callable[[Path], str]:
+    """A step's check of a Python file: it parses and matches `pattern`."""
+
+    def check(workspace: Path) -> str:
+        tree, problem = module(workspace, rel)
+        if tree is None:
+            return problem
+        found = re.search(pattern, (workspace / rel).read_text(encoding="utf-8"))
+        return "" if found else what
+
+    return check
+
+
+def _readme_shows(workspace: Path) -> str:
+    try:
+        text = (workspace / README).read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        return f"{README} unreadable: {exc}"
+    shown = re.search(r">>> humanize\.get_locale\(\)\n'ru_RU'\n", text)
+    return "" if shown else f"{README} does not show humanize.get_locale() giving 'ru_RU'"
+
+
 _TWO = 'return f"{str(items[0])} and {str(items[1])}"'
 _MANY = '+ f" and {str(items[-1])}"'
 _LOCALE_PATH = "def _get_default_locale_path() -> pathlib.Path | None:"
 _TRANSLATION = "def get_translation() -> gettext_module.NullTranslations:"
 _LOCALE_DOC = '"""The folder of the package\'s translations, or None when it has none."""'
+_GETTEXT = "def _gettext(message: str) -> str:"
+_GET_LOCALE = (
+    "def get_locale() -> str | None:\n"
+    '    """The locale activate() made active, or None when no translation is active."""\n'
+    '    locale: str | None = getattr(_CURRENT, "locale", None)\n'
+    "    return locale\n"
+)
+_I18N_ALL = '__all__ = ["activate", "deactivate", "decimal_separator", "thousands_separator"]'
+_I18N_IMPORT = (
+    "from humanize.i18n import activate, deactivate, decimal_separator, thousands_separator"
+)
+_I18N_NAMES = ("activate", "deactivate", "decimal_separator", "get_locale", "thousands_separator")
+_LOCALE_TEST_ABOVE = "def test_default_locale_path_defined__spec__() -> None:"
+_LOCALE_TEST = """def test_get_locale() -> None:
+    assert humanize.get_locale() is None
+    try:
+        humanize.i18n.activate("de_DE")
+        assert humanize.get_locale() == "de_DE"
+    except FileNotFoundError:
+        pytest.skip("Generate .mo with scripts/generate-translation-binaries.sh")
+    finally:
+        humanize.i18n.deactivate()
+    assert humanize.get_locale() is None
+"""
+_README_ACTIVATE = '>>> _t = humanize.i18n.activate("ru_RU")'
 
 ADVISOR_TASKS = (
     AdvisorTask(
@@ -200,6 +290,92 @@ ADVISOR_TASKS = (
                     I18N,
                     _TRANSLATION + "\n",
                     _TRANSLATION + '\n    """The translations active in this thread."""\n',
+                ),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "get-locale",
+        "Add a public get_locale() to i18n.py that returns the active locale (None when no "
+        "translation is active), use it in get_translation(), export it from the package, "
+        "and add a test and a line of the README's localization example for it.",
+        (
+            (
+                f"In `{I18N}`, right above the line `{_GETTEXT}`, add the function "
+                "`get_locale() -> str | None` (a one-line docstring, then `locale: str | None = "
+                'getattr(_CURRENT, "locale", None)` and `return locale`) and two blank lines.',
+                _get_locale_defined,
+                ClaudeEdit(I18N, _GETTEXT + "\n", f"{_GET_LOCALE}\n\n{_GETTEXT}\n"),
+            ),
+            (
+                f"In `{I18N}`, replace the line `{_I18N_ALL}` with the same list plus "
+                '`"get_locale"` before `"thousands_separator"`, one name a line (indented four '
+                "spaces, each with a comma after it).",
+                _exported(I18N),
+                ClaudeEdit(
+                    I18N,
+                    _I18N_ALL,
+                    "__all__ = [\n" + "".join(f'    "{n}",\n' for n in _I18N_NAMES) + "]",
+                ),
+            ),
+            (
+                f"In `{I18N}`, replace `return _TRANSLATIONS[_CURRENT.locale]` with "
+                "`return _TRANSLATIONS[get_locale()]`.",
+                _text_step(
+                    I18N,
+                    r"return _TRANSLATIONS\[get_locale\(\)\]",
+                    "get_translation() does not use get_locale()",
+                ),
+                ClaudeEdit(
+                    I18N,
+                    "return _TRANSLATIONS[_CURRENT.locale]",
+                    "return _TRANSLATIONS[get_locale()]",
+                ),
+            ),
+            (
+                f"In `{INIT}`, replace the line `{_I18N_IMPORT}` with `from humanize.i18n import "
+                "(` and one name a line, `get_locale,` added before `thousands_separator,` "
+                "(indented four spaces), then `)`.",
+                _get_locale_imported,
+                ClaudeEdit(
+                    INIT,
+                    _I18N_IMPORT,
+                    "from humanize.i18n import (\n"
+                    + "".join(f"    {n},\n" for n in _I18N_NAMES)
+                    + ")",
+                ),
+            ),
+            (
+                f'In `{INIT}`, right under the line `    "fractional",` of `__all__`, add the '
+                'line `    "get_locale",` (indented four spaces).',
+                _exported(INIT),
+                ClaudeEdit(INIT, '    "fractional",\n', '    "fractional",\n    "get_locale",\n'),
+            ),
+            (
+                f"In `{I18N_TEST}`, right above the line `{_LOCALE_TEST_ABOVE}`, add the test "
+                "`test_get_locale()`: get_locale() is None, then de_DE after "
+                '`humanize.i18n.activate("de_DE")` (skipped on FileNotFoundError as the other '
+                "tests do), None again after `deactivate()`; two blank lines after it.",
+                _text_step(
+                    I18N_TEST,
+                    r"(?m)^def test_get_locale\(\) -> None:\n(?:    .*\n|\n)*?"
+                    r"    assert humanize\.get_locale\(\) is None",
+                    f"{I18N_TEST} has no test_get_locale() asking humanize.get_locale()",
+                ),
+                ClaudeEdit(
+                    I18N_TEST,
+                    _LOCALE_TEST_ABOVE + "\n",
+                    f"{_LOCALE_TEST}\n\n{_LOCALE_TEST_ABOVE}\n",
+                ),
+            ),
+            (
+                f"In `{README}`, right under the line `{_README_ACTIVATE}` of the localization "
+                "example, add the lines `>>> humanize.get_locale()` and `'ru_RU'`.",
+                _readme_shows,
+                ClaudeEdit(
+                    README,
+                    _README_ACTIVATE + "\n",
+                    f"{_README_ACTIVATE}\n>>> humanize.get_locale()\n'ru_RU'\n",
                 ),
             ),
         ),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.real_tasks_suite import (
@@ -135,6 +136,74 @@ def _docstring(workspace: Path, name: str) -> str:
     if fn is None:
         return problem or f"no {name}()"
     return "" if ast.get_docstring(fn) else f"{name}() has no docstring"
+
+
+def _max_words_parameter(workspace: Path) -> str:
+    tree, problem = module(workspace, "slugify/slugify.py")
+    fn = function(tree, "slugify") if tree is not None else None
+    if fn is None:
+        return problem or "no slugify()"
+    given = defaults(fn).get("max_words")
+    ok = isinstance(given, ast.Constant) and given.value == 0 and given.value is not False
+    return "" if ok else "slugify() has no max_words: int = 0"
+
+
+def _in_python(rel: str, pattern: str, what: str) -> Callable[[Path], str]:
+    """A step's check of a Python file: it parses and matches `pattern`."""
+
+    def check(workspace: Path) -> str:
+        tree, problem = module(workspace, rel)
+        if tree is None:
+            return problem
+        found = re.search(pattern, (workspace / rel).read_text(encoding="utf-8"))
+        return "" if found else what
+
+    return check
+
+
+def _in_text(rel: str, pattern: str, what: str) -> Callable[[Path], str]:
+    """A step's check of a text file (README, changelog): it matches `pattern`."""
+
+    def check(workspace: Path) -> str:
+        try:
+            text = (workspace / rel).read_text(encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            return f"{rel} unreadable: {exc}"
+        return "" if re.search(pattern, text) else what
+
+    return check
+
+
+def _max_words_passed(workspace: Path) -> str:
+    tree, problem = module(workspace, "slugify/__main__.py")
+    fn = function(tree, "slugify_params") if tree is not None else None
+    if fn is None:
+        return problem or "no slugify_params()"
+    passed = any(
+        kw.arg == "max_words" and ast.unparse(kw.value) == "args.max_words"
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Call)
+        for kw in node.keywords
+    )
+    return "" if passed else "slugify_params() does not pass max_words=args.max_words"
+
+
+_UNICODE_PARAM = "    allow_unicode: bool = False,\n"
+_UNICODE_DOC = "    :param allow_unicode (bool): allow unicode characters\n"
+_WORDS_DOC = "    :param max_words (int): keep only the first max_words words, 0 for all\n"
+_FINALIZE = "    # finalize user-specific replacements\n"
+_KEEP_WORDS = (
+    "    # keep the first max_words words (optional)\n"
+    "    if max_words > 0:\n"
+    "        text = DEFAULT_SEPARATOR.join(text.split(DEFAULT_SEPARATOR)[:max_words])\n"
+    "\n"
+)
+_UNICODE_HELP = 'help="Allow unicode characters")\n'
+_WORDS_OPTION = (
+    '    parser.add_argument("--max-words", type=int, default=0,\n'
+    '                        help="Keep only the first N words, 0 for no limit")\n'
+)
+_CHANGE = "- Add max_words to slugify() and --max-words to the CLI\n"
 
 
 MAIN = ("parse_args", "slugify_params", "main")
@@ -336,6 +405,112 @@ SLUGIFY = Project(
                         "def slugify_params(args: argparse.Namespace) -> dict[str, Any]:\n",
                         "def slugify_params(args: argparse.Namespace) -> dict[str, Any]:\n"
                         '    """The keyword arguments of slugify()."""\n',
+                    ),
+                ),
+            ),
+        ),
+        AdvisorTask(
+            "max-words",
+            "Add a max_words parameter to slugify() (default 0: no limit) that keeps only the "
+            "first max_words words of the slug, before any truncation; document it in the "
+            "docstring and the README, offer it on the command line as --max-words (passed by "
+            "slugify_params), and note it in the changelog.",
+            (
+                (
+                    "In `slugify/slugify.py`, right under the parameter line `    allow_unicode: "
+                    "bool = False,` of slugify(), add the line `    max_words: int = 0,` "
+                    "(indented four spaces).",
+                    _max_words_parameter,
+                    ClaudeEdit(
+                        "slugify/slugify.py",
+                        _UNICODE_PARAM,
+                        _UNICODE_PARAM + "    max_words: int = 0,\n",
+                    ),
+                ),
+                (
+                    "In `slugify/slugify.py`, right under the docstring line `    :param "
+                    "allow_unicode (bool): allow unicode characters`, add the line `    :param "
+                    "max_words (int): keep only the first max_words words, 0 for all`.",
+                    _in_python(
+                        "slugify/slugify.py",
+                        r":param max_words \(int\):",
+                        "slugify()'s docstring has no :param max_words",
+                    ),
+                    ClaudeEdit("slugify/slugify.py", _UNICODE_DOC, _UNICODE_DOC + _WORDS_DOC),
+                ),
+                (
+                    "In `slugify/slugify.py`, right above the line `    # finalize user-specific "
+                    "replacements`, add the lines `    # keep the first max_words words "
+                    "(optional)`, `    if max_words > 0:` and `        text = "
+                    "DEFAULT_SEPARATOR.join(text.split(DEFAULT_SEPARATOR)[:max_words])`, then a "
+                    "blank line.",
+                    _in_python(
+                        "slugify/slugify.py",
+                        r"if max_words > 0:\n\s+text = [^\n]*\[:max_words\]",
+                        "slugify() does not cut the words to max_words",
+                    ),
+                    ClaudeEdit("slugify/slugify.py", _FINALIZE, _KEEP_WORDS + _FINALIZE),
+                ),
+                (
+                    "In `slugify/__main__.py`, right under the line `                        "
+                    'help="Allow unicode characters")` (the end of the --allow-unicode option), '
+                    'add the option `parser.add_argument("--max-words", type=int, default=0, '
+                    'help="Keep only the first N words, 0 for no limit")`, written on two lines '
+                    "as the options above it are.",
+                    _in_python(
+                        "slugify/__main__.py",
+                        r"add_argument\(\s*['\"]--max-words['\"],\s*type=int,\s*default=0\b",
+                        "no --max-words option (type=int, default=0)",
+                    ),
+                    ClaudeEdit("slugify/__main__.py", _UNICODE_HELP, _UNICODE_HELP + _WORDS_OPTION),
+                ),
+                (
+                    "In `slugify/__main__.py`, replace the line `        "
+                    "allow_unicode=args.allow_unicode` (the last keyword of slugify_params) with "
+                    "the lines `        allow_unicode=args.allow_unicode,` and `        "
+                    "max_words=args.max_words`.",
+                    _max_words_passed,
+                    ClaudeEdit(
+                        "slugify/__main__.py",
+                        "        allow_unicode=args.allow_unicode\n",
+                        "        allow_unicode=args.allow_unicode,\n"
+                        "        max_words=args.max_words\n",
+                    ),
+                ),
+                (
+                    "In `README.md`, right under the line `    allow_unicode: bool = False,` of "
+                    "the signature of slugify(), add the line `    max_words: int = 0,`.",
+                    _in_text(
+                        "README.md",
+                        r"allow_unicode: bool = False,\n\s*max_words: int = 0,",
+                        "the README's signature of slugify() has no max_words",
+                    ),
+                    ClaudeEdit(
+                        "README.md", _UNICODE_PARAM, _UNICODE_PARAM + "    max_words: int = 0,\n"
+                    ),
+                ),
+                (
+                    "In `README.md`, right under the line `  :param allow_unicode (bool): allow "
+                    "unicode characters` of the docstring of slugify(), add the line `  :param "
+                    "max_words (int): keep only the first max_words words, 0 for all`.",
+                    _in_text(
+                        "README.md",
+                        r":param max_words \(int\):",
+                        "the README's docstring of slugify() has no :param max_words",
+                    ),
+                    ClaudeEdit("README.md", _UNICODE_DOC[2:], _UNICODE_DOC[2:] + _WORDS_DOC[2:]),
+                ),
+                (
+                    "In `CHANGELOG.md`, right above the line `## 8.0.4` (the first), add the "
+                    "lines `## Unreleased`, a blank line, `- Add max_words to slugify() and "
+                    "--max-words to the CLI` and a blank line.",
+                    _in_text(
+                        "CHANGELOG.md",
+                        r"\A## Unreleased\n\n- Add max_words\b",
+                        "the changelog does not start with an Unreleased max_words entry",
+                    ),
+                    ClaudeEdit(
+                        "CHANGELOG.md", "## 8.0.4\n", f"## Unreleased\n\n{_CHANGE}\n## 8.0.4\n"
                     ),
                 ),
             ),

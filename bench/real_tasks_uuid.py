@@ -15,6 +15,12 @@ asks for appearing in the reply; edits are checked by the diff against the prist
 (only the files named, nothing deleted, a bounded number of lines) and by `go build ./...`,
 `go vet ./...` and `go test ./...` of the edited module, offline (`real_tasks_suite.go_edited`).
 
+The advisor tasks (`bench/real_tasks.py --advise --project uuid`): a rename across two files
+(`rename-timestamp`), a new parameter and a test using it (`time-parameter`), a doc-comment
+pass (`doc-comments-time`) and a longer one, seven steps over five files
+(`version-variant-setters`); each step leaves the module building and testing, as milk's
+check after each step asks.
+
 Go itself: when `go` is missing, `ensure_go` (the project's `prepare`, run before the tasks)
 installs Debian's `golang-go` with `apt-get install -y golang-go` when the bench runs as root,
 and otherwise stops with that command to run.
@@ -36,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 if __name__ == "__main__":  # run as a script: the repository's packages first
@@ -43,6 +50,7 @@ if __name__ == "__main__":  # run as a script: the repository's packages first
 
 from bench.real_tasks_suite import (
     GO_SUFFIXES,
+    AdvisorTask,
     ClaudeEdit,
     FileDiff,
     Project,
@@ -63,6 +71,8 @@ TIME = "time.go"
 HASH = "hash.go"
 VERSION4 = "version4.go"
 UUID_TEST = "uuid_test.go"
+VERSION1 = "version1.go"
+DCE = "dce.go"
 
 
 def ensure_go() -> None:
@@ -148,6 +158,380 @@ def _length_error(sources: dict[str, str], _: dict[str, FileDiff]) -> str:
     if "invalid UUID length" in source:
         return f"{UUID_GO} still says invalid UUID length"
     return "" if '"invalid UUID string length: %d"' in source else f"{UUID_GO}: no new message"
+
+
+# -- advisor tasks (issue 32): each step's check of the files, and Claude's edit for it ---------
+#
+# A step's check reads only that step's change in its file (every check also runs once the
+# whole plan ran); the last step of each task also builds, vets and tests the module
+# (`go_check`), so a plan whose steps each look right but leave the package broken fails.
+#
+# Every step leaves the module building and its tests passing: milk runs the project's check
+# (`go vet`, `go test -short`: milk_lsp/guided/project_check.py) around each step it applies
+# and puts back a step that breaks it, so a plan whose steps only build together (a
+# package-level name renamed one file a step, a parameter added before its calls) cannot be
+# carried out here. Hence a rename of local variables, and a new parameter whose one caller
+# is changed in the same step.
+
+
+def _go_step(rel: str, test: Callable[[str], str], build: bool = False) -> Callable[[Path], str]:
+    """A step's check: `test(source)` finds no fault in `rel` (its text, `//` comments
+    included); with `build`, then `go build`, `go vet` and `go test` pass in the module."""
+
+    def check(workspace: Path) -> str:
+        try:
+            source = (workspace / rel).read_text(encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            return f"{rel} unreadable: {exc}"
+        return test(source) or (go_check(workspace) if build else "")
+
+    return check
+
+
+def _go_has(pattern: str, what: str, gone: str = "") -> Callable[[str], str]:
+    """Matches `pattern` in the code (comments left out) and, when given, no longer `gone`."""
+
+    def test(source: str) -> str:
+        code = _code(source)
+        if gone and re.search(gone, code):
+            return f"{what}: /{gone}/ still there"
+        return "" if re.search(pattern, code) else what
+
+    return test
+
+
+def _in_func(name: str, pattern: str, what: str, gone: str = "") -> Callable[[str], str]:
+    """`_go_has` within the body of `func name(` (to its closing `}` at the line start)."""
+
+    def test(source: str) -> str:
+        found = re.search(rf"(?ms)^func {re.escape(name)}\(.*?^\}}$", _code(source))
+        if found is None:
+            return f"func {name} is gone"
+        return _go_has(pattern, f"{name}: {what}", gone)(found.group(0))
+
+    return test
+
+
+def _doc_above(name: str) -> Callable[[str], str]:
+    """A `// name ...` doc comment on the line right above `func name(`."""
+
+    def test(source: str) -> str:
+        found = re.search(rf"(?m)^// {re.escape(name)}\b[^\n]*\nfunc {re.escape(name)}\(", source)
+        return "" if found else f"no // {name} ... doc comment right above func {name}"
+
+    return test
+
+
+_GET_TIME_CALL = (
+    "\treturn getTime()\n}\n\nfunc getTime() (Time, uint16, error) {\n\tt := timeNow()\n"
+)
+_GET_TIME_AT = (
+    "\treturn getTime(timeNow())\n}\n\n"
+    "// getTime is GetTime at the current time t, for a caller that holds timeMu.\n"
+    "func getTime(t time.Time) (Time, uint16, error) {\n"
+)
+_GET_TIME_TEST = """func TestGetTimeBackwards(t *testing.T) {
+\ttimeMu.Lock()
+\tdefer timeMu.Unlock()
+\tat := time.Date(2020, time.February, 2, 0, 0, 0, 0, time.UTC)
+\tnow1, seq1, _ := getTime(at)
+\tnow2, seq2, _ := getTime(at.Add(-time.Second))
+\tif now2 >= now1 {
+\t\tt.Errorf("getTime(a second earlier) = %d, not before %d", now2, now1)
+\t}
+\tif seq2 == seq1 {
+\t\tt.Errorf("the clock sequence stayed %d when the time went backwards", seq1)
+\t}
+}
+
+"""
+_TEST_CLOCK_SEQ = "func TestClockSeq(t *testing.T) {\n"
+_GET_TIME = "func getTime() (Time, uint16, error) {"
+_CLOCK_SEQUENCE = "func clockSequence() int {"
+_SET_CLOCK_SEQUENCE = "func setClockSequence(seq int) {"
+_V4 = "uuid[6] = (uuid[6] & 0x0f) | 0x40 // Version 4"
+_VARIANT = "uuid[8] = (uuid[8] & 0x3f) | 0x80 // Variant is 10"
+_HASH_VERSION = "uuid[6] = (uuid[6] & 0x0f) | uint8((version&0xf)<<4)"
+_HASH_VARIANT = "uuid[8] = (uuid[8] & 0x3f) | 0x80 // RFC 4122 variant"
+_V2 = "uuid[6] = (uuid[6] & 0x0f) | 0x20 // Version 2"
+_XVALUES = "// xvalues returns the value of a byte as a hexadecimal digit or 255.\n"
+_SETTERS = """// setVersion sets the version of uuid (the high 4 bits of byte 6) to v&0x0f.
+func (uuid *UUID) setVersion(v byte) {
+\tuuid[6] = (uuid[6] & 0x0f) | (v&0x0f)<<4
+}
+
+// setVariant sets the variant of uuid to RFC4122's: the high 2 bits of byte 8 to 10.
+func (uuid *UUID) setVariant() {
+\tuuid[8] = (uuid[8] & 0x3f) | 0x80
+}
+
+"""
+_SETTERS_TEST = """func TestSetVersionAndVariant(t *testing.T) {
+\tfor v := byte(0); v < 16; v++ {
+\t\tuuid := Must(Parse("f47ac10b-58cc-4372-8567-0e02b2c3d479"))
+\t\tuuid.setVersion(v)
+\t\tuuid.setVariant()
+\t\tif got := uuid.Version(); got != Version(v) {
+\t\t\tt.Errorf("setVersion(%d): Version() = %d", v, got)
+\t\t}
+\t\tif got := uuid.Variant(); got != RFC4122 {
+\t\t\tt.Errorf("setVariant(): Variant() = %v", got)
+\t\t}
+\t\tif uuid[6]&0x0f != 0x03 || uuid[8]&0x3f != 0x05 {
+\t\t\tt.Errorf("setVersion(%d), setVariant(): other bits changed: % x", v, uuid[6:9])
+\t\t}
+\t}
+}
+
+"""
+_TEST_NEW = "func TestNew(t *testing.T) {\n"
+
+ADVISOR_TASKS = (
+    AdvisorTask(
+        "rename-timestamp",
+        "Rename the local variable now to timestamp where it holds a UUID timestamp (100s of "
+        "nanoseconds since 15 Oct 1582), not the wall-clock time: in getTime (time.go) and "
+        "NewUUID (version1.go).",
+        (
+            (
+                f"In `{TIME}`, replace every `now` with `timestamp` (the four uses of the local "
+                "variable `now := uint64(t.UnixNano()/100) + g1582ns100` in getTime).",
+                _go_step(
+                    TIME,
+                    _in_func(
+                        "getTime",
+                        r"\btimestamp\s*:=\s*uint64\(",
+                        "no local timestamp := uint64(...)",
+                        gone=r"\bnow\b",
+                    ),
+                ),
+                ClaudeEdit(TIME, "now", "timestamp", every=True),
+            ),
+            (
+                f"In `{VERSION1}`, replace every `now` with `timestamp` (the local variable of "
+                "`now, seq, err := GetTime()` in NewUUID and its three uses).",
+                _go_step(
+                    VERSION1,
+                    _in_func(
+                        "NewUUID",
+                        r"\btimestamp\s*,\s*seq\s*,\s*err\s*:=\s*GetTime\(\)",
+                        "no timestamp, seq, err := GetTime()",
+                        gone=r"\bnow\b",
+                    ),
+                    build=True,
+                ),
+                ClaudeEdit(VERSION1, "now", "timestamp", every=True),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "time-parameter",
+        "Give getTime in time.go a parameter t time.Time, the current time, instead of calling "
+        "timeNow itself (GetTime passes timeNow()), so that a test can call it at a time of its "
+        "choosing, and add such a test to uuid_test.go: a time that goes backwards changes the "
+        "clock sequence.",
+        (
+            (
+                f"In `{TIME}`, replace the lines `return getTime()`, `}}`, a blank line, "
+                "`func getTime() (Time, uint16, error) {` and `t := timeNow()` (GetTime's end "
+                "and getTime's start) with `return getTime(timeNow())`, `}`, a blank line, the "
+                "doc comment `// getTime is GetTime at the current time t, for a caller that "
+                "holds timeMu.` and `func getTime(t time.Time) (Time, uint16, error) {`.",
+                _go_step(
+                    TIME,
+                    lambda source: (
+                        _in_func(
+                            "getTime",
+                            r"^func getTime\(\s*t\s+time\.Time\s*\)",
+                            "getTime has no parameter t time.Time",
+                            gone=r"timeNow",
+                        )(source)
+                        or _in_func(
+                            "GetTime",
+                            r"return getTime\(\s*timeNow\(\)\s*\)",
+                            "does not pass timeNow() to getTime",
+                        )(source)
+                    ),
+                ),
+                ClaudeEdit(TIME, _GET_TIME_CALL, _GET_TIME_AT),
+            ),
+            (
+                f"In `{UUID_TEST}`, right above the line `{_TEST_CLOCK_SEQ.strip()}`, add the "
+                "test `func TestGetTimeBackwards(t *testing.T)`: holding timeMu, getTime at a "
+                "fixed time and then a second earlier gives an earlier Time and another clock "
+                "sequence.",
+                _go_step(
+                    UUID_TEST,
+                    _go_has(
+                        r"func TestGetTimeBackwards\(t \*testing\.T\) \{[^}]*getTime\(\s*\w",
+                        "no TestGetTimeBackwards calling getTime(t)",
+                    ),
+                    build=True,
+                ),
+                ClaudeEdit(UUID_TEST, _TEST_CLOCK_SEQ, _GET_TIME_TEST + _TEST_CLOCK_SEQ),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "doc-comments-time",
+        f"Give every function of {TIME} without a doc comment one (a line starting with its name).",
+        (
+            (
+                f"In `{TIME}`, right above the line `{_GET_TIME}`, add the line `// getTime is "
+                "GetTime for a caller that holds timeMu.`.",
+                _go_step(TIME, _doc_above("getTime")),
+                ClaudeEdit(
+                    TIME,
+                    _GET_TIME,
+                    f"// getTime is GetTime for a caller that holds timeMu.\n{_GET_TIME}",
+                ),
+            ),
+            (
+                f"In `{TIME}`, right above the line `{_CLOCK_SEQUENCE}`, add the line "
+                "`// clockSequence is ClockSequence for a caller that holds timeMu.`.",
+                _go_step(TIME, _doc_above("clockSequence")),
+                ClaudeEdit(
+                    TIME,
+                    _CLOCK_SEQUENCE,
+                    "// clockSequence is ClockSequence for a caller that holds timeMu.\n"
+                    + _CLOCK_SEQUENCE,
+                ),
+            ),
+            (
+                f"In `{TIME}`, right above the line `{_SET_CLOCK_SEQUENCE}`, add the line "
+                "`// setClockSequence is SetClockSequence for a caller that holds timeMu.`.",
+                _go_step(TIME, _doc_above("setClockSequence"), build=True),
+                ClaudeEdit(
+                    TIME,
+                    _SET_CLOCK_SEQUENCE,
+                    "// setClockSequence is SetClockSequence for a caller that holds timeMu.\n"
+                    + _SET_CLOCK_SEQUENCE,
+                ),
+            ),
+        ),
+    ),
+    AdvisorTask(
+        "version-variant-setters",
+        "Replace the bit twiddling that sets a UUID's version and variant with two helpers: "
+        "add the methods setVersion(v byte) and setVariant() on *UUID to util.go, use them in "
+        "version4.go (NewRandomFromReader and newRandomFromPool), hash.go (NewHash) and dce.go "
+        "(NewDCESecurity), and test them in uuid_test.go.",
+        (
+            (
+                f"In `{UTIL}`, right above the line `{_XVALUES.strip()}`, add the methods "
+                "`func (uuid *UUID) setVersion(v byte)` (`uuid[6] = (uuid[6] & 0x0f) | "
+                "(v&0x0f)<<4`) and `func (uuid *UUID) setVariant()` (`uuid[8] = (uuid[8] & "
+                "0x3f) | 0x80`), each with a doc comment and a blank line after it.",
+                _go_step(
+                    UTIL,
+                    lambda source: (
+                        _go_has(
+                            r"func \(uuid \*UUID\) setVersion\(v byte\) \{",
+                            "no func (uuid *UUID) setVersion(v byte)",
+                        )(source)
+                        or _go_has(
+                            r"func \(uuid \*UUID\) setVariant\(\) \{",
+                            "no func (uuid *UUID) setVariant()",
+                        )(source)
+                    ),
+                ),
+                ClaudeEdit(UTIL, _XVALUES, _SETTERS + _XVALUES),
+            ),
+            (
+                f"In `{VERSION4}`, in NewRandomFromReader (right after its `return Nil, err` and "
+                f"`}}`), replace the lines `{_V4}` and `{_VARIANT}` with `uuid.setVersion(4)` and "
+                "`uuid.setVariant()`.",
+                _go_step(
+                    VERSION4,
+                    _in_func(
+                        "NewRandomFromReader",
+                        r"uuid\.setVersion\(4\)\s*\n\s*uuid\.setVariant\(\)",
+                        "does not call uuid.setVersion(4) and uuid.setVariant()",
+                        gone=r"0x40|0x80",
+                    ),
+                ),
+                ClaudeEdit(
+                    VERSION4,
+                    f"\t\treturn Nil, err\n\t}}\n\t{_V4}\n\t{_VARIANT}\n",
+                    "\t\treturn Nil, err\n\t}\n\tuuid.setVersion(4)\n\tuuid.setVariant()\n",
+                ),
+            ),
+            (
+                f"In `{VERSION4}`, in newRandomFromPool (right after `poolMu.Unlock()` and a "
+                f"blank line), replace the lines `{_V4}` and `{_VARIANT}` with "
+                "`uuid.setVersion(4)` and `uuid.setVariant()`.",
+                _go_step(
+                    VERSION4,
+                    _in_func(
+                        "newRandomFromPool",
+                        r"uuid\.setVersion\(4\)\s*\n\s*uuid\.setVariant\(\)",
+                        "does not call uuid.setVersion(4) and uuid.setVariant()",
+                        gone=r"0x40|0x80",
+                    ),
+                ),
+                ClaudeEdit(
+                    VERSION4,
+                    f"\tpoolMu.Unlock()\n\n\t{_V4}\n\t{_VARIANT}\n",
+                    "\tpoolMu.Unlock()\n\n\tuuid.setVersion(4)\n\tuuid.setVariant()\n",
+                ),
+            ),
+            (
+                f"In `{HASH}`, replace `{_HASH_VERSION}` with `uuid.setVersion(byte(version))`.",
+                _go_step(
+                    HASH,
+                    _in_func(
+                        "NewHash",
+                        r"uuid\.setVersion\(\s*byte\(\s*version\s*\)\s*\)",
+                        "does not call uuid.setVersion(byte(version))",
+                        gone=r"uuid\[6\]\s*=",
+                    ),
+                ),
+                ClaudeEdit(HASH, _HASH_VERSION, "uuid.setVersion(byte(version))"),
+            ),
+            (
+                f"In `{HASH}`, replace `{_HASH_VARIANT}` with `uuid.setVariant()`.",
+                _go_step(
+                    HASH,
+                    _in_func(
+                        "NewHash",
+                        r"uuid\.setVariant\(\)",
+                        "does not call uuid.setVariant()",
+                        gone=r"uuid\[8\]\s*=",
+                    ),
+                ),
+                ClaudeEdit(HASH, _HASH_VARIANT, "uuid.setVariant()"),
+            ),
+            (
+                f"In `{DCE}`, replace `{_V2}` with `uuid.setVersion(2)`.",
+                _go_step(
+                    DCE,
+                    _in_func(
+                        "NewDCESecurity",
+                        r"uuid\.setVersion\(2\)",
+                        "does not call uuid.setVersion(2)",
+                        gone=r"uuid\[6\]\s*=",
+                    ),
+                ),
+                ClaudeEdit(DCE, _V2, "uuid.setVersion(2)"),
+            ),
+            (
+                f"In `{UUID_TEST}`, right above the line `{_TEST_NEW.strip()}`, add the test "
+                "`func TestSetVersionAndVariant(t *testing.T)`: for every v from 0 to 15, "
+                "setVersion(v) and setVariant() on a parsed UUID give Version() v and Variant() "
+                "RFC4122 and leave the other bits of bytes 6 and 8 alone.",
+                _go_step(
+                    UUID_TEST,
+                    _go_has(
+                        r"func TestSetVersionAndVariant\(t \*testing\.T\) \{[^}]*\.setVersion\(",
+                        "no TestSetVersionAndVariant calling setVersion",
+                    ),
+                    build=True,
+                ),
+                ClaudeEdit(UUID_TEST, _TEST_NEW, _SETTERS_TEST + _TEST_NEW),
+            ),
+        ),
+    ),
+)
 
 
 UUID = Project(
@@ -239,6 +623,7 @@ UUID = Project(
     tree="usr/share/gocode/src/github.com/google/uuid",
     tree_sha256="a6780a0ea040709db1c8d6fb0880d281137da3fad1820ace1abf901bdc895e6a",
     go_module="github.com/google/uuid",
+    advisor_tasks=ADVISOR_TASKS,
     prepare=ensure_go,
 )
 
