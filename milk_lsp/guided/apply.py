@@ -26,7 +26,7 @@ from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, unmade_chan
 from milk_lsp.agents.local.tool_specs import EDIT_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided.locate import Locator
-from milk_lsp.guided.project_check import ProjectCheck, run_check
+from milk_lsp.guided.project_check import CheckOutcome, ProjectCheck, run_check
 from milk_lsp.guided.rename import renamed, rest_of_rename
 from milk_lsp.guided.shape import Edit
 
@@ -68,16 +68,7 @@ async def apply_edits(
     `locator`: the workspace's definitions and the files holding a name, to finish a
     rename of a definition an edit began (`rename`; None: edits are applied as given).
     A denied edit yields `LocalGaveUp`."""
-    baseline = None
-    if check is not None:
-        allowed = await tools.ask_to_run(
-            call_id("check"),
-            check.command,
-            f"Run the project's check before and after {whose}: {check.command}",
-        )
-        if allowed:
-            progress(f"running {check.command} before {whose}…")
-            baseline = await run_check(check, root)
+    baseline = await check_before(tools, check, root, whose, progress)
     arguments = [
         {"path": edit.path, "old_text": edit.old_text, "new_text": edit.new_text}
         for edit in edits[:limit]
@@ -115,13 +106,9 @@ async def apply_edits(
         applied.problems.append(f"after the edits {path} is broken: {problem}")
         applied.signal = LocalSignal.EDIT_BROKE_FILE
     if not applied.problems and check is not None and baseline is not None:
-        progress(f"running {check.command} after {whose}…")
-        after = await run_check(check, root)
-        if baseline.passed and not after.passed:
-            applied.problems.append(
-                f"`{check.command}` passed before the edits and fails after them:\n"
-                + after.output[-1500:]
-            )
+        failed = await check_after(check, root, baseline, whose, progress)
+        if failed is not None:
+            applied.problems.append(failed)
             applied.signal = LocalSignal.CHECK_FAILED
         elif baseline.passed:
             yield NoticeEvent("info", f"milk checked {whose}: {check.command} passed")
@@ -136,6 +123,48 @@ async def apply_edits(
             yield NoticeEvent(
                 "info", f"milk put {', '.join(restored)} back: the edits did not pass its check"
             )
+
+
+async def check_before(
+    tools: WorkspaceTools,
+    check: ProjectCheck | None,
+    root: Path,
+    whose: str,
+    progress: Callable[[str], None],
+) -> CheckOutcome | None:
+    """The project's check run before `whose`, with the user's permission (None: no check
+    here, or not allowed)."""
+    if check is None:
+        return None
+    allowed = await tools.ask_to_run(
+        call_id("check"),
+        check.command,
+        f"Run the project's check before and after {whose}: {check.command}",
+    )
+    if not allowed:
+        return None
+    progress(f"running {check.command} before {whose}…")
+    return await run_check(check, root)
+
+
+async def check_after(
+    check: ProjectCheck,
+    root: Path,
+    baseline: CheckOutcome,
+    whose: str,
+    progress: Callable[[str], None],
+) -> str | None:
+    """The check run again after `whose`: the problem when it passed before and fails now
+    (None: it passes, or it failed before and says nothing of the edits)."""
+    if not baseline.passed:
+        return None
+    progress(f"running {check.command} after {whose}…")
+    after = await run_check(check, root)
+    if after.passed:
+        return None
+    return (
+        f"`{check.command}` passed before the edits and fails after them:\n" + after.output[-1500:]
+    )
 
 
 def _denied(applied: Applied) -> bool:

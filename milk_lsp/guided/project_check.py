@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from milk_lsp.agents.local.commands import CommandNotStarted, run_argv
+from milk_lsp.guided.locate import Chunk
 
 TIMEOUT_SECONDS = 120.0
 OUTPUT_CHARS = 4000
@@ -111,3 +113,20 @@ def places(output: str, root: Path) -> list[tuple[str, int]]:
                 if (root / path).is_file() and number > 0:
                     found.setdefault((path, number))
     return list(found)[:PLACES]
+
+
+async def named_lines(
+    output: str, root: Path, text_of: Callable[[str], Awaitable[str | None]]
+) -> str:
+    """The lines a failed check's `output` names, each with a few around it, numbered."""
+    chunks: list[Chunk] = []
+    for path, number in places(output, root):
+        text = await text_of(path)
+        if text is None:
+            continue
+        lines = text.splitlines()
+        first, last = max(1, number - 2), min(len(lines), number + 2)
+        if first > last or any(c.path == path and c.first <= number <= c.last for c in chunks):
+            continue
+        chunks.append(Chunk(path, first, tuple(lines[first - 1 : last]), "named by the check"))
+    return "\n\n".join(chunk.render() for chunk in chunks)

@@ -41,8 +41,8 @@ from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided import prompt
 from milk_lsp.guided.apply import Applied, apply_edits, call_id
 from milk_lsp.guided.citations import sources_block
-from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
-from milk_lsp.guided.project_check import check_for, places
+from milk_lsp.guided.locate import Budget, Located, Locator
+from milk_lsp.guided.project_check import check_for, named_lines
 from milk_lsp.guided.shape import (
     GuidedReply,
     NotTheShape,
@@ -286,21 +286,9 @@ class GuidedTurn:
         if applied.problems:
             attempt.signal = applied.signal
             if applied.signal is LocalSignal.CHECK_FAILED:
-                attempt.lines = await self._named_lines("\n".join(applied.problems))
-
-    async def _named_lines(self, output: str) -> str:
-        """The lines a failed check names, each with a few around it, numbered."""
-        chunks: list[Chunk] = []
-        for path, number in places(output, self._root):
-            text = await self._tools.text_of(path)
-            if text is None:
-                continue
-            lines = text.splitlines()
-            first, last = max(1, number - 2), min(len(lines), number + 2)
-            if first > last or any(c.path == path and c.first <= number <= c.last for c in chunks):
-                continue
-            chunks.append(Chunk(path, first, tuple(lines[first - 1 : last]), "named by the check"))
-        return "\n\n".join(chunk.render() for chunk in chunks)
+                attempt.lines = await named_lines(
+                    "\n".join(applied.problems), self._root, self._tools.text_of
+                )
 
 
 def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from typing import Any
 
 import pytest
@@ -322,3 +323,68 @@ async def test_a_folder_where_plans_cost_more_hands_off_to_claude_code_instead(
     assert any("rather than as a plan" in n for n in notices), notices
     assert api.main_requests()[-1]["body"]["tools"], "Claude Code proper, with its tools"
     await no_leftovers(env)
+
+
+GO_MOD = "module example.com/calc\n\ngo 1.19\n"
+GO_A = "package calc\n\nfunc addOne(n int) int {\n\treturn n + 1\n}\n"
+GO_B = "package calc\n\nfunc AddTwo(n int) int {\n\treturn addOne(addOne(n))\n}\n"
+RENAME_DEFINITION = step("a.go", "func addOne(", "func incr(", "rename the definition")
+RENAME_USES = step("b.go", "addOne(addOne(n))", "incr(incr(n))", "rename its uses")
+
+
+async def go_client(harness: Harness, env: Env) -> tuple[MilkClient, str]:
+    for name, text in {"go.mod": GO_MOD, "a.go": GO_A, "b.go": GO_B}.items():
+        (env.workspace / name).write_text(text)
+    client = await harness.start()
+    client.permission_answers.extend(["allow_session"] * 8)
+    session = await request(client, "milk/session/new", {"workspaceFolder": env.workspace.as_uri()})
+    return client, session["sessionId"]
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go toolchain (golang-go)")
+async def test_a_go_rename_planned_a_file_a_step_is_checked_after_its_last_step(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI
+) -> None:
+    """Each step alone breaks the build (the definition renamed, its uses not yet): the
+    project's check runs before the first step and after the last, not between."""
+    client, session_id = await go_client(harness, claude_env)
+    api.enqueue({"text": json.dumps({"steps": [RENAME_DEFINITION, RENAME_USES]})})
+    result = await request(
+        client,
+        "milk/chat",
+        {"sessionId": session_id, "text": "Rename addOne to incr.", "route": "advise"},
+    )
+    assert result["stopReason"] == "end_turn", result
+    assert [(s["status"], s.get("byMilk")) for s in result["plan"]] == [("completed", True)] * 2
+    assert "incr(incr(n))" in (claude_env.workspace / "b.go").read_text()
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    passed = "milk checked the plan's steps: go vet ./..., then go test -short ./... passed"
+    assert passed in notices, notices
+    assert len(api.main_requests()) == 1  # the plan only
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go toolchain (golang-go)")
+async def test_a_plan_that_fails_the_project_check_gets_one_fix_from_claude(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI
+) -> None:
+    """The plan forgot the uses: after its last step `go vet` fails; Claude gets ONE fresh
+    request with the check's output and the lines it names, and its fix makes it pass."""
+    client, session_id = await go_client(harness, claude_env)
+    api.enqueue(
+        {"text": json.dumps({"steps": [RENAME_DEFINITION]})},
+        {"text": json.dumps({"steps": [RENAME_USES]})},
+    )
+    result = await request(
+        client,
+        "milk/chat",
+        {"sessionId": session_id, "text": "Rename addOne to incr.", "route": "advise"},
+    )
+    assert result["stopReason"] == "end_turn", result
+    _, fix_request = [r["body"] for r in api.main_requests()]
+    assert_brief_request(fix_request, STEP_SYSTEM)
+    fix = user_text({"body": fix_request})
+    assert "passed before the edits and fails after them" in fix, fix
+    assert "b.go" in fix and "addOne(addOne(n))" in fix  # the lines the check names
+    assert "incr(incr(n))" in (claude_env.workspace / "b.go").read_text()
+    escalated = [u for u in client.turn_updates(result["turnId"]) if u["kind"] == "escalated"]
+    assert escalated[-1]["reason"].startswith("the plan's steps fail the project's check")

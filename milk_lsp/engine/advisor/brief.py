@@ -89,6 +89,18 @@ def step_brief(number: int, request: str, step: StepEdit, text: str | None, fail
     return "\n\n".join([planned, lines, f"Why it failed: {cut(failed.strip(), TRIED_MAX)}"])
 
 
+def check_brief(request: str, failed: str, lines: str) -> str:
+    """After the plan's last step the project's check fails: its output and the lines it
+    names, for the edits that make it pass."""
+    parts = [
+        f"Every step of the plan for the request {request.strip()!r} is made, and the "
+        f"project's check fails now (it passed before):\n{cut(failed.strip(), TRIED_MAX)}",
+        f"The lines it names:\n{lines}" if lines else "",
+        "Answer with the edits that make the check pass.",
+    ]
+    return "\n\n".join(part for part in parts if part)
+
+
 def lines_around(text: str, old_text: str) -> str:
     """The file's lines where `old_text` is (up to `PLACES_MAX` places), or where it is
     most like, numbered, within `FILE_MAX` characters; a short file whole."""

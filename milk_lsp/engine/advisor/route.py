@@ -46,9 +46,9 @@ from milk_lsp.engine.claude_part import ClaudePart
 from milk_lsp.engine.local.part import LocalPart
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
-from milk_lsp.guided.apply import Applied, apply_edits
+from milk_lsp.guided.apply import Applied, apply_edits, check_after, check_before
 from milk_lsp.guided.locate import Budget
-from milk_lsp.guided.project_check import check_for
+from milk_lsp.guided.project_check import CheckOutcome, ProjectCheck, check_for, named_lines
 from milk_lsp.sessions.model import Agent, Session
 from milk_lsp.sessions.service import Sessions
 from milk_lsp.text import cut, fenced, one_line
@@ -157,6 +157,11 @@ class Advisor:
         steps = reply.steps
         checklist = Checklist([PlanStep(content=s.shown(), status="pending") for s in steps])
         checklist.show(turn)
+        root = Path(session.workspace_folder)
+        check = check_for(root)
+        baseline = await check_before(
+            self._tools(session, turn), check, root, PLAN_STEPS, lambda m: self._say(turn, m)
+        )
         failed: list[str] = []
         for index, step in enumerate(steps):
             number = index + 1
@@ -182,6 +187,15 @@ class Advisor:
             if turn.failure is not None:  # Claude did not answer: the turn ends here
                 return "error"
             failed.append(f"step {number} ({problem})")
+        if not failed and check is not None and baseline is not None:
+            problem = await self._plan_check(session, turn, check, baseline, display_text)
+            if problem is not None:
+                turn.failure = (
+                    FailureReason.LOCAL_FAILED,
+                    f"The plan's {len(steps)} steps are made, but {problem}. Fix it yourself, "
+                    "or ask again; undo takes the turn's steps back",
+                )
+                return "error"
         if failed:
             done = len(steps) - len(failed)
             turn.failure = (
@@ -328,8 +342,54 @@ class Advisor:
         )
         if answer.failed:
             return "Claude did not answer"
+        return await self._claude_edits(session, turn, tools, answer.text)
+
+    async def _plan_check(
+        self,
+        session: Session,
+        turn: Turn,
+        check: ProjectCheck,
+        baseline: CheckOutcome,
+        request: str,
+    ) -> str | None:
+        """The project's check after the plan's last step (steps are not checked one by
+        one: a Go rename done a file a step breaks the build until its last step). When it
+        passed before and fails now, Claude gets one fresh request with the check's output
+        and the lines it names; None when it passes after."""
+        root = Path(session.workspace_folder)
+        say = lambda message: self._say(turn, message)  # noqa: E731
+        failed = await check_after(check, root, baseline, PLAN_STEPS, say)
+        if failed is None:
+            if baseline.passed:
+                turn.notice("info", f"milk checked {PLAN_STEPS}: {check.command} passed")
+            return None
+        if self._claude_path() is None:
+            return failed
+        tools = self._tools(session, turn)
+        lines = await named_lines(failed, root, tools.text_of)
+        answer = await ask_brief(
+            self._claude,
+            session,
+            turn,
+            system=brief.STEP_SYSTEM,
+            prompt=brief.check_brief(request, failed, lines),
+            by="fallback",
+            reason=f"the plan's steps fail the project's check ({check.command})",
+        )
+        if answer.failed:
+            return failed
+        problem = await self._claude_edits(session, turn, tools, answer.text)
+        if problem is not None:
+            return f"{failed}\n(Claude's fix: {problem})"
+        return await check_after(check, root, baseline, "Claude's fix", say)
+
+    async def _claude_edits(
+        self, session: Session, turn: Turn, tools: WorkspaceTools, answer: str
+    ) -> str | None:
+        """Claude's answer in the edit shape, each old text checked to be in its file once,
+        applied by milk; None when applied, else why not."""
         try:
-            reply = parse_brief_reply(answer.text, needs_allowed=False, limit=STEP_EDITS_MAX)
+            reply = parse_brief_reply(answer, needs_allowed=False, limit=STEP_EDITS_MAX)
         except NotTheShape as exc:
             return str(exc)
         texts = {edit.path: await tools.text_of(edit.path) for edit in reply.steps}
@@ -355,8 +415,8 @@ class Advisor:
         steps: list[StepEdit],
         whose: str,
     ) -> Applied:
-        """Apply exact replacements through the tools (permission, parse check, the
-        project's check), shown in the turn's current part."""
+        """Apply exact replacements through the tools (permission, parse check), shown in
+        the turn's current part; the project's check runs after the plan's last step."""
         applied = Applied()
         root = Path(session.workspace_folder)
         events = apply_edits(
@@ -365,7 +425,7 @@ class Advisor:
             applied,
             limit=STEP_EDITS_MAX,
             root=root,
-            check=check_for(root),
+            check=None,
             progress=lambda message: self._say(turn, message),
             whose=whose,
         )
@@ -385,6 +445,7 @@ class Advisor:
 
 
 DENIED = "the user did not allow"
+PLAN_STEPS = "the plan's steps"
 
 
 async def _fold(turn: Turn, events: AsyncGenerator[AgentEvent, None]) -> None:

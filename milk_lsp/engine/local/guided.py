@@ -74,9 +74,12 @@ class GuidedPart:
         history: list[dict[str, object]],
         progress: Callable[[str], None],
         wide: str | None = None,
+        project_check: bool = True,
     ) -> LocalOutcome:
         """The guided local part: its events shown, its hand-off signal returned. `wide`:
-        why the request is Claude-sized (`judge.scope`), handed off when it asks a change."""
+        why the request is Claude-sized (`judge.scope`), handed off when it asks a change;
+        `project_check`: run the project's check around the edits (an advisor step's is
+        the plan's, run once after its last step)."""
         locator = self.locator(index)
         config = turn.config
         budget = Budget.for_context(
@@ -92,5 +95,6 @@ class GuidedPart:
             history=history,
             budget=budget,
             wide=wide,
+            run_project_check=project_check,
         )
         return await fold_local_events(turn, agent, guided.run(user_ask, text), progress)

@@ -150,6 +150,7 @@ class LocalPart:
                     history=prompts.history_messages(history),
                     progress=progress,
                     wide=wide,
+                    project_check=not plan.advises,  # a plan's check runs after its steps
                 )
             else:
                 outcome = await self._agent_loop(
