@@ -539,11 +539,12 @@ def side_by_side(lanes: list[Lane]) -> dict[str, Any]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     project = PROJECTS[args.project]
     tasks = list(project.tasks)
-    if args.tasks and not args.advise:
+    if args.tasks:
         wanted = args.tasks.split(",")
-        unknown = set(wanted) - {t.name for t in tasks}
+        known = [t.name for t in (project.advisor_tasks if args.advise else tasks)]
+        unknown = set(wanted) - set(known)
         if unknown:
-            raise SystemExit(f"unknown tasks {sorted(unknown)}; known: {[t.name for t in tasks]}")
+            raise SystemExit(f"unknown tasks {sorted(unknown)}; known: {known}")
         tasks = [t for t in tasks if t.name in wanted]
     strategies: list[str] = args.strategies or [DEFAULT]
     if args.advise and len(strategies) > 1:
