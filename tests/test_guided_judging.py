@@ -353,3 +353,20 @@ def test_the_repository_map_is_the_same_for_every_request(tmp_path: Path) -> Non
     second = asyncio.run(locator.locate("Что делает NewSHA1?", texts))
     assert first.repo_map and first.repo_map == second.repo_map
     assert "hash.go: " in first.repo_map and "NewSHA1" in first.repo_map
+
+
+def test_a_change_may_edit_only_the_files_shown_or_the_new_ones_named() -> None:
+    """The edit's path is constrained to the files whose lines the model saw (an old text
+    can only be copied from those) and the new files the request names; a question's
+    shape and a change without located files keep any path."""
+    from milk_lsp.guided.shape import response_format
+
+    def edit_path(shape: dict[str, object]) -> dict[str, object]:
+        schema = shape["json_schema"]["schema"]  # type: ignore[index]
+        return schema["properties"]["edits"]["items"]["properties"]["path"]  # type: ignore[no-any-return]
+
+    changed = response_format("change", ["util.go", "time.go", "util.go", "sha256.go"])
+    assert edit_path(changed) == {"type": "string", "enum": ["sha256.go", "time.go", "util.go"]}
+    assert "enum" not in edit_path(response_format("change", []))
+    assert "enum" not in edit_path(response_format("question", ["util.go"]))
+    assert "enum" not in edit_path(response_format(None, ["util.go"]))

@@ -120,9 +120,11 @@ INTENT_SCHEMA: dict[str, Any] = {
 }
 
 
-def response_format(intent: str | None = None) -> dict[str, Any]:
+def response_format(intent: str | None = None, edit_paths: Sequence[str] = ()) -> dict[str, Any]:
     """The `response_format` of a guided request (OpenAI's json_schema form); with the
-    request's `intent`, only the kinds of reply that intent allows."""
+    request's `intent`, only the kinds of reply that intent allows; with `edit_paths`, an
+    edit's path is one of them (the files whose lines were shown, the new files the
+    request names: an old text can only be copied from a file shown)."""
     schema = SCHEMA
     if intent in KINDS:
         properties = {
@@ -130,6 +132,12 @@ def response_format(intent: str | None = None) -> dict[str, Any]:
             "intent": {"type": "string", "enum": [intent]},
             "kind": {"type": "string", "enum": KINDS[intent]},
         }
+        if intent == "change" and edit_paths:
+            edits = SCHEMA["properties"]["edits"]
+            item = edits["items"]
+            path = {"type": "string", "enum": sorted(set(edit_paths))}
+            item = {**item, "properties": {**item["properties"], "path": path}}
+            properties["edits"] = {**edits, "items": item}
         schema = {**SCHEMA, "properties": properties}
     return {
         "type": "json_schema",

@@ -34,6 +34,7 @@ from milk_lsp.agents.base import (
     UsageEvent,
 )
 from milk_lsp.agents.local.client import LocalClient
+from milk_lsp.agents.local.judge.scope import reach
 from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
 from milk_lsp.agents.local.rounds import request_body
 from milk_lsp.agents.local.tool_specs import READ_FILE
@@ -42,7 +43,7 @@ from milk_lsp.guided import prompt
 from milk_lsp.guided.apply import Applied, apply_edits, call_id
 from milk_lsp.guided.citations import sources_block
 from milk_lsp.guided.locate import Budget, Located, Locator
-from milk_lsp.guided.project_check import check_for, named_lines
+from milk_lsp.guided.project_check import check_for, named_lines, places
 from milk_lsp.guided.shape import (
     GuidedReply,
     NotTheShape,
@@ -70,6 +71,8 @@ class _Attempt:
     signal: LocalSignal = LocalSignal.UNGROUNDED_ANSWER
     lines: str = ""
     """The lines a failed check names, numbered, for the repair request."""
+    named: tuple[str, ...] = ()
+    """The files a failed check names."""
 
 
 class GuidedTurn:
@@ -150,8 +153,9 @@ class GuidedTurn:
                     "milk's check of the local reply failed, so it asked once more: "
                     + "; ".join(attempt.problems[:3]),
                 )
+            paths = self._edit_paths(request, located, attempt.named)
             attempt = _Attempt()
-            async for event in self._ask(model, conversation, attempt, intent):
+            async for event in self._ask(model, conversation, attempt, intent, paths):
                 yield event
             if attempt.reply is None:
                 continue
@@ -199,13 +203,15 @@ class GuidedTurn:
         conversation: list[dict[str, Any]],
         attempt: _Attempt,
         intent: str | None,
+        edit_paths: Sequence[str],
     ) -> AsyncGenerator[AgentEvent, None]:
         """One constrained request; fills `attempt` with the parsed reply or the problem."""
         body = request_body(model, conversation, [], self._client.settings, False)
         body["max_tokens"] = REPLY_TOKENS  # the shape's bounds fit in it, edits included
         reply = Reply()
         self._progress("the local model is writing its reply…")
-        async for event in self._stream(model, body, response_format(intent), reply):
+        shape = response_format(intent, edit_paths)
+        async for event in self._stream(model, body, shape, reply):
             yield event
         attempt.text = "".join(reply.text)
         if reply.finish_reason == "length":
@@ -215,6 +221,12 @@ class GuidedTurn:
             attempt.reply = parse_reply(attempt.text)
         except NotTheShape as exc:
             attempt.problems = [str(exc)]
+
+    def _edit_paths(self, request: str, located: Located, named: Sequence[str]) -> list[str]:
+        """The files an edit may name: those whose lines the model was shown (located, or
+        named by a failed check), and the new files the request names."""
+        new_files = reach(request, self._locator.index).new_files
+        return [*located.paths, *named, *new_files]
 
     async def _intent(self, model: str, request: str) -> AsyncGenerator[AgentEvent | str, None]:
         """What the request asks for, "question" or "change", asked of the model alone
@@ -286,9 +298,9 @@ class GuidedTurn:
         if applied.problems:
             attempt.signal = applied.signal
             if applied.signal is LocalSignal.CHECK_FAILED:
-                attempt.lines = await named_lines(
-                    "\n".join(applied.problems), self._root, self._tools.text_of
-                )
+                output = "\n".join(applied.problems)
+                attempt.lines = await named_lines(output, self._root, self._tools.text_of)
+                attempt.named = tuple(path for path, _ in places(output, self._root))
 
 
 def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:

@@ -169,6 +169,9 @@ async def test_an_edit_asked_in_german_is_made_and_judged_by_the_diff(
     assert result["stopReason"] == "end_turn", result
     assert (guided_env.workspace / "parser.py").read_text().startswith("MAX_DEPTH = 512\n")
     assert result["changes"][0]["uri"].endswith("/parser.py")
+    schema = openai.requests[1]["response_format"]["json_schema"]["schema"]
+    edit_path = schema["properties"]["edits"]["items"]["properties"]["path"]
+    assert "enum" not in edit_path  # nothing located: the map's files are all it knows
 
 
 async def test_an_edit_that_breaks_the_file_is_repaired_or_put_back(
@@ -181,8 +184,11 @@ async def test_an_edit_that_breaks_the_file_is_repaired_or_put_back(
         reply(kind="edits", answer="Done.", edits=[broken]),
         reply(kind="edits", answer="Done.", edits=[broken]),
     )
-    result = await chat(client, "Make the depth limit configurable.")
+    result = await chat(client, "Make the depth limit of parse_nested configurable.")
     assert result["stopReason"] == "error", result
+    schema = openai.requests[1]["response_format"]["json_schema"]["schema"]
+    edit_path = schema["properties"]["edits"]["items"]["properties"]["path"]
+    assert edit_path["enum"] == ["parser.py"]  # only a file whose lines were shown
     assert result["error"]["data"]["signal"] == "edit_broke_file"
     assert (guided_env.workspace / "parser.py").read_text() == PARSER
     assert "broken" in openai.requests[2]["messages"][-1]["content"]
