@@ -149,10 +149,12 @@ def _sizes(requests: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
 
 
 def _plan(task: AdvisorTask) -> dict[str, Any]:
-    """The plan as Claude writes it for milk's brief: each step an exact replacement."""
+    """The plan as Claude writes it for milk's brief: each step an exact replacement (a
+    replace-all one, a rename's, with `replace_all`, as milk's system prompt offers)."""
     return {
         "steps": [
             {"path": edit.path, "old_text": edit.old, "new_text": edit.new, "why": text}
+            | ({"replace_all": True} if edit.every else {})
             for text, _, edit in task.steps
         ]
     }

@@ -58,11 +58,18 @@ def test_steps_in_a_fence_or_with_words_around_them() -> None:
         (json.dumps({"steps": [step(old="same", new="same")]}), "changes nothing"),
         (json.dumps({"steps": [step()] * (MAX_STEPS + 1)}), f"more than {MAX_STEPS}"),
         (json.dumps({"steps": [step(old="x" * 9000)]}), "over 8000 characters"),
+        (json.dumps({"steps": [{**step(), "replace_all": "yes"}]}), "not true or false"),
     ],
 )
 def test_what_is_not_the_shape_fails_clearly(text: str, why: str) -> None:
     with pytest.raises(NotTheShape, match=why.replace("`", ".")):
         parse_reply(text)
+
+
+def test_a_rename_step_may_replace_every_occurrence() -> None:
+    reply = parse_reply(json.dumps({"steps": [{**step(), "replace_all": True}, step("b.py")]}))
+    assert [s.replace_all for s in reply.steps] == [True, False]
+    assert reply.steps[0].edit().replace_all and not reply.steps[1].edit().replace_all
 
 
 def test_needs_are_asked_once() -> None:

@@ -12,6 +12,7 @@ import secrets
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from milk_lsp.agents.base import (
     AgentEvent,
@@ -69,8 +70,9 @@ async def apply_edits(
     rename of a definition an edit began (`rename`; None: edits are applied as given).
     A denied edit yields `LocalGaveUp`."""
     baseline = await check_before(tools, check, root, whose, progress)
-    arguments = [
+    arguments: list[dict[str, Any]] = [
         {"path": edit.path, "old_text": edit.old_text, "new_text": edit.new_text}
+        | ({"replace_all": True} if edit.replace_all else {})
         for edit in edits[:limit]
     ]
     async for event in _apply_all(tools, arguments, applied):
@@ -173,7 +175,7 @@ def _denied(applied: Applied) -> bool:
 
 
 async def _apply_all(
-    tools: WorkspaceTools, edits: Sequence[dict[str, str]], applied: Applied
+    tools: WorkspaceTools, edits: Sequence[dict[str, Any]], applied: Applied
 ) -> AsyncGenerator[AgentEvent, None]:
     """`edits` in order, up to a denial (which puts every file back)."""
     for edit in edits:
@@ -184,7 +186,7 @@ async def _apply_all(
 
 
 async def _apply(
-    tools: WorkspaceTools, arguments: dict[str, str], applied: Applied
+    tools: WorkspaceTools, arguments: dict[str, Any], applied: Applied
 ) -> AsyncGenerator[AgentEvent, None]:
     """One edit through the tools, shown as a call; a denial puts every file back."""
     edit_id = call_id("edit")

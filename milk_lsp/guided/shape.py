@@ -34,6 +34,8 @@ class Edit(BaseModel):
     path: str = Field(max_length=400)
     old_text: str = Field(max_length=TEXT_MAX * 2)
     new_text: str = Field(max_length=TEXT_MAX * 2)
+    replace_all: bool = False
+    """Every occurrence (a plan's rename step); the guided schema never offers it."""
 
 
 class GuidedReply(BaseModel):

@@ -388,3 +388,25 @@ async def test_a_plan_that_fails_the_project_check_gets_one_fix_from_claude(
     assert "incr(incr(n))" in (claude_env.workspace / "b.go").read_text()
     escalated = [u for u in client.turn_updates(result["turnId"]) if u["kind"] == "escalated"]
     assert escalated[-1]["reason"].startswith("the plan's steps fail the project's check")
+
+
+async def test_a_replace_all_step_is_applied_by_milk_everywhere_in_its_file(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai
+) -> None:
+    """A rename step Claude marks `replace_all`: milk replaces every occurrence itself, as
+    one edit asked once; the local model is not asked."""
+    client, session_id = await advisor_client(harness, claude_env)
+    client.permission_answers.append("allow_once")
+    every = {**step("beta.py", "= 2\n", "= 20\n", "BETA times ten"), "replace_all": True}
+    api.enqueue({"text": json.dumps({"steps": [every]})})
+    result = await request(
+        client,
+        "milk/chat",
+        {"sessionId": session_id, "text": "Multiply BETA by ten.", "route": "advise"},
+    )
+    assert result["stopReason"] == "end_turn", result
+    assert [(s["status"], s.get("byMilk")) for s in result["plan"]] == [("completed", True)]
+    assert (claude_env.workspace / "beta.py").read_text() == "BETA = 20\nBETA_TOO = 20\n"
+    assert openai.requests == []
+    (plan_request,) = [r["body"] for r in api.main_requests()]
+    assert '"replace_all": true' in system_text(plan_request)  # offered by milk's prompt

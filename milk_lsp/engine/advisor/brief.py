@@ -26,7 +26,8 @@ Answer with ONE JSON object and nothing else:
 - at most {MAX_STEPS} steps, in order; each stands alone (a step's old_text is in the file \
 as it is now, not after another step) and is small: a few lines;
 - old_text occurs exactly once in its file when you can make it so (widen it by a line); \
-an empty old_text creates a new file;
+to change every occurrence in the file (a rename), add "replace_all": true; an empty \
+old_text creates a new file;
 - or, when the lines shown are not enough to write exact old_text, ask once for more: \
 {{"needs": ["path/or/DefinitionName", ...]}} (at most {MAX_NEEDS}).
 """

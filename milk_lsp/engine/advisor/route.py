@@ -285,13 +285,15 @@ class Advisor:
         step: StepEdit,
         request: str,
     ) -> str | None:
-        """One step by milk (an old text its file holds once) or else the local agent;
+        """One step by milk (an old text its file holds once, or every occurrence when the
+        step says `replace_all`) or else the local agent;
         None when it was done, else why not (`DENIED…` when the user denied the edit)."""
         number, total = index + 1, len(checklist.steps)
         tools = self._tools(session, turn)
         now = await tools.text_of(step.path)
         creates = step.old_text == "" and now is None
-        if creates or (now is not None and step.old_text and now.count(step.old_text) == 1):
+        found = 0 if now is None or not step.old_text else now.count(step.old_text)
+        if creates or found == 1 or (found and step.replace_all):
             checklist.mark(turn, index, "in_progress", Agent.LOCAL, by_milk=True)
             self._say(turn, f"step {number} of {total}: milk applies it")
             if not turn.parts or turn.part.agent is not Agent.LOCAL:

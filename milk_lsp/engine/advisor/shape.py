@@ -1,10 +1,10 @@
 """What Claude answers a brief with, and milk's check of it before anything is applied.
 
 One JSON object: `steps`, up to `MAX_STEPS` exact replacements `{path, old_text, new_text,
-why}`, each standing alone; or `needs`, the files or definitions by name Claude must see
-first (answered once). The shape is checked (`parse_reply`), then each step against the
-files as they are (`check_steps`): a reply milk cannot use fails clearly, before any file
-changes.
+why, replace_all?}` (`replace_all`: every occurrence, a rename), each standing alone; or
+`needs`, the files or definitions by name Claude must see first (answered once). The shape
+is checked (`parse_reply`), then each step against the files as they are (`check_steps`): a
+reply milk cannot use fails clearly, before any file changes.
 """
 
 from __future__ import annotations
@@ -34,9 +34,16 @@ class StepEdit:
     old_text: str
     new_text: str
     why: str = ""
+    replace_all: bool = False
+    """Every occurrence of the old text in the file (a rename), not just the one."""
 
     def edit(self) -> Edit:
-        return Edit(path=self.path, old_text=self.old_text, new_text=self.new_text)
+        return Edit(
+            path=self.path,
+            old_text=self.old_text,
+            new_text=self.new_text,
+            replace_all=self.replace_all,
+        )
 
     def shown(self) -> str:
         """The step as the checklist shows it."""
@@ -103,7 +110,10 @@ def _step(number: int, item: Any) -> StepEdit:
         if len(value) > limit:
             raise NotTheShape(f"Claude's reply: step {number}'s `{key}` is over {limit} characters")
         values[key] = value
-    step = StepEdit(**values)
+    every = item.get("replace_all", False)
+    if not isinstance(every, bool):
+        raise NotTheShape(f"Claude's reply: step {number}'s `replace_all` is not true or false")
+    step = StepEdit(**values, replace_all=every)
     if not step.path.strip():
         raise NotTheShape(f"Claude's reply: step {number} names no file")
     if step.old_text == step.new_text:
