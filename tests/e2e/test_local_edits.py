@@ -4,6 +4,7 @@ an edit broke never left so silently."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import pytest
@@ -527,3 +528,32 @@ async def test_a_rename_that_renamed_something_else_is_edit_not_made(
         ' "suffixes" as it was in sizes.py; milk put sizes.py back' in result["error"]["message"]
     )
     assert '"decimal": " kB"' in sizes.read_text()
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go toolchain (golang-go)")
+async def test_an_agent_edit_that_fails_the_go_tests_is_put_back_as_check_failed(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """One verification for both strategies (issue 38): the agent loop's edits get the
+    project's own check too, run before the first edit and after the loop. The message a
+    test compares word for word changed: `go vet` passes, `go test -short` fails."""
+    (env.workspace / "go.mod").write_text("module example.com/hi\n\ngo 1.19\n")
+    greeting = 'package hi\n\nfunc Greeting() string { return "hello" }\n'
+    (env.workspace / "msg.go").write_text(greeting)
+    (env.workspace / "msg_test.go").write_text(
+        'package hi\n\nimport "testing"\n\nfunc TestGreeting(t *testing.T) {\n'
+        '\tif Greeting() != "hello" {\n\t\tt.Fatal("wrong greeting")\n\t}\n}\n'
+    )
+    client.permission_answers.extend(["allow_once"] * 3)
+    openai.enqueue(
+        edit(path="msg.go", old_text='return "hello"', new_text='return "hi"'),
+        {"text": "The greeting is now hi."},
+    )
+    result = await chat(client, 'In msg.go make Greeting return "hi".')
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "check_failed"
+    assert "go test -short ./..." in result["error"]["message"]
+    assert "put msg.go back" in result["error"]["message"]
+    assert (env.workspace / "msg.go").read_text() == greeting
+    asked = [r["input"].get("command") for r in client.permission_requests]
+    assert "go vet ./..., then go test -short ./..." in asked, asked  # the baseline, asked

@@ -154,6 +154,7 @@ class WorkspaceTools:
         """Each edited file's text before the turn's first edit of it."""
         self._broken: dict[Parts, str] = {}
         """Files an edit left broken, and why; a later edit that fixes one removes it."""
+        self._first_edit: Callable[[], Awaitable[None]] | None = None
         self._root = self._confined.path
         self._host = host
         self._command_timeout_seconds = command_timeout_seconds
@@ -165,6 +166,11 @@ class WorkspaceTools:
             EDIT_FILE: self._edit_file,
             RUN_COMMAND: self._run_command,
         }
+
+    def before_first_edit(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run `hook` once, right before the turn's first edit writes (the project's check
+        then sees the files as the turn found them: its baseline)."""
+        self._first_edit = hook
 
     def specs(self) -> list[dict[str, Any]]:
         """The OpenAI `tools` entries for these tools.
@@ -318,6 +324,9 @@ class WorkspaceTools:
                 f"{raw_path} now leads to {shown(now)}, not to {where} as when permission was"
                 " asked; nothing was written."
             )
+        if self._first_edit is not None and not self._before:
+            hook, self._first_edit = self._first_edit, None
+            await hook()
         current, in_editor = await self._text_for_edit(parts)
         replaced = await asyncio.to_thread(change.apply, current, where)
         self._before.setdefault(parts, current)

@@ -43,7 +43,9 @@ from milk_lsp.engine.local.guided import GuidedPart
 from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
 from milk_lsp.guided.answers import AgentAnswers
+from milk_lsp.guided.apply import check_after, check_before
 from milk_lsp.guided.locate import Locator
+from milk_lsp.guided.project_check import CheckOutcome, ProjectCheck, check_for
 from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.prompts import local as prompts
 from milk_lsp.sessions.model import Agent, Session, SessionState, TurnRecord
@@ -58,6 +60,8 @@ INDEX_WAIT_SECONDS = 2.0
 """How long a turn waits for the workspace's index before its first model request."""
 BRIEF_MAX_CHARS = 1000
 """Cap on `escalate_to_claude(reason)`, which becomes the brief in Claude's context."""
+LOCAL_EDITS = "the local edits"
+"""What the project check's notices call the agent's edits."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +195,19 @@ class LocalPart:
         notes: str,
         history: list[TurnRecord],
     ) -> LocalOutcome:
-        """The model drives the tool loop (`local.strategy` agent)."""
+        """The model drives the tool loop (`local.strategy` agent). Its edits are judged
+        as a guided turn's are: the project's own check runs before the first edit and
+        after the loop (`project_check`)."""
+        root = Path(index.root)
+        project = check_for(root)
+        baseline: list[CheckOutcome | None] = []
+        if project is not None:
+
+            async def before_first_edit() -> None:
+                say = self._progress(turn)
+                baseline.append(await check_before(tools, project, root, LOCAL_EDITS, say))
+
+            tools.before_first_edit(before_first_edit)
         messages = [
             {"role": "system", "content": system},
             *prompts.history_messages(history),
@@ -222,7 +238,33 @@ class LocalPart:
             outcome = broken
         if outcome is None and tools.edited_files():
             outcome = await self._unmade_change(turn, tools, user_ask, index)
+        if outcome is None and project is not None and baseline and baseline[0] is not None:
+            outcome = await self._project_checked(turn, tools, project, baseline[0], root)
         return outcome
+
+    async def _project_checked(
+        self,
+        turn: Turn,
+        tools: WorkspaceTools,
+        project: ProjectCheck,
+        baseline: CheckOutcome,
+        root: Path,
+    ) -> LocalGaveUp | None:
+        """The project's check after the agent's edits: passing before and failing now,
+        the edits are put back and the turn is a `check_failed` (a Go rename that left a
+        use behind parses, and does not build)."""
+        failed = await check_after(project, root, baseline, LOCAL_EDITS, self._progress(turn))
+        if failed is None:
+            if baseline.passed:
+                turn.notice("info", f"milk checked {LOCAL_EDITS}: {project.command} passed")
+            return None
+        restored = await tools.restore_edited()
+        done = (
+            f"; milk put {', '.join(restored)} back as it was before the turn" if restored else ""
+        )
+        detail = f"{cut(failed, 600)}{done}"
+        turn.notice("warning", f"The local edits failed the project's check: {detail}")
+        return LocalGaveUp(LocalSignal.CHECK_FAILED, detail)
 
     async def hand_off(
         self, session: Session, turn: Turn, plan: Plan, outcome: LocalOutcome, user_ask: str
