@@ -135,8 +135,11 @@ def _get_time_documented(sources: dict[str, str], diff: dict[str, FileDiff]) -> 
     if at < 0:
         return "func getTime is gone"
     above = lines[at - 1].strip() if at > 0 else ""
-    if not (above.startswith("//") and len(above.strip("/ \t")) >= 3):
-        return "no // doc comment right above func getTime"
+    line_comment = above.startswith("//") and len(above.strip("/ \t")) >= 3
+    block = "\n".join(lines[:at]).rstrip()  # Go doc comments may be /* … */ blocks too
+    block_comment = block.endswith("*/") and len(block[block.rfind("/*") :].strip("/* \t\n")) >= 3
+    if not (line_comment or block_comment):
+        return "no doc comment (// or /* */) right above func getTime"
     if diff[TIME].removed:
         return f"lines removed from {TIME}, not only a comment added: {list(diff[TIME].removed)}"
     return ""
