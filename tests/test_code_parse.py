@@ -3,6 +3,7 @@ per language."""
 
 from __future__ import annotations
 
+import pathlib
 import re
 import subprocess
 import sys
@@ -883,3 +884,34 @@ def test_the_package_does_not_import_ast_grep() -> None:
         check=True,
     )
     assert done.stdout.strip() == "False"
+
+
+def test_a_name_bound_to_require_is_an_import_and_not_defined_by_the_index(
+    tmp_path: pathlib.Path,
+) -> None:
+    """cross-env's `const commandConvert = require('./command')`: the name lives in
+    `command.js`. The parse calls it an import; the index counts only `command.js` as
+    defining it (a guided answer located the require line as "defines commandConvert" and
+    said the function lived in index.js)."""
+    from milk_lsp.workspace.index import WorkspaceIndex
+
+    index_js = (
+        "const commandConvert = require('./command')\n"
+        "const MAX = require('./max')\n"
+        "const fromRequire = () => require('./x')\n"
+        "let count = 0\n"
+    )
+    kinds = [(d.name, d.kind) for d in definitions(index_js, language_for("index.js"))]
+    assert kinds == [
+        ("commandConvert", "import"),
+        ("MAX", "import"),
+        ("fromRequire", "function"),
+        ("count", "variable"),
+    ]
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "index.js").write_text(index_js)
+    (tmp_path / "src" / "command.js").write_text("function commandConvert(c) { return c }\n")
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    assert index.definers("commandConvert") == ("src/command.js",)
+    assert index.definers("count") == ("src/index.js",)

@@ -29,7 +29,8 @@ class DefinitionRule:
     """The tree-sitter node kind."""
     kind: str | None
     """What is defined: "function", "method", "class", "interface", "struct", "enum",
-    "trait", "type", "constant", "variable", "module", "macro"; None for a node that only
+    "trait", "type", "constant", "variable", "module", "macro" (and "import", refined from
+    a variable: `import_calls`); None for a node that only
     contains definitions (Rust's `impl`). A "function" directly inside a container becomes a
     "method"; a "variable" named in capitals (`MAX_SIZE`) a "constant"."""
     name: tuple[str, ...] = ("name",)
@@ -50,6 +51,9 @@ class DefinitionRule:
     keyword_kinds: Mapping[str, str | None] = field(
         default_factory=lambda: MappingProxyType({}), hash=False, compare=False
     )
+    import_calls: frozenset[str] = frozenset()
+    """Functions whose call as a variable's value makes it an "import" (`const x =
+    require('./x')`): the name is bound here and defined in the module it names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ def _rule(
     function_values: frozenset[str] = frozenset(),
     keyword: str | None = None,
     keyword_kinds: Mapping[str, str | None] | None = None,
+    import_calls: frozenset[str] = frozenset(),
 ) -> DefinitionRule:
     return DefinitionRule(
         node,
@@ -95,6 +100,7 @@ def _rule(
         function_values,
         keyword,
         MappingProxyType(dict(keyword_kinds or {})),
+        import_calls,
     )
 
 
@@ -139,6 +145,7 @@ _JS_RULES = (
         "variable",
         where={"any": [_JS_TOP_LEVEL, _JS_NAMED_FUNCTION]},
         function_values=_JS_FUNCTIONS,
+        import_calls=frozenset({"require"}),
     ),
 )
 _TS_RULES = (

@@ -232,15 +232,19 @@ def _refined(
     kind: str, rule: DefinitionRule, node: SgNode, name: str, container: str | None
 ) -> str:
     """`kind` made precise: a function of a class is a method, a variable holding a
-    function is a function, one named in capitals a constant."""
+    function is a function, one bound to an import call (`require`) an import, one named in
+    capitals a constant."""
     if kind == "function" and container is not None:
         return "method"
     if kind != "variable":
         return kind
-    if rule.function_values:
-        value = node.field("value")
-        if value is not None and value.kind() in rule.function_values:
-            return "function"
+    value = node.field("value") if rule.function_values or rule.import_calls else None
+    if value is not None and value.kind() in rule.function_values:
+        return "function"
+    if value is not None and rule.import_calls and value.kind() == "call_expression":
+        called = value.field("function")
+        if called is not None and called.text() in rule.import_calls:
+            return "import"
     return "constant" if len(name) > 1 and name.isupper() else "variable"
 
 

@@ -98,7 +98,8 @@ _NUMBER = "\x00num:"
 def _tokens_of(path: str, data: bytes) -> _Tokens:
     """The identifier-like tokens and `--options` of the file at `path` whose content is
     `data`, once each, and the names it defines (marked `_DEFINED`): those its parse finds
-    in a language `milk_lsp.code` knows, else those `_DEFINITION` finds. Interned, so a
+    in a language `milk_lsp.code` knows (not a name it imports: `const x = require(…)` is
+    defined in the module it names), else those `_DEFINITION` finds. Interned, so a
     token in many files is one string."""
     from milk_lsp.code import definitions, language_for  # off start-up: the first refresh
     from milk_lsp.code.numbers import literal_values, value_key
@@ -106,7 +107,7 @@ def _tokens_of(path: str, data: bytes) -> _Tokens:
     language = language_for(path)
     if language is not None and len(data) <= MAX_PARSED_BYTES:
         text = data.decode("utf-8", "replace")
-        defined = {definition.name for definition in definitions(text, language)}
+        defined = {d.name for d in definitions(text, language) if d.kind != "import"}
     else:
         # latin-1 never fails, and the ASCII tokens come out as they would from UTF-8
         text = data.decode("latin-1")
