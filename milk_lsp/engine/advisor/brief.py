@@ -41,7 +41,7 @@ Answer with ONE JSON object and nothing else:
 {{"steps": [{{"path": "relative/path", "old_text": "exact text of the file, copied", \
 "new_text": "what replaces it", "why": "a few words"}}]}}
 Usually one edit (at most {STEP_EDITS_MAX}); each old_text must occur exactly once in the file \
-as shown.
+as shown, or the edit says "replace_all": true to change every occurrence (a rename).
 """
 
 TRIED_MAX = 1200

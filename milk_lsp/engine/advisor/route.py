@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from milk_lsp.agents.base import (
@@ -359,7 +360,7 @@ class Advisor:
         passed before and fails now, Claude gets one fresh request with the check's output
         and the lines it names; None when it passes after."""
         root = Path(session.workspace_folder)
-        say = lambda message: self._say(turn, message)  # noqa: E731
+        say = partial(self._say, turn)
         failed = await check_after(check, root, baseline, PLAN_STEPS, say)
         if failed is None:
             if baseline.passed:
@@ -388,8 +389,9 @@ class Advisor:
     async def _claude_edits(
         self, session: Session, turn: Turn, tools: WorkspaceTools, answer: str
     ) -> str | None:
-        """Claude's answer in the edit shape, each old text checked to be in its file once,
-        applied by milk; None when applied, else why not."""
+        """Claude's answer in the edit shape, each old text checked to be in its file once
+        (or there, for a `replace_all` edit), applied by milk; None when applied, else why
+        not."""
         try:
             reply = parse_brief_reply(answer, needs_allowed=False, limit=STEP_EDITS_MAX)
         except NotTheShape as exc:
@@ -399,7 +401,8 @@ class Advisor:
         for edit in reply.steps:
             text = texts[edit.path]
             found = 0 if text is None or not edit.old_text else text.count(edit.old_text)
-            if not (found == 1 or (edit.old_text == "" and text is None)):
+            fits = found == 1 or (found > 1 and edit.replace_all)
+            if not (fits or (edit.old_text == "" and text is None)):
                 where = "is not in" if found == 0 else f"occurs {found} times in"
                 return f"Claude's answer: its old_text {where} {edit.path}"
         applied = await self._apply(turn, tools, session, reply.steps, "Claude's edits")
