@@ -280,6 +280,23 @@ def test_a_quote_is_found_where_it_really_is_and_the_gutter_is_ignored() -> None
     assert find_quote(text, "a … b", 1) is None  # pieces too short to prove anything
 
 
+def test_a_quote_joining_lines_may_drop_blanks_and_the_comment_lines_between() -> None:
+    """cross-env's `spawn(` call: a 1.5B model joined its lines without the comments and
+    without the blank after `(`; every character is still the file's, in order."""
+    text = (
+        "const proc = spawn(\n"
+        "  // run `path.normalize` for command(on windows)\n"
+        "  commandConvert(command, env, true),\n"
+        "  # a comment in another language's marker\n"
+        "  commandArgs.map(arg => commandConvert(arg, env)),\n"
+        ")\n"
+    )
+    joined = "const proc = spawn(commandConvert(command, env, true), commandArgs.map(arg =>"
+    assert find_quote(text, joined, 1) == (1, 5)
+    assert find_quote(text, "spawn(commandConvert(command, env, false)", 1) is None
+    assert find_quote(text, "commandConvert(command, env, true) …", 1) == (3, 3)
+
+
 def test_the_reply_shape_tolerates_fences_and_a_wrapped_answer() -> None:
     inner = '{"kind": "answer", "answer": "42", "citations": []}'
     assert parse_reply(f"```json\n{inner}\n```").answer == "42"

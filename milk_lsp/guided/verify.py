@@ -24,6 +24,8 @@ ELLIPSIS_SPAN = 40
 """Lines a quote with an ellipsis may span."""
 _ELLIPSIS = re.compile(r"\s*(?:…|\.\.\.)\s*")
 _BLANKS = re.compile(r"\s+")
+_COMMENT_LINE = re.compile(r"(?://|#|/\*|\*|--|;)")
+"""A line that is only a comment, by the usual markers of code (matched at its start)."""
 _NUMBERED = re.compile(r"^\s*\d+\s*\|\s?")
 """`12| def f():`: the line-number gutter of milk's context, copied into a quote."""
 _SPAN = re.compile(r"(?<!`)(`+)(?!`)([^\n]{1,200}?)(?<!`)\1(?!`)")
@@ -82,18 +84,27 @@ def _find_joined(lines: list[str], quote: str, hint: int) -> tuple[int, int] | N
     """A quote that joined consecutive lines into one (`f() { return x }`) or left out a
     middle with an ellipsis (`return NewHash(h, …`): its pieces, blanks collapsed, occur in
     order within `ELLIPSIS_SPAN` lines. Found as it is, it proves what it quotes: every
-    piece is the file's own text."""
+    piece is the file's own text. Failing that, compared without any blanks and without
+    the comment-only lines between (`spawn(commandConvert(…` for `spawn(`, a comment,
+    `commandConvert(`): still the file's own characters, in order."""
+    return _joined_at(lines, quote, hint, compact=False) or _joined_at(
+        lines, quote, hint, compact=True
+    )
+
+
+def _joined_at(lines: list[str], quote: str, hint: int, *, compact: bool) -> tuple[int, int] | None:
+    glue = "" if compact else " "
     kept: list[str] = []
     starts: list[int] = []  # where each line begins in `joined` (a blank line: the next)
     offset = 0
     for line in lines:
         starts.append(offset)
-        collapsed = _BLANKS.sub(" ", line)
-        if collapsed:
+        collapsed = _BLANKS.sub(glue, line).strip()
+        if collapsed and not (compact and _COMMENT_LINE.match(collapsed)):
             kept.append(collapsed)
-            offset += len(collapsed) + 1
-    joined = " ".join(kept)
-    pieces = [_BLANKS.sub(" ", piece).strip() for piece in _ELLIPSIS.split(quote)]
+            offset += len(collapsed) + len(glue)
+    joined = glue.join(kept)
+    pieces = [_BLANKS.sub(glue, piece).strip() for piece in _ELLIPSIS.split(quote)]
     pieces = [piece for piece in pieces if piece]
     if not pieces or any(len(piece.replace(" ", "")) < MIN_QUOTE for piece in pieces):
         return None
