@@ -199,7 +199,7 @@ class LocalPart:
         as a guided turn's are: the project's own check runs before the first edit and
         after the loop (`project_check`)."""
         root = Path(index.root)
-        project = check_for(root)
+        project = None if plan.advises else check_for(root)  # a plan's: after its steps
         baseline: list[CheckOutcome | None] = []
         if project is not None:
 
