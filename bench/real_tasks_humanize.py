@@ -25,6 +25,7 @@ from bench.real_tasks_suite import (
     function,
     mentions,
     module,
+    python_matches,
 )
 
 FILESIZE = "src/humanize/filesize.py"
@@ -165,19 +166,6 @@ def _get_locale_imported(workspace: Path) -> str:
         for node in tree.body
     )
     return "" if imported else f"{INIT} does not import get_locale from humanize.i18n"
-
-
-def _text_step(rel: str, pattern: str, what: str) -> Callable[[Path], str]:
-    """A step's check of a Python file: it parses and matches `pattern`."""
-
-    def check(workspace: Path) -> str:
-        tree, problem = module(workspace, rel)
-        if tree is None:
-            return problem
-        found = re.search(pattern, (workspace / rel).read_text(encoding="utf-8"))
-        return "" if found else what
-
-    return check
 
 
 def _readme_shows(workspace: Path) -> str:
@@ -321,7 +309,7 @@ ADVISOR_TASKS = (
             (
                 f"In `{I18N}`, replace `return _TRANSLATIONS[_CURRENT.locale]` with "
                 "`return _TRANSLATIONS[get_locale()]`.",
-                _text_step(
+                python_matches(
                     I18N,
                     r"return _TRANSLATIONS\[get_locale\(\)\]",
                     "get_translation() does not use get_locale()",
@@ -356,7 +344,7 @@ ADVISOR_TASKS = (
                 "`test_get_locale()`: get_locale() is None, then de_DE after "
                 '`humanize.i18n.activate("de_DE")` (skipped on FileNotFoundError as the other '
                 "tests do), None again after `deactivate()`; two blank lines after it.",
-                _text_step(
+                python_matches(
                     I18N_TEST,
                     r"(?m)^def test_get_locale\(\) -> None:\n(?:    .*\n|\n)*?"
                     r"    assert humanize\.get_locale\(\) is None",

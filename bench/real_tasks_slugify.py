@@ -22,6 +22,7 @@ from bench.real_tasks_suite import (
     function,
     mentions,
     module,
+    python_matches,
 )
 
 
@@ -146,19 +147,6 @@ def _max_words_parameter(workspace: Path) -> str:
     given = defaults(fn).get("max_words")
     ok = isinstance(given, ast.Constant) and given.value == 0 and given.value is not False
     return "" if ok else "slugify() has no max_words: int = 0"
-
-
-def _in_python(rel: str, pattern: str, what: str) -> Callable[[Path], str]:
-    """A step's check of a Python file: it parses and matches `pattern`."""
-
-    def check(workspace: Path) -> str:
-        tree, problem = module(workspace, rel)
-        if tree is None:
-            return problem
-        found = re.search(pattern, (workspace / rel).read_text(encoding="utf-8"))
-        return "" if found else what
-
-    return check
 
 
 def _in_text(rel: str, pattern: str, what: str) -> Callable[[Path], str]:
@@ -431,7 +419,7 @@ SLUGIFY = Project(
                     "In `slugify/slugify.py`, right under the docstring line `    :param "
                     "allow_unicode (bool): allow unicode characters`, add the line `    :param "
                     "max_words (int): keep only the first max_words words, 0 for all`.",
-                    _in_python(
+                    python_matches(
                         "slugify/slugify.py",
                         r":param max_words \(int\):",
                         "slugify()'s docstring has no :param max_words",
@@ -444,7 +432,7 @@ SLUGIFY = Project(
                     "(optional)`, `    if max_words > 0:` and `        text = "
                     "DEFAULT_SEPARATOR.join(text.split(DEFAULT_SEPARATOR)[:max_words])`, then a "
                     "blank line.",
-                    _in_python(
+                    python_matches(
                         "slugify/slugify.py",
                         r"if max_words > 0:\n\s+text = [^\n]*\[:max_words\]",
                         "slugify() does not cut the words to max_words",
@@ -457,7 +445,7 @@ SLUGIFY = Project(
                     'add the option `parser.add_argument("--max-words", type=int, default=0, '
                     'help="Keep only the first N words, 0 for no limit")`, written on two lines '
                     "as the options above it are.",
-                    _in_python(
+                    python_matches(
                         "slugify/__main__.py",
                         r"add_argument\(\s*['\"]--max-words['\"],\s*type=int,\s*default=0\b",
                         "no --max-words option (type=int, default=0)",

@@ -312,6 +312,19 @@ def defaults(fn: ast.FunctionDef) -> dict[str, ast.expr]:
     }
 
 
+def python_matches(rel: str, pattern: str, what: str) -> Callable[[Path], str]:
+    """A step's check of a Python file: it parses and matches `pattern` (else `what`)."""
+
+    def check(workspace: Path) -> str:
+        tree, problem = module(workspace, rel)
+        if tree is None:
+            return problem
+        found = re.search(pattern, (workspace / rel).read_text(encoding="utf-8"))
+        return "" if found else what
+
+    return check
+
+
 def edited(rel: str, keep: tuple[str, ...], test: Callable[[ast.Module, str], str]) -> Check:
     """Right when `rel` parses, still defines `keep`, and `test(tree, source)` finds no fault."""
 

@@ -144,6 +144,9 @@ class GuidedTurn:
                 " once the local model read it as a change",
             )
             return
+        # the files an edit may name: those shown (located, or named by a failed check) and
+        # the new files the request names
+        new_files = reach(request, self._locator.index).new_files
         attempt = _Attempt()
         for number in range(ATTEMPTS):
             if number:
@@ -153,7 +156,7 @@ class GuidedTurn:
                     "milk's check of the local reply failed, so it asked once more: "
                     + "; ".join(attempt.problems[:3]),
                 )
-            paths = self._edit_paths(request, located, attempt.named)
+            paths = [*located.paths, *attempt.named, *new_files]
             attempt = _Attempt()
             async for event in self._ask(model, conversation, attempt, intent, paths):
                 yield event
@@ -221,12 +224,6 @@ class GuidedTurn:
             attempt.reply = parse_reply(attempt.text)
         except NotTheShape as exc:
             attempt.problems = [str(exc)]
-
-    def _edit_paths(self, request: str, located: Located, named: Sequence[str]) -> list[str]:
-        """The files an edit may name: those whose lines the model was shown (located, or
-        named by a failed check), and the new files the request names."""
-        new_files = reach(request, self._locator.index).new_files
-        return [*located.paths, *named, *new_files]
 
     async def _intent(self, model: str, request: str) -> AsyncGenerator[AgentEvent | str, None]:
         """What the request asks for, "question" or "change", asked of the model alone
