@@ -183,6 +183,51 @@ def test_a_change_whose_new_text_holds_the_old_one_is_made(
     assert unmade_change(ask, {"f": (before, before + "# X\n")}) is not None  # not made
 
 
+SIGINT_JS = """\
+process.on('SIGINT', () => proc.kill('SIGINT'))
+proc.on('exit', (code, signal) => {
+  // if the signal is SIGINT the user exited the process so we want exit code 0
+  if (code === null) {
+    code = signal === 'SIGINT' ? 0 : 1
+  }
+})
+"""
+
+
+@pytest.mark.parametrize(
+    "ask",
+    [
+        "In src/index.js change the exit code for SIGINT from 0 to 130.",
+        "Ändere in src/index.js den Exit-Code bei SIGINT von 0 auf 130.",
+        "把 src/index.js 里 SIGINT 的退出码从0改成130。",
+        "Поменяй в src/index.js код выхода при SIGINT с 0 на 130.",
+    ],
+)
+def test_a_number_the_request_changes_left_as_it_was_is_caught_in_any_language(ask: str) -> None:
+    """The numbers are the evidence, as quotes are: 0 is in the file, 130 is not, and an edit
+    that writes 130 elsewhere and leaves every 0 standing did not change it (a 1.5B model
+    turned `proc.kill('SIGINT')` into `proc.kill('SIGINT', 130)`). A 0 inside 130, or in a
+    name (`SHA1`), is not a 0."""
+    right = SIGINT_JS.replace("? 0 : 1", "? 130 : 1")
+    wrong = SIGINT_JS.replace("proc.kill('SIGINT'))", "proc.kill('SIGINT', 130))")
+    assert unmade_change(ask, {"src/index.js": (SIGINT_JS, right)}) is None
+    said = unmade_change(ask, {"src/index.js": (SIGINT_JS, wrong)})
+    assert said is not None and "0 to 130" in said and "src/index.js" in said
+
+
+def test_a_number_that_is_the_edited_lines_number_names_the_line() -> None:
+    """ "On line 4 set the limit to 30": 4 is the line the edit changed, not a value to
+    change, even where the file holds a 4 elsewhere; versions are whole numbers (3.11)."""
+    before = "a = 4\nb = 2\nc = 3\nlimit = 10\n"
+    after = before.replace("limit = 10", "limit = 30")
+    assert unmade_change("On line 4 set the limit to 30.", {"cfg.py": (before, after)}) is None
+    versions = "python = 3.11\nlimit = 10\n"
+    bumped = versions.replace("3.11", "3.12")
+    assert unmade_change("Require Python 3.12, not 3.11.", {"p.toml": (versions, bumped)}) is None
+    left = versions + "# 3.12\n"
+    assert unmade_change("Require Python 3.12, not 3.11.", {"p.toml": (versions, left)}) is not None
+
+
 SHOWN_GO = "51| func getTime() (Time, uint16, error) {\n52| \tt := timeNow()\n53| \treturn t\n54| }"
 SHOWN_JS = "3| function plural(ms, msAbs, n, name) {\n4|   var isPlural = msAbs >= n * 1.5;"
 

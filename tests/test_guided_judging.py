@@ -378,12 +378,39 @@ def test_a_change_may_edit_only_the_files_shown_or_the_new_ones_named() -> None:
     shape and a change without located files keep any path."""
     from milk_lsp.guided.shape import response_format
 
-    def edit_path(shape: dict[str, object]) -> dict[str, object]:
-        schema = shape["json_schema"]["schema"]  # type: ignore[index]
-        return schema["properties"]["edits"]["items"]["properties"]["path"]  # type: ignore[no-any-return]
+    def edit_items(shape: dict[str, Any]) -> list[dict[str, Any]]:
+        item = shape["json_schema"]["schema"]["properties"]["edits"]["items"]
+        return list(item.get("anyOf", [item]))
+
+    def edit_paths(shape: dict[str, Any]) -> list[Any]:
+        return [item["properties"]["path"].get("enum") for item in edit_items(shape)]
 
     changed = response_format("change", ["util.go", "time.go", "util.go", "sha256.go"])
-    assert edit_path(changed) == {"type": "string", "enum": ["sha256.go", "time.go", "util.go"]}
-    assert "enum" not in edit_path(response_format("change", []))
-    assert "enum" not in edit_path(response_format("question", ["util.go"]))
-    assert "enum" not in edit_path(response_format(None, ["util.go"]))
+    assert edit_paths(changed) == [["sha256.go"], ["time.go"], ["util.go"]]
+    assert edit_paths(response_format("change", [])) == [None]
+    assert edit_paths(response_format("question", ["util.go"])) == [None]
+    assert edit_paths(response_format(None, ["util.go"])) == [None]
+
+
+def test_an_edits_old_lines_are_lines_the_model_was_shown_of_its_file() -> None:
+    """Each old line of an edit is one of the lines shown of the edit's file, so a 1.5B
+    model cannot write a signature the file does not have (`parseCommand(args, options)`
+    for `parseCommand(args)`); a file shown no lines (a new one) keeps any line, and the
+    reply's old lines joined are the edit's old text."""
+    from milk_lsp.guided.shape import parse_reply, response_format
+
+    shown = {"src/index.js": ["function parseCommand(args) {", "  return args", "}"]}
+    shape = response_format("change", ["src/index.js", "src/new.js"], shown)
+    items = shape["json_schema"]["schema"]["properties"]["edits"]["items"]["anyOf"]
+    by_path = {item["properties"]["path"]["enum"][0]: item["properties"] for item in items}
+    assert by_path["src/index.js"]["old_lines"]["items"]["enum"] == sorted(
+        set(shown["src/index.js"])
+    )
+    assert "enum" not in by_path["src/new.js"]["old_lines"]["items"]
+    reply = parse_reply(
+        '{"intent": "change", "kind": "edits", "answer": "", "citations": [], "proposed": [],'
+        ' "edits": [{"path": "src/index.js", "old_lines": ["function parseCommand(args) {",'
+        ' "  return args"], "new_text": "function parseCommand(args) {\\n  return [args]"}],'
+        ' "reason": ""}'
+    )
+    assert reply.edits[0].old_text == "function parseCommand(args) {\n  return args"

@@ -119,6 +119,13 @@ async def named_lines(
     output: str, root: Path, text_of: Callable[[str], Awaitable[str | None]]
 ) -> str:
     """The lines a failed check's `output` names, each with a few around it, numbered."""
+    return "\n\n".join(chunk.render() for chunk in await named_chunks(output, root, text_of))
+
+
+async def named_chunks(
+    output: str, root: Path, text_of: Callable[[str], Awaitable[str | None]]
+) -> list[Chunk]:
+    """The lines a failed check's `output` names, each with a few around it."""
     chunks: list[Chunk] = []
     for path, number in places(output, root):
         text = await text_of(path)
@@ -129,4 +136,4 @@ async def named_lines(
         if first > last or any(c.path == path and c.first <= number <= c.last for c in chunks):
             continue
         chunks.append(Chunk(path, first, tuple(lines[first - 1 : last]), "named by the check"))
-    return "\n\n".join(chunk.render() for chunk in chunks)
+    return chunks

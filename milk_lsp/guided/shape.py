@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 ANSWER_MAX = 1500
 QUOTE_MAX = 300
@@ -18,6 +18,8 @@ REASON_MAX = 500
 MAX_CITATIONS = 6
 MAX_EDITS = 6
 MAX_PROPOSED = 4
+MAX_OLD_LINES = 60
+LINE_MAX = 400
 
 
 class Citation(BaseModel):
@@ -36,6 +38,19 @@ class Edit(BaseModel):
     new_text: str = Field(max_length=TEXT_MAX * 2)
     replace_all: bool = False
     """Every occurrence (a plan's rename step); the guided schema never offers it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_lines_joined(cls, data: Any) -> Any:
+        """The guided shape gives the old text as whole lines (`old_lines`, each one the
+        schema lets the model copy only from the lines it was shown): joined, they are the
+        old text."""
+        if not isinstance(data, dict) or "old_text" in data:
+            return data
+        lines = data.get("old_lines")
+        if isinstance(lines, list) and all(isinstance(line, str) for line in lines):
+            return {**data, "old_text": "\n".join(lines)}
+        return data
 
 
 class GuidedReply(BaseModel):
@@ -98,10 +113,14 @@ SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "path": _string(200),
-                    "old_text": _string(TEXT_MAX),
+                    "old_lines": {
+                        "type": "array",
+                        "maxItems": MAX_OLD_LINES,
+                        "items": _string(LINE_MAX),
+                    },
                     "new_text": _string(TEXT_MAX),
                 },
-                "required": ["path", "old_text", "new_text"],
+                "required": ["path", "old_lines", "new_text"],
                 "additionalProperties": False,
             },
         },
@@ -122,11 +141,18 @@ INTENT_SCHEMA: dict[str, Any] = {
 }
 
 
-def response_format(intent: str | None = None, edit_paths: Sequence[str] = ()) -> dict[str, Any]:
+def response_format(
+    intent: str | None = None,
+    edit_paths: Sequence[str] = (),
+    shown: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
     """The `response_format` of a guided request (OpenAI's json_schema form); with the
     request's `intent`, only the kinds of reply that intent allows; with `edit_paths`, an
     edit's path is one of them (the files whose lines were shown, the new files the
-    request names: an old text can only be copied from a file shown)."""
+    request names: an old text can only be copied from a file shown), and each of its
+    `old_lines` one of the lines `shown` of that path (a path with none shown: any line).
+    A 1.5B model wrote `function parseCommand(args, options = {}) {` as the old text of a
+    file whose line reads `function parseCommand(args) {`; constrained, it cannot."""
     schema = SCHEMA
     if intent in KINDS:
         properties = {
@@ -136,15 +162,25 @@ def response_format(intent: str | None = None, edit_paths: Sequence[str] = ()) -
         }
         if intent == "change" and edit_paths:
             edits = SCHEMA["properties"]["edits"]
-            item = edits["items"]
-            path = {"type": "string", "enum": sorted(set(edit_paths))}
-            item = {**item, "properties": {**item["properties"], "path": path}}
+            items = [_edit_item(path, (shown or {}).get(path)) for path in sorted(set(edit_paths))]
+            item = items[0] if len(items) == 1 else {"anyOf": items}
             properties["edits"] = {**edits, "items": item}
         schema = {**SCHEMA, "properties": properties}
     return {
         "type": "json_schema",
         "json_schema": {"name": "milk_guided_reply", "strict": True, "schema": schema},
     }
+
+
+def _edit_item(path: str, lines: Sequence[str] | None) -> dict[str, Any]:
+    """An edit of `path`, its old lines among `lines` when there are any."""
+    item: dict[str, Any] = SCHEMA["properties"]["edits"]["items"]
+    old_lines = item["properties"]["old_lines"]
+    if lines:
+        choices = sorted({line for line in lines if len(line) <= LINE_MAX})
+        old_lines = {**old_lines, "items": {"type": "string", "enum": choices}}
+    properties = {**item["properties"], "path": {"type": "string", "enum": [path]}}
+    return {**item, "properties": {**properties, "old_lines": old_lines}}
 
 
 def intent_format() -> dict[str, Any]:

@@ -35,6 +35,7 @@ from milk_lsp.agents.base import (
 )
 from milk_lsp.agents.local.client import LocalClient
 from milk_lsp.agents.local.judge.scope import reach
+from milk_lsp.agents.local.reply.runaway import RunawayWatch
 from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
 from milk_lsp.agents.local.rounds import request_body
 from milk_lsp.agents.local.tool_specs import READ_FILE
@@ -42,8 +43,8 @@ from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided import prompt
 from milk_lsp.guided.apply import Applied, apply_edits, call_id
 from milk_lsp.guided.citations import sources_block
-from milk_lsp.guided.locate import Budget, Located, Locator
-from milk_lsp.guided.project_check import check_for, named_lines, places
+from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
+from milk_lsp.guided.project_check import check_for, named_chunks, places
 from milk_lsp.guided.shape import (
     GuidedReply,
     NotTheShape,
@@ -69,9 +70,9 @@ class _Attempt:
     text: str = ""
     problems: list[str] = field(default_factory=list)
     signal: LocalSignal = LocalSignal.UNGROUNDED_ANSWER
-    lines: str = ""
-    """The lines a failed check names, numbered, for the repair request."""
-    named: tuple[str, ...] = ()
+    named: tuple[Chunk, ...] = ()
+    """The lines a failed check names, for the repair request."""
+    named_files: tuple[str, ...] = ()
     """The files a failed check names."""
 
 
@@ -150,15 +151,17 @@ class GuidedTurn:
         attempt = _Attempt()
         for number in range(ATTEMPTS):
             if number:
-                conversation += prompt.repair(attempt.text, attempt.problems, attempt.lines)
+                lines = "\n\n".join(chunk.render() for chunk in attempt.named)
+                conversation += prompt.repair(attempt.text, attempt.problems, lines)
                 yield NoticeEvent(
                     "info",
                     "milk's check of the local reply failed, so it asked once more: "
                     + "; ".join(attempt.problems[:3]),
                 )
-            paths = [*located.paths, *attempt.named, *new_files]
+            paths = [*located.paths, *attempt.named_files, *new_files]
+            shown = shown_lines([*located.chunks, *attempt.named])
             attempt = _Attempt()
-            async for event in self._ask(model, conversation, attempt, intent, paths):
+            async for event in self._ask(model, conversation, attempt, intent, paths, shown):
                 yield event
             if attempt.reply is None:
                 continue
@@ -207,16 +210,22 @@ class GuidedTurn:
         attempt: _Attempt,
         intent: str | None,
         edit_paths: Sequence[str],
+        shown: dict[str, list[str]],
     ) -> AsyncGenerator[AgentEvent, None]:
-        """One constrained request; fills `attempt` with the parsed reply or the problem."""
+        """One constrained request; fills `attempt` with the parsed reply or the problem
+        (`edit_paths`: the files an edit may name; `shown`: the lines of each the model was
+        shown, those its old lines may copy)."""
         body = request_body(model, conversation, [], self._client.settings, False)
         body["max_tokens"] = REPLY_TOKENS  # the shape's bounds fit in it, edits included
         reply = Reply()
         self._progress("the local model is writing its reply…")
-        shape = response_format(intent, edit_paths)
+        shape = response_format(intent, edit_paths, shown)
         async for event in self._stream(model, body, shape, reply):
             yield event
         attempt.text = "".join(reply.text)
+        if reply.stopped is not None:
+            attempt.problems = [f"milk ended the reply: {reply.stopped}; write a short reply"]
+            return
         if reply.finish_reason == "length":
             attempt.problems = ["the reply was cut off at its length limit: write less"]
             return
@@ -245,7 +254,9 @@ class GuidedTurn:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Stream one request into `reply`, constrained to `shape` where the server takes
         JSON schemas (one that answers it with HTTP 400, 422 or 501 is asked again without,
-        remembered per model); yields its usage."""
+        remembered per model); yields its usage. A reply that repeats itself is ended
+        there (`reply.stopped`): a schema bounds its length, not its sense, and SmolLM2
+        wrote one sentence again and again to the 2,048-token cap, twice."""
         while True:
             constrained = self._client.takes_json_schema(model)
             if constrained:
@@ -253,6 +264,7 @@ class GuidedTurn:
             else:
                 body.pop("response_format", None)
             pieces = 0
+            watch = RunawayWatch((), calls=False)
             try:
                 async with aclosing(self._client.stream_reply(body, reply)) as stream:
                     async for event in stream:
@@ -262,6 +274,10 @@ class GuidedTurn:
                             pieces += 1
                             if pieces % 50 == 0:
                                 self._progress(f"the local model is writing ({pieces} tokens)…")
+                            stop = watch.feed(event.text)
+                            if stop is not None:
+                                reply.stopped = stop.why
+                                break
             except LocalModelError as exc:
                 if constrained and exc.http_status in (400, 422, 501):
                     self._client.refuses_json_schema(model)
@@ -296,8 +312,9 @@ class GuidedTurn:
             attempt.signal = applied.signal
             if applied.signal is LocalSignal.CHECK_FAILED:
                 output = "\n".join(applied.problems)
-                attempt.lines = await named_lines(output, self._root, self._tools.text_of)
-                attempt.named = tuple(path for path, _ in places(output, self._root))
+                named = await named_chunks(output, self._root, self._tools.text_of)
+                attempt.named = tuple(named)
+                attempt.named_files = tuple(path for path, _ in places(output, self._root))
 
 
 def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:
@@ -306,7 +323,7 @@ def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:
     if reply.intent == "change" and reply.kind == "answer":
         return (
             "you read the request as a change but gave no edits: give the change as edits"
-            " (path, old_text copied from the file, new_text)",
+            " (path, old_lines copied from the lines shown, new_text)",
             LocalSignal.EDIT_NOT_MADE,
         )
     if reply.intent == "question" and reply.kind == "edits":
@@ -326,6 +343,14 @@ def _answer(reply: GuidedReply, verdict: Verdict) -> list[AgentEvent]:
     if verdict.citations or verdict.proposed:
         events.append(CitationsEvent(tuple(verdict.citations), tuple(verdict.proposed)))
     return events
+
+
+def shown_lines(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
+    """The lines of each file the model was shown."""
+    lines: dict[str, list[str]] = {}
+    for chunk in chunks:
+        lines.setdefault(chunk.path, []).extend(chunk.lines)
+    return lines
 
 
 def shown_reads(located: Located) -> list[AgentEvent]:

@@ -71,6 +71,11 @@ def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]
     None when an old text changed, when nothing was edited, or when the request names no
     such pair (nothing to judge by). `edited`: each edited file's text before the turn and
     now (None: not there)."""
+    return _unmade_named(request, edited) or _unmade_number(request, edited)
+
+
+def _unmade_named(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
+    """`unmade_change` for the texts the request quotes or writes as code."""
     named = _named_texts(request)
     if len(named) < 2 or not edited:
         return None
@@ -90,6 +95,49 @@ def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]
     return (
         f'the request asks to change "{held[0]}" to "{new[0]}", but the local model\'s'
         f' edits left "{held[0]}" as it was in {files}'
+    )
+
+
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.$#])\d+(?:\.\d+)*(?![A-Za-z0-9_$]|\.\d)")
+"""A number as a whole (`130`, `3.11`), not a part of a name (`SHA1`, `v6`) or a longer one;
+next to a letter of a script without spaces (从0改成130) it is whole."""
+
+
+def _count_number(text: str | None, number: str) -> int:
+    if not text:
+        return 0
+    return len(re.findall(rf"(?<![A-Za-z0-9_.$]){re.escape(number)}(?![A-Za-z0-9_$]|\.\d)", text))
+
+
+def _unmade_number(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
+    """`unmade_change` for the numbers the request writes: one an edited file held and one
+    none held ("von 0 auf 130"), and every held one stands as often as before. Asked to
+    change an exit code from 0 to 130, a 1.5B model turned `proc.kill('SIGINT')` into
+    `proc.kill('SIGINT', 130)`. A held number that is the number of a line the edits
+    changed ("on line 42 …") names the line, not a value, and is not judged."""
+    asked = list(dict.fromkeys(_NUMBER.findall(_PATHISH.sub(" ", request))))
+    if len(asked) < 2 or not edited:
+        return None
+    befores = [before for before, _ in edited.values()]
+    held = [number for number in asked if any(_count_number(text, number) for text in befores)]
+    new = [number for number in asked if number not in held]
+    lines = {
+        line
+        for before, now in edited.values()
+        if before is not None and now is not None
+        for line in _changed_lines(before.split("\n"), now.split("\n"))
+    }
+    judged = [number for number in held if not (number.isdigit() and int(number) in lines)]
+    if not judged or not new:
+        return None
+    for number in judged:
+        if any(
+            _count_number(was, number) != _count_number(now, number) for was, now in edited.values()
+        ):
+            return None
+    return (
+        f"the request asks to change {judged[0]} to {new[0]}, but the local model's edits left"
+        f" {judged[0]} as it was in {', '.join(edited)}"
     )
 
 
