@@ -23,7 +23,9 @@ from milk_lsp.agents.base import (
     ToolResultEvent,
     ToolStatus,
 )
+from milk_lsp.agents.local.judge.checks import broken_by_edit
 from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, unmade_change
+from milk_lsp.agents.local.replace import EditDoesNotApply, replace_once
 from milk_lsp.agents.local.tool_specs import EDIT_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided.locate import Locator
@@ -75,6 +77,13 @@ async def apply_edits(
         | ({"replace_all": True} if edit.replace_all else {})
         for edit in edits[:limit]
     ]
+    kept = await _keep_dropped_lines(tools, arguments)
+    if kept:
+        yield NoticeEvent(
+            "info",
+            f"milk kept lines {whose} dropped: {'; '.join(kept)} (the file does not parse"
+            " without them, and an edit that keeps them does)",
+        )
     async for event in _apply_all(tools, arguments, applied):
         yield event
     if _denied(applied):
@@ -167,6 +176,39 @@ async def check_after(
     return (
         f"`{check.command}` passed before the edits and fails after them:\n" + after.output[-1500:]
     )
+
+
+async def _keep_dropped_lines(tools: WorkspaceTools, edits: list[dict[str, Any]]) -> list[str]:
+    """Edits whose old text has more lines than their new text and that break their file's
+    parse, where keeping the old lines past the new text's count parses: those lines are
+    put back at the end of the new text (in place, in `edits`). A 1.5B model asked to
+    change a default copied the signature and the two lines after it, and wrote back the
+    signature alone. Said for a notice, one entry per edit so fitted."""
+    texts: dict[str, str | None] = {}
+    said: list[str] = []
+    for edit in edits:
+        path, old, new = edit["path"], edit["old_text"], edit["new_text"]
+        if path not in texts:
+            texts[path] = await tools.text_of(path)
+        current = texts[path]
+        if current is None or edit.get("replace_all"):
+            continue
+        try:
+            texts[path] = replace_once(current, old, new, path).text
+        except EditDoesNotApply:
+            continue
+        old_lines, new_lines = old.split("\n"), new.split("\n")
+        if not new.strip() or len(old_lines) <= len(new_lines):
+            continue
+        if broken_by_edit(path, current, texts[path] or "") is None:
+            continue
+        rest = old_lines[len(new_lines) :]
+        fitted = new.rstrip("\n") + "\n" + "\n".join(rest)
+        after = replace_once(current, old, fitted, path).text
+        if broken_by_edit(path, current, after) is None:
+            edit["new_text"], texts[path] = fitted, after
+            said.append(f"{len(rest)} line{'s' if len(rest) > 1 else ''} of {path}")
+    return said
 
 
 def _denied(applied: Applied) -> bool:

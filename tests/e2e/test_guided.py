@@ -194,6 +194,38 @@ async def test_an_edit_that_breaks_the_file_is_repaired_or_put_back(
     assert "broken" in openai.requests[2]["messages"][-1]["content"]
 
 
+async def test_lines_an_edit_copied_but_did_not_write_back_are_kept_when_the_file_needs_them(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """The old lines run past what the new text rewrites (the signature and the two lines
+    after it, the signature alone written back): as given the file no longer parses, with
+    those lines kept it does, so milk keeps them and says so. The request's numbers (0 to
+    1) are changed, so the diff does what was asked."""
+    client.permission_answers.append("allow_once")
+    old_lines = [
+        "def parse_nested(text, depth=0):",
+        '    """Parse nested brackets, at most MAX_DEPTH deep."""',
+        "    if depth > MAX_DEPTH:",
+    ]
+    edit = {
+        "path": "parser.py",
+        "old_lines": old_lines,
+        "new_text": "def parse_nested(text, depth=1):",
+    }
+    openai.enqueue(intent("change"), reply(kind="edits", answer="Done.", edits=[edit]))
+    result = await chat(client, "Change the default depth of parse_nested from 0 to 1.")
+    assert result["stopReason"] == "end_turn", result
+    text = (guided_env.workspace / "parser.py").read_text()
+    assert text == PARSER.replace("depth=0)", "depth=1)")
+    notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
+    assert any(
+        "milk kept lines the local edits dropped: 2 lines of parser.py" in m for m in notices
+    )
+    schema = openai.requests[1]["response_format"]["json_schema"]["schema"]
+    lines = schema["properties"]["edits"]["items"]["properties"]["old_lines"]["items"]["enum"]
+    assert set(old_lines) <= set(lines) <= set(PARSER.splitlines())
+
+
 async def test_a_server_without_json_schemas_gets_the_shape_checked(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:
