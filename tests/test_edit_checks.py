@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
-from milk_lsp.agents.local.judge.edit_intent import no_new_file, rewritten_code, unmade_change
+from milk_lsp.agents.local.judge.edit_intent import (
+    held_places,
+    no_new_file,
+    rewritten_code,
+    unmade_change,
+)
 
 
 @pytest.mark.parametrize(
@@ -213,6 +218,17 @@ def test_a_number_the_request_changes_left_as_it_was_is_caught_in_any_language(a
     assert unmade_change(ask, {"src/index.js": (SIGINT_JS, right)}) is None
     said = unmade_change(ask, {"src/index.js": (SIGINT_JS, wrong)})
     assert said is not None and "0 to 130" in said and "src/index.js" in said
+
+
+def test_the_places_a_missed_change_belongs_are_the_lines_holding_what_the_request_writes() -> None:
+    """The lines holding a number or a quoted text the request writes come first, then those
+    naming what it writes as code (`SIGINT`), from the files as they were."""
+    ask = "Ändere in src/index.js den Exit-Code bei SIGINT von 0 auf 130."
+    wrong = SIGINT_JS.replace("proc.kill('SIGINT'))", "proc.kill('SIGINT', 130))")
+    places = held_places(ask, {"src/index.js": (SIGINT_JS, wrong)})
+    assert places == [("src/index.js", 3), ("src/index.js", 5), ("src/index.js", 1)]
+    quoted = held_places("change 'inherit' to 'pipe'", {"a.js": ("x\nstdio: 'inherit',\n", "")})
+    assert quoted == [("a.js", 2)]
 
 
 def test_a_number_that_is_the_edited_lines_number_names_the_line() -> None:

@@ -24,7 +24,7 @@ from milk_lsp.agents.base import (
     ToolStatus,
 )
 from milk_lsp.agents.local.judge.checks import broken_by_edit
-from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, unmade_change
+from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, held_places, unmade_change
 from milk_lsp.agents.local.replace import EditDoesNotApply, replace_once
 from milk_lsp.agents.local.tool_specs import EDIT_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
@@ -45,6 +45,8 @@ class Applied:
     problems: list[str] = field(default_factory=list)
     signal: LocalSignal = LocalSignal.FAILED_EDIT
     denied: bool = False
+    places: list[tuple[str, int]] = field(default_factory=list)
+    """Where what the request writes stands, when the edits missed it (`held_places`)."""
 
 
 def call_id(kind: str) -> str:
@@ -113,6 +115,7 @@ async def apply_edits(
         if away is not None:
             applied.problems.append(f"{away}: make the change where the request says")
             applied.signal = LocalSignal.EDIT_NOT_MADE
+            applied.places = held_places(request, edited, names)
     for path, problem in tools.broken_files().items():
         applied.problems.append(f"after the edits {path} is broken: {problem}")
         applied.signal = LocalSignal.EDIT_BROKE_FILE

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,8 +126,16 @@ async def named_chunks(
     output: str, root: Path, text_of: Callable[[str], Awaitable[str | None]]
 ) -> list[Chunk]:
     """The lines a failed check's `output` names, each with a few around it."""
+    return await chunks_at(places(output, root), text_of, "named by the check")
+
+
+async def chunks_at(
+    at: Iterable[tuple[str, int]], text_of: Callable[[str], Awaitable[str | None]], why: str
+) -> list[Chunk]:
+    """Each `(path, line)` with a few lines around it (one chunk where several meet),
+    labelled `why`."""
     chunks: list[Chunk] = []
-    for path, number in places(output, root):
+    for path, number in at:
         text = await text_of(path)
         if text is None:
             continue
@@ -135,5 +143,5 @@ async def named_chunks(
         first, last = max(1, number - 2), min(len(lines), number + 2)
         if first > last or any(c.path == path and c.first <= number <= c.last for c in chunks):
             continue
-        chunks.append(Chunk(path, first, tuple(lines[first - 1 : last]), "named by the check"))
+        chunks.append(Chunk(path, first, tuple(lines[first - 1 : last]), why))
     return chunks

@@ -86,7 +86,7 @@ def repair(reply_text: str, problems: Sequence[str], lines: str = "") -> list[di
     listed = "\n".join(f"- {problem}" for problem in problems)
     if lines:
         listed += (
-            f"\nThe lines it names, as the files are now (your edits were undone):\n\n{lines}\n"
+            f"\nThe lines it is about, as the files are now (your edits were undone):\n\n{lines}\n"
         )
     return [
         {"role": "assistant", "content": reply_text},

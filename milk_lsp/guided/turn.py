@@ -44,7 +44,7 @@ from milk_lsp.guided import prompt
 from milk_lsp.guided.apply import Applied, apply_edits, call_id
 from milk_lsp.guided.citations import sources_block
 from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
-from milk_lsp.guided.project_check import check_for, named_chunks, places
+from milk_lsp.guided.project_check import check_for, chunks_at, named_chunks, places
 from milk_lsp.guided.shape import (
     GuidedReply,
     NotTheShape,
@@ -315,6 +315,10 @@ class GuidedTurn:
                 named = await named_chunks(output, self._root, self._tools.text_of)
                 attempt.named = tuple(named)
                 attempt.named_files = tuple(path for path, _ in places(output, self._root))
+            elif applied.places:
+                at = await chunks_at(applied.places, self._tools.text_of, "what the request names")
+                attempt.named = tuple(at)
+                attempt.named_files = tuple(path for path, _ in applied.places)
 
 
 def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:

@@ -428,6 +428,12 @@ async def test_a_quoted_change_left_undone_by_the_edits_is_sent_back(
     assert result["stopReason"] == "end_turn", result
     repair = openai.requests[2]["messages"][-1]["content"]
     assert 'left "inherit" as it was' in repair, repair
+    # the repair shows where 'inherit' stands, and lets the edit copy that line
+    assert "index.js lines 1-4 (what the request names)" in repair, repair
+    assert "2|   stdio: 'inherit'," in repair, repair
+    schema = openai.requests[2]["response_format"]["json_schema"]["schema"]
+    lines = schema["properties"]["edits"]["items"]["properties"]["old_lines"]["items"]["enum"]
+    assert "  stdio: 'inherit'," in lines
     assert (guided_env.workspace / "index.js").read_text() == index_js.replace(
         "'inherit'", "'pipe'"
     )

@@ -141,6 +141,34 @@ def _unmade_number(request: str, edited: dict[str, tuple[str | None, str | None]
     )
 
 
+PLACES_SHOWN = 6
+"""Lines a repair request shows where the request's texts stand."""
+
+
+def held_places(
+    request: str, edited: dict[str, tuple[str | None, str | None]], names: Sequence[str] = ()
+) -> list[tuple[str, int]]:
+    """Where, in the edited files as they were, what the request writes stands: the lines
+    holding a text it quotes or writes as code, or a number it writes, then those naming a
+    definition it names (`names`) or a word it writes as code. Shown in the repair request
+    of edits that missed the place: the same one-line edit came back twice, greedily, when
+    the repair said only where the edit was not."""
+    texts = _named_texts(request)
+    numbers = list(dict.fromkeys(_NUMBER.findall(_PATHISH.sub(" ", request))))
+    marks = sorted(set(names) | _named_in(request))
+    first: list[tuple[str, int]] = []
+    then: list[tuple[str, int]] = []
+    for path, (before, _) in edited.items():
+        for number, line in enumerate((before or "").split("\n"), 1):
+            if any(_count(line, text) for text in texts) or any(
+                _count_number(line, value) for value in numbers
+            ):
+                first.append((path, number))
+            elif any(_mentions(line, mark) for mark in marks):
+                then.append((path, number))
+    return (first + then)[:PLACES_SHOWN]
+
+
 def no_new_file(
     new_files: Sequence[str], edited: dict[str, tuple[str | None, str | None]]
 ) -> str | None:
