@@ -414,3 +414,18 @@ def test_an_edits_old_lines_are_lines_the_model_was_shown_of_its_file() -> None:
         ' "reason": ""}'
     )
     assert reply.edits[0].old_text == "function parseCommand(args) {\n  return args"
+
+
+def test_an_edit_is_fitted_by_the_brackets_it_adds_or_the_lines_it_dropped() -> None:
+    """Ways to fit an edit that would break its file, tried in order and kept only when the
+    file then parses: closing brackets its end adds beyond the old text's left out, then the
+    old lines past the new text's count kept. None for an edit that adds no such thing."""
+    from milk_lsp.guided.apply import _fits
+
+    old = "  if (code === null) {\n    code = signal === 'SIGINT' ? 0 : 1"
+    new = "  if (code === null) { code = signal === 'SIGINT' ? 130 : 1; }"
+    (closed, _), (kept, said) = _fits(old, new, "index.js")
+    assert closed == "  if (code === null) { code = signal === 'SIGINT' ? 130 : 1;"
+    assert kept == new + "\n    code = signal === 'SIGINT' ? 0 : 1"
+    assert said == "kept 1 line of index.js the edit dropped"
+    assert _fits("f(a)", "f(a, b)", "a.js") == []

@@ -79,12 +79,12 @@ async def apply_edits(
         | ({"replace_all": True} if edit.replace_all else {})
         for edit in edits[:limit]
     ]
-    kept = await _keep_dropped_lines(tools, arguments)
-    if kept:
+    fitted = await _fitted(tools, arguments)
+    if fitted:
         yield NoticeEvent(
             "info",
-            f"milk kept lines {whose} dropped: {'; '.join(kept)} (the file does not parse"
-            " without them, and an edit that keeps them does)",
+            f"milk fitted {whose} to the file: {'; '.join(fitted)} (as written, the file"
+            " would not parse; fitted, it does)",
         )
     async for event in _apply_all(tools, arguments, applied):
         yield event
@@ -181,12 +181,11 @@ async def check_after(
     )
 
 
-async def _keep_dropped_lines(tools: WorkspaceTools, edits: list[dict[str, Any]]) -> list[str]:
-    """Edits whose old text has more lines than their new text and that break their file's
-    parse, where keeping the old lines past the new text's count parses: those lines are
-    put back at the end of the new text (in place, in `edits`). A 1.5B model asked to
-    change a default copied the signature and the two lines after it, and wrote back the
-    signature alone. Said for a notice, one entry per edit so fitted."""
+async def _fitted(tools: WorkspaceTools, edits: list[dict[str, Any]]) -> list[str]:
+    """Edits that would break their file's parse, fitted (in place, in `edits`) the first
+    way of `_fits` whose file parses. A 1.5B model asked to change a default copied the
+    signature and the two lines after it, and wrote back the signature alone. What was
+    fitted, for a notice, one entry per edit; every check after the edits still runs."""
     texts: dict[str, str | None] = {}
     said: list[str] = []
     for edit in edits:
@@ -200,18 +199,41 @@ async def _keep_dropped_lines(tools: WorkspaceTools, edits: list[dict[str, Any]]
             texts[path] = replace_once(current, old, new, path).text
         except EditDoesNotApply:
             continue
-        old_lines, new_lines = old.split("\n"), new.split("\n")
-        if not new.strip() or len(old_lines) <= len(new_lines):
+        if not new.strip() or broken_by_edit(path, current, texts[path] or "") is None:
             continue
-        if broken_by_edit(path, current, texts[path] or "") is None:
-            continue
-        rest = old_lines[len(new_lines) :]
-        fitted = new.rstrip("\n") + "\n" + "\n".join(rest)
-        after = replace_once(current, old, fitted, path).text
-        if broken_by_edit(path, current, after) is None:
-            edit["new_text"], texts[path] = fitted, after
-            said.append(f"{len(rest)} line{'s' if len(rest) > 1 else ''} of {path}")
+        for fitted, what in _fits(old, new, path):
+            after = replace_once(current, old, fitted, path).text
+            if broken_by_edit(path, current, after) is None:
+                edit["new_text"], texts[path] = fitted, after
+                said.append(what)
+                break
     return said
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _fits(old: str, new: str, path: str) -> list[tuple[str, str]]:
+    """New texts that fit the edit to its file, each with what it does in words: the
+    closing brackets its end adds beyond the old text's left out (it wrote
+    `if (x) { y = 130; }` for the two lines that open a block); the old lines past the new
+    text's count kept (the model copied more lines than it wrote back)."""
+    fits: list[tuple[str, str]] = []
+    trimmed, dropped = new.rstrip(), 0
+    while trimmed and trimmed[-1] in _CLOSERS:
+        closer, opener = trimmed[-1], _CLOSERS[trimmed[-1]]
+        if trimmed.count(closer) - trimmed.count(opener) <= old.count(closer) - old.count(opener):
+            break
+        trimmed, dropped = trimmed[:-1].rstrip(), dropped + 1
+    if dropped:
+        brackets = f"{dropped} closing bracket{'s' if dropped > 1 else ''}"
+        fits.append((trimmed, f"left out {brackets} the edit added at its end in {path}"))
+    old_lines, new_lines = old.split("\n"), new.split("\n")
+    if len(old_lines) > len(new_lines):
+        rest = len(old_lines) - len(new_lines)
+        kept = new.rstrip("\n") + "\n" + "\n".join(old_lines[len(new_lines) :])
+        fits.append((kept, f"kept {rest} line{'s' if rest > 1 else ''} of {path} the edit dropped"))
+    return fits
 
 
 def _denied(applied: Applied) -> bool:
