@@ -80,21 +80,21 @@ def messages(
     ]
 
 
-def repair(reply_text: str, problems: Sequence[str], lines: str = "") -> list[dict[str, Any]]:
-    """The messages that hand a failed check back: the reply, then what milk found, and
-    the lines a failed project check names (the files as they were before the edits)."""
+def repair(
+    conversation: list[dict[str, Any]], problems: Sequence[str], lines: str = ""
+) -> list[dict[str, Any]]:
+    """The conversation asked again after a failed check: its last user message (the code
+    and the request) with what milk found in the earlier reply, and the lines that is about
+    (the files as they were before the edits). The earlier reply itself is left out: given
+    it back, Qwen2.5-Coder-1.5B at temperature 0 wrote it again word for word."""
     listed = "\n".join(f"- {problem}" for problem in problems)
     if lines:
         listed += (
-            f"\nThe lines it is about, as the files are now (your edits were undone):\n\n{lines}\n"
+            f"\nThe lines it is about, as the files are now (no edit of it was kept):\n\n{lines}\n"
         )
-    return [
-        {"role": "assistant", "content": reply_text},
-        {
-            "role": "user",
-            "content": (
-                f"milk checked your reply against the files and found:\n{listed}\n"
-                "Reply again with the whole JSON object, fixed."
-            ),
-        },
-    ]
+    note = (
+        f"\n\nmilk checked an earlier reply to this request and found:\n{listed}\n"
+        "Reply with the whole JSON object, without those mistakes."
+    )
+    last = conversation[-1]
+    return [*conversation[:-1], {**last, "content": f"{last['content']}{note}"}]

@@ -149,10 +149,11 @@ class GuidedTurn:
         # the new files the request names
         new_files = reach(request, self._locator.index).new_files
         attempt = _Attempt()
+        asked = conversation
         for number in range(ATTEMPTS):
             if number:
                 lines = "\n\n".join(chunk.render() for chunk in attempt.named)
-                conversation += prompt.repair(attempt.text, attempt.problems, lines)
+                asked = prompt.repair(conversation, attempt.problems, lines)
                 yield NoticeEvent(
                     "info",
                     "milk's check of the local reply failed, so it asked once more: "
@@ -161,7 +162,7 @@ class GuidedTurn:
             paths = [*located.paths, *attempt.named_files, *new_files]
             shown = shown_lines([*located.chunks, *attempt.named])
             attempt = _Attempt()
-            async for event in self._ask(model, conversation, attempt, intent, paths, shown):
+            async for event in self._ask(model, asked, attempt, intent, paths, shown):
                 yield event
             if attempt.reply is None:
                 continue
