@@ -108,6 +108,45 @@ def test_a_go_call_switched_to_a_name_of_another_file_is_not_a_half_rename() -> 
     assert broken_by_edit("main.go", before, after) is None  # Go: onWindows may be in main2.go
 
 
+CROSS_ENV = """\
+const {spawn} = require('cross-spawn')
+
+function crossEnv(args, options = {}) {
+  const [envSetters, command, commandArgs] = parseCommand(args)
+  const env = getEnvVars(envSetters)
+  const debug = false
+  return spawn(command, commandArgs, {env, shell: options.shell})
+}
+"""
+
+
+@pytest.mark.parametrize("path", ["src/index.js", "src/index.ts"])
+def test_an_edit_that_removes_declarations_still_used_breaks_the_file(path: str) -> None:
+    """cross-env's JSDoc task: the comment and the signature written over the function's
+    first three lines; the file parses, and `envSetters`, `command`, `env` are declared
+    nowhere. Removing a declaration nothing uses, or a property named alike (`x.env`), is
+    not that."""
+    doc = "/** Runs the command. */\nfunction crossEnv(args, options = {}) {\n"
+    lost = CROSS_ENV.replace(
+        "function crossEnv(args, options = {}) {\n"
+        "  const [envSetters, command, commandArgs] = parseCommand(args)\n"
+        "  const env = getEnvVars(envSetters)\n",
+        doc,
+    )
+    said = broken_by_edit(path, CROSS_ENV, lost)
+    assert said is not None and "uses command, commandArgs, env, which" in said, said
+    unused = CROSS_ENV.replace("  const debug = false\n", "")
+    assert broken_by_edit(path, CROSS_ENV, unused) is None
+    renamed = CROSS_ENV.replace("const env = ", "const childEnv = ").replace(
+        "{env, shell", "{env: childEnv, shell"
+    )
+    assert broken_by_edit(path, CROSS_ENV, renamed) is None  # `env:` is a key now
+    documented = CROSS_ENV.replace(
+        "function crossEnv", "/** Runs the command. */\nfunction crossEnv"
+    )
+    assert broken_by_edit(path, CROSS_ENV, documented) is None
+
+
 def test_check_kinds_say_what_ran() -> None:
     assert check_kind("pkg/a.py") == "Python parses, no new undefined names"
     assert check_kind("conf.YAML") == "YAML loads"

@@ -3,7 +3,13 @@ offline): what a file defines, and where its syntax is broken. ast-grep-py is im
 the first parse, never when this package is."""
 
 from milk_lsp.code.languages import LANGUAGES, DefinitionRule, Language, language_for
-from milk_lsp.code.parse import Definition, SyntaxProblem, definitions, syntax_problems
+from milk_lsp.code.parse import (
+    Definition,
+    SyntaxProblem,
+    bound_and_used,
+    definitions,
+    syntax_problems,
+)
 
 __all__ = [
     "LANGUAGES",
@@ -11,6 +17,7 @@ __all__ = [
     "DefinitionRule",
     "Language",
     "SyntaxProblem",
+    "bound_and_used",
     "definitions",
     "language_for",
     "syntax_problems",

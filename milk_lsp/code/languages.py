@@ -76,6 +76,13 @@ class Language:
     modules): a name that replaced one of the file's definitions at a use, and that the file
     does not define, is a rename left half done. False where names come from other files of
     the package unimported (Go, C, Java, …)."""
+    bindings: tuple[tuple[str, str | None], ...] = ()
+    """Where a file of a `file_scoped_names` language binds a name: (node kind, the field
+    holding the names, None for the whole node); the names are the `bound_names` kinds in
+    it. A name bound before an edit, bound nowhere after it and still used is an edit that
+    removed a declaration its uses need."""
+    bound_names: tuple[str, ...] = ()
+    """The node kinds of a bound name inside a `bindings` node."""
 
 
 def _rule(
@@ -158,6 +165,23 @@ _TS_RULES = (
     _rule("function_signature", "function"),
 )
 _JS_OPTIONS = r"\.(?:option|requiredOption|options)\("
+_JS_BINDINGS: tuple[tuple[str, str | None], ...] = (
+    ("variable_declarator", "name"),
+    ("formal_parameters", None),
+    ("catch_clause", "parameter"),
+    ("import_clause", None),
+    ("for_in_statement", "left"),
+    ("function_declaration", "name"),
+    ("generator_function_declaration", "name"),
+    ("class_declaration", "name"),
+    ("arrow_function", "parameter"),
+)
+_JS_BOUND = ("identifier", "shorthand_property_identifier_pattern")
+"""Node kinds of a bound name (`{a} = …` binds a shorthand pattern)."""
+_TS_BOUND = (*_JS_BOUND, "type_identifier")
+"""A TypeScript class's name is a type identifier."""
+USE_NAMES = ("identifier", "shorthand_property_identifier")
+"""Node kinds of a name used as a value (`{env}` uses env; `obj.env` names a property)."""
 
 _GO_TOP_LEVEL: Rule = {"not": {"inside": {"kind": "block", "stopBy": "end"}}}
 _C_BODY: Rule = {"has": {"field": "body", "kind": "field_declaration_list"}}
@@ -200,6 +224,8 @@ LANGUAGES: tuple[Language, ...] = (
         _JS_RULES,
         _JS_OPTIONS,
         file_scoped_names=True,
+        bindings=_JS_BINDINGS,
+        bound_names=_JS_BOUND,
     ),
     Language(
         "typescript",
@@ -208,8 +234,19 @@ LANGUAGES: tuple[Language, ...] = (
         _TS_RULES,
         _JS_OPTIONS,
         file_scoped_names=True,
+        bindings=_JS_BINDINGS,
+        bound_names=_TS_BOUND,
     ),
-    Language("tsx", "TSX", (".tsx",), _TS_RULES, _JS_OPTIONS, file_scoped_names=True),
+    Language(
+        "tsx",
+        "TSX",
+        (".tsx",),
+        _TS_RULES,
+        _JS_OPTIONS,
+        file_scoped_names=True,
+        bindings=_JS_BINDINGS,
+        bound_names=_TS_BOUND,
+    ),
     Language(
         "go",
         "Go",

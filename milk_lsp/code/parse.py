@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from milk_lsp.code.languages import DefinitionRule, Language
+from milk_lsp.code.languages import USE_NAMES, DefinitionRule, Language
 
 if TYPE_CHECKING:
     from ast_grep_py import Config, SgNode
@@ -32,6 +32,7 @@ __all__ = [
     "Extent",
     "SyntaxProblem",
     "bodies",
+    "bound_and_used",
     "definitions",
     "extents",
     "syntax_problems",
@@ -149,6 +150,31 @@ def syntax_problems(text: str, language: Language) -> list[SyntaxProblem]:
     """Every ERROR node and every missing token of the parse of `text`, in source order;
     [] for a text that parses cleanly (or cannot be parsed at all)."""
     return _guarded(lambda: _syntax_problems(text, language), language, [])
+
+
+def bound_and_used(text: str, language: Language) -> tuple[set[str], set[str]]:
+    """The names `text` binds (`Language.bindings`) and the names it uses as values; two
+    empty sets for a language without bindings or a text that cannot be parsed."""
+    nothing: tuple[set[str], set[str]] = (set(), set())
+    if not language.bindings:
+        return nothing
+    return _guarded(lambda: _bound_and_used(text, language), language, nothing)
+
+
+def _bound_and_used(text: str, language: Language) -> tuple[set[str], set[str]]:
+    root = _root(text, language)
+    bound: set[str] = set()
+    for kind, field in language.bindings:
+        for node in root.find_all(kind=kind):
+            holder = node.field(field) if field is not None else node
+            if holder is None:
+                continue
+            if holder.kind() in language.bound_names:
+                bound.add(holder.text())
+            for name_kind in language.bound_names:
+                bound.update(found.text() for found in holder.find_all(kind=name_kind))
+    used = {found.text() for kind in USE_NAMES for found in root.find_all(kind=kind)}
+    return bound, used
 
 
 def _guarded(run: Callable[[], _T], language: Language, failed: _T) -> _T:

@@ -81,7 +81,7 @@ def _syntax(path: str, before: str | None, after: str) -> str | None:
         return None
     now = syntax_problems(after, language)
     if not now:
-        return _half_renamed(before, after, language)
+        return _half_renamed(before, after, language) or _unbound(before, after, language)
     was = syntax_problems(before, language) if before is not None else []
     if len(now) <= len(was):
         return None
@@ -192,6 +192,29 @@ def _half_renamed(before: str | None, after: str, language: Language) -> str | N
                 f" now): if you renamed {old}, rename every use too ({finish.format(old, new)})"
             )
     return None
+
+
+def _unbound(before: str | None, after: str, language: Language) -> str | None:
+    """Names the file bound before the edit (`Language.bindings`: a `const`, a parameter,
+    an import), binds nowhere after it and still uses: the edit removed a declaration
+    its uses need. Asked for a doc comment, a 1.5B model replaced a function's first
+    three lines with the comment and the signature, and `envSetters`, `command` and `env`
+    were used on, declared nowhere. None otherwise."""
+    if before is None or not language.bindings:
+        return None
+    from milk_lsp.code import bound_and_used  # off start-up
+
+    was, _ = bound_and_used(before, language)
+    now, used = bound_and_used(after, language)
+    lost = sorted((was - now) & used)
+    if not lost:
+        return None
+    names = ", ".join(lost[:5])
+    return (
+        f"it still uses {names}, which it no longer declares: the edit removed"
+        f" {'their declarations' if len(lost) > 1 else 'its declaration'}; keep"
+        f" {'them' if len(lost) > 1 else 'it'} in the new text"
+    )
 
 
 def _is_name(token: str) -> bool:
