@@ -256,7 +256,7 @@ def test_a_number_the_request_changes_left_as_it_was_is_caught_in_any_language(a
     wrong = SIGINT_JS.replace("proc.kill('SIGINT'))", "proc.kill('SIGINT', 130))")
     assert unmade_change(ask, {"src/index.js": (SIGINT_JS, right)}) is None
     said = unmade_change(ask, {"src/index.js": (SIGINT_JS, wrong)})
-    assert said is not None and "0 to 130" in said and "src/index.js" in said
+    assert said is not None and '"0" to "130"' in said and "src/index.js" in said
 
 
 def test_the_places_a_missed_change_belongs_are_the_lines_holding_what_the_request_writes() -> None:

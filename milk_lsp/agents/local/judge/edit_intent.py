@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from milk_lsp.agents.local.judge.asked import code_shaped, straight_quotes
@@ -70,31 +70,53 @@ def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]
     text holds the old one, as "X = 10" holds "X = 1", its occurrences are not counted).
     None when an old text changed, when nothing was edited, or when the request names no
     such pair (nothing to judge by). `edited`: each edited file's text before the turn and
-    now (None: not there)."""
-    return _unmade_named(request, edited) or _unmade_number(request, edited)
+    now (None: not there). The same for the numbers it writes ("von 0 auf 130", answered
+    by `proc.kill('SIGINT', 130)`), counted whole (`0` is not in `130`); a held number that
+    is the number of a line the edits changed ("on line 42 …") names the line, unjudged."""
+    numbers = list(dict.fromkeys(_NUMBER.findall(_PATHISH.sub(" ", request))))
+    lines = (
+        {
+            line
+            for was, now in edited.values()
+            if was is not None and now is not None
+            for line in _changed_lines(was.split("\n"), now.split("\n"))
+        }
+        if len(numbers) > 1
+        else set()
+    )
+    return _unmade(_named_texts(request), edited, _count, nested=True) or _unmade(
+        numbers, edited, _count_number, skip={str(line) for line in lines}
+    )
 
 
-def _unmade_named(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
-    """`unmade_change` for the texts the request quotes or writes as code."""
-    named = _named_texts(request)
+def _unmade(
+    named: list[str],
+    edited: dict[str, tuple[str | None, str | None]],
+    count: Callable[[str | None, str], int],
+    *,
+    nested: bool = False,
+    skip: set[str] | None = None,
+) -> str | None:
+    """`unmade_change` for `named` texts counted by `count` (`nested`: a new text holding
+    an old one hides that many of its occurrences; `skip`: held texts not judged)."""
     if len(named) < 2 or not edited:
         return None
-    held = [text for text in named if any(_count(before, text) for before, _ in edited.values())]
+    held = [text for text in named if any(count(before, text) for before, _ in edited.values())]
     new = [text for text in named if text not in held]
+    held = [text for text in held if text not in (skip or set())]
     if not held or not new:
         return None
 
     def standing(text: str | None, old: str) -> int:
-        inside = sum(_count(text, other) for other in new if old in other)
-        return _count(text, old) - inside
+        inside = sum(count(text, other) for other in new if nested and old in other)
+        return count(text, old) - inside
 
     for old in held:
         if any(standing(before, old) != standing(now, old) for before, now in edited.values()):
             return None
-    files = ", ".join(edited)
     return (
         f'the request asks to change "{held[0]}" to "{new[0]}", but the local model\'s'
-        f' edits left "{held[0]}" as it was in {files}'
+        f' edits left "{held[0]}" as it was in {", ".join(edited)}'
     )
 
 
@@ -107,38 +129,6 @@ def _count_number(text: str | None, number: str) -> int:
     if not text:
         return 0
     return len(re.findall(rf"(?<![A-Za-z0-9_.$]){re.escape(number)}(?![A-Za-z0-9_$]|\.\d)", text))
-
-
-def _unmade_number(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
-    """`unmade_change` for the numbers the request writes: one an edited file held and one
-    none held ("von 0 auf 130"), and every held one stands as often as before. Asked to
-    change an exit code from 0 to 130, a 1.5B model turned `proc.kill('SIGINT')` into
-    `proc.kill('SIGINT', 130)`. A held number that is the number of a line the edits
-    changed ("on line 42 …") names the line, not a value, and is not judged."""
-    asked = list(dict.fromkeys(_NUMBER.findall(_PATHISH.sub(" ", request))))
-    if len(asked) < 2 or not edited:
-        return None
-    befores = [before for before, _ in edited.values()]
-    held = [number for number in asked if any(_count_number(text, number) for text in befores)]
-    new = [number for number in asked if number not in held]
-    lines = {
-        line
-        for before, now in edited.values()
-        if before is not None and now is not None
-        for line in _changed_lines(before.split("\n"), now.split("\n"))
-    }
-    judged = [number for number in held if not (number.isdigit() and int(number) in lines)]
-    if not judged or not new:
-        return None
-    for number in judged:
-        if any(
-            _count_number(was, number) != _count_number(now, number) for was, now in edited.values()
-        ):
-            return None
-    return (
-        f"the request asks to change {judged[0]} to {new[0]}, but the local model's edits left"
-        f" {judged[0]} as it was in {', '.join(edited)}"
-    )
 
 
 PLACES_SHOWN = 6
