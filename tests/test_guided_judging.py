@@ -392,28 +392,23 @@ def test_a_change_may_edit_only_the_files_shown_or_the_new_ones_named() -> None:
     assert edit_paths(response_format(None, ["util.go"])) == [None]
 
 
-def test_an_edits_old_lines_are_lines_the_model_was_shown_of_its_file() -> None:
-    """Each old line of an edit is one of the lines shown of the edit's file, so a 1.5B
-    model cannot write a signature the file does not have (`parseCommand(args, options)`
-    for `parseCommand(args)`); a file shown no lines (a new one) keeps any line, and the
-    reply's old lines joined are the edit's old text."""
-    from milk_lsp.guided.shape import parse_reply, response_format
+def test_an_edits_old_text_is_whole_lines_the_model_was_shown_of_its_file() -> None:
+    """An edit's old text is one to six whole lines shown together of the edit's file, so a
+    1.5B model cannot write a signature the file does not have (`parseCommand(args,
+    options)` for `parseCommand(args)`); a file shown no lines (a new one) keeps any text."""
+    from milk_lsp.guided.shape import WINDOW_LINES, old_texts, response_format
 
-    shown = {"src/index.js": ["function parseCommand(args) {", "  return args", "}"]}
-    shape = response_format("change", ["src/index.js", "src/new.js"], shown)
+    lines = ("function parseCommand(args) {", "  return args", "}", "", "module.exports = x")
+    texts = old_texts([lines])
+    assert "function parseCommand(args) {\n  return args" in texts
+    assert "}\n" in texts and "" not in texts  # a run may end blank; a blank run is no text
+    assert "function parseCommand(args, options) {" not in texts
+    assert max(text.count("\n") + 1 for text in texts) <= WINDOW_LINES
+    shape = response_format("change", ["src/index.js", "src/new.js"], {"src/index.js": texts})
     items = shape["json_schema"]["schema"]["properties"]["edits"]["items"]["anyOf"]
     by_path = {item["properties"]["path"]["enum"][0]: item["properties"] for item in items}
-    assert by_path["src/index.js"]["old_lines"]["items"]["enum"] == sorted(
-        set(shown["src/index.js"])
-    )
-    assert "enum" not in by_path["src/new.js"]["old_lines"]["items"]
-    reply = parse_reply(
-        '{"intent": "change", "kind": "edits", "answer": "", "citations": [], "proposed": [],'
-        ' "edits": [{"path": "src/index.js", "old_lines": ["function parseCommand(args) {",'
-        ' "  return args"], "new_text": "function parseCommand(args) {\\n  return [args]"}],'
-        ' "reason": ""}'
-    )
-    assert reply.edits[0].old_text == "function parseCommand(args) {\n  return args"
+    assert by_path["src/index.js"]["old_text"]["enum"] == texts
+    assert "enum" not in by_path["src/new.js"]["old_text"]
 
 
 def test_an_edit_is_fitted_by_the_brackets_it_adds_or_the_lines_it_dropped() -> None:

@@ -21,16 +21,15 @@ kind "answer": answer in `answer`, briefly (Markdown; file paths and code names 
 backticks). For each thing you say about the workspace add a citation: the file's path, the \
 line number, and the exact text of that line copied from the lines shown (without the \
 number and the bar).
-kind "edits": when the user asks to change the code. Each edit: the file's path, \
-`old_lines`: the lines to replace, in order, each copied whole from the lines shown (enough \
-lines to be unique), and `new_text`: the text to put in their place (to add lines, repeat \
-the line they go next to). To create a file: `old_lines` []. Say in one sentence in \
-`answer` what you changed.
+kind "edits": when the user asks to change the code. Each edit: the file's path, `old_text` \
+copied exactly from the lines shown (one to six whole lines, enough to be unique), and \
+`new_text` to put in their place (to add lines, repeat the line they go next to). To create \
+a file: `old_text` "". Say in one sentence in `answer` what you changed.
 {escalate}\
 Put any file you suggest creating, which does not exist yet, in `proposed`. Leave the \
 fields you do not use empty. The shape: {{"intent": "…", "kind": "…", \
 "answer": "…", "citations": [{{"path": "…", "line": 1, "quote": "…"}}], "proposed": [], \
-"edits": [{{"path": "…", "old_lines": ["…"], "new_text": "…"}}], "reason": ""}}"""
+"edits": [{{"path": "…", "old_text": "…", "new_text": "…"}}], "reason": ""}}"""
 
 _ESCALATE = """\
 kind "escalate": when the lines shown are not enough or the task is bigger than a few \

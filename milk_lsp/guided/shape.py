@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ANSWER_MAX = 1500
 QUOTE_MAX = 300
@@ -18,8 +18,9 @@ REASON_MAX = 500
 MAX_CITATIONS = 6
 MAX_EDITS = 6
 MAX_PROPOSED = 4
-MAX_OLD_LINES = 60
-LINE_MAX = 400
+WINDOW_LINES = 6
+"""An edit's old text is at most this many whole lines when the lines shown constrain it."""
+WINDOW_MAX = 1200
 
 
 class Citation(BaseModel):
@@ -38,19 +39,6 @@ class Edit(BaseModel):
     new_text: str = Field(max_length=TEXT_MAX * 2)
     replace_all: bool = False
     """Every occurrence (a plan's rename step); the guided schema never offers it."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_lines_joined(cls, data: Any) -> Any:
-        """The guided shape gives the old text as whole lines (`old_lines`, each one the
-        schema lets the model copy only from the lines it was shown): joined, they are the
-        old text."""
-        if not isinstance(data, dict) or "old_text" in data:
-            return data
-        lines = data.get("old_lines")
-        if isinstance(lines, list) and all(isinstance(line, str) for line in lines):
-            return {**data, "old_text": "\n".join(lines)}
-        return data
 
 
 class GuidedReply(BaseModel):
@@ -113,14 +101,10 @@ SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "path": _string(200),
-                    "old_lines": {
-                        "type": "array",
-                        "maxItems": MAX_OLD_LINES,
-                        "items": _string(LINE_MAX),
-                    },
+                    "old_text": _string(TEXT_MAX),
                     "new_text": _string(TEXT_MAX),
                 },
-                "required": ["path", "old_lines", "new_text"],
+                "required": ["path", "old_text", "new_text"],
                 "additionalProperties": False,
             },
         },
@@ -149,10 +133,11 @@ def response_format(
     """The `response_format` of a guided request (OpenAI's json_schema form); with the
     request's `intent`, only the kinds of reply that intent allows; with `edit_paths`, an
     edit's path is one of them (the files whose lines were shown, the new files the
-    request names: an old text can only be copied from a file shown), and each of its
-    `old_lines` one of the lines `shown` of that path (a path with none shown: any line).
-    A 1.5B model wrote `function parseCommand(args, options = {}) {` as the old text of a
-    file whose line reads `function parseCommand(args) {`; constrained, it cannot."""
+    request names: an old text can only be copied from a file shown), and its `old_text`
+    one of the texts `shown` of that path (`old_texts`: up to `WINDOW_LINES` whole lines
+    shown together; a path with none shown, any text). A 1.5B model wrote
+    `function parseCommand(args, options = {}) {` as the old text of a file whose line
+    reads `function parseCommand(args) {`; constrained, it cannot."""
     schema = SCHEMA
     if intent in KINDS:
         properties = {
@@ -172,15 +157,30 @@ def response_format(
     }
 
 
-def _edit_item(path: str, lines: Sequence[str] | None) -> dict[str, Any]:
-    """An edit of `path`, its old lines among `lines` when there are any."""
+def old_texts(chunks: Sequence[Sequence[str]]) -> list[str]:
+    """The old texts an edit may copy from `chunks` of consecutive lines: each run of one to
+    `WINDOW_LINES` whole lines of a chunk, joined, not blank and not over `WINDOW_MAX`
+    characters. One string, not a list of lines: asked for a list, the model wrote the
+    same lines again and again to the reply's end."""
+    texts: dict[str, None] = {}
+    for lines in chunks:
+        for first in range(len(lines)):
+            for last in range(first + 1, min(len(lines), first + WINDOW_LINES) + 1):
+                text = "\n".join(lines[first:last])
+                if len(text) > WINDOW_MAX:
+                    break
+                if text.strip():
+                    texts[text] = None
+    return sorted(texts)
+
+
+def _edit_item(path: str, texts: Sequence[str] | None) -> dict[str, Any]:
+    """An edit of `path`, its old text one of `texts` when there are any."""
     item: dict[str, Any] = SCHEMA["properties"]["edits"]["items"]
-    old_lines = item["properties"]["old_lines"]
-    if lines:
-        choices = sorted({line for line in lines if len(line) <= LINE_MAX})
-        old_lines = {**old_lines, "items": {"type": "string", "enum": choices}}
     properties = {**item["properties"], "path": {"type": "string", "enum": [path]}}
-    return {**item, "properties": {**properties, "old_lines": old_lines}}
+    if texts:
+        properties["old_text"] = {"type": "string", "enum": list(texts)}
+    return {**item, "properties": properties}
 
 
 def intent_format() -> dict[str, Any]:

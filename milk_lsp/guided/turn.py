@@ -49,6 +49,7 @@ from milk_lsp.guided.shape import (
     GuidedReply,
     NotTheShape,
     intent_format,
+    old_texts,
     parse_intent,
     parse_reply,
     response_format,
@@ -214,8 +215,8 @@ class GuidedTurn:
         shown: dict[str, list[str]],
     ) -> AsyncGenerator[AgentEvent, None]:
         """One constrained request; fills `attempt` with the parsed reply or the problem
-        (`edit_paths`: the files an edit may name; `shown`: the lines of each the model was
-        shown, those its old lines may copy)."""
+        (`edit_paths`: the files an edit may name; `shown`: the old texts an edit of each
+        may copy)."""
         body = request_body(model, conversation, [], self._client.settings, False)
         body["max_tokens"] = REPLY_TOKENS  # the shape's bounds fit in it, edits included
         reply = Reply()
@@ -328,7 +329,7 @@ def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:
     if reply.intent == "change" and reply.kind == "answer":
         return (
             "you read the request as a change but gave no edits: give the change as edits"
-            " (path, old_lines copied from the lines shown, new_text)",
+            " (path, old_text copied from the lines shown, new_text)",
             LocalSignal.EDIT_NOT_MADE,
         )
     if reply.intent == "question" and reply.kind == "edits":
@@ -351,11 +352,12 @@ def _answer(reply: GuidedReply, verdict: Verdict) -> list[AgentEvent]:
 
 
 def shown_lines(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
-    """The lines of each file the model was shown."""
-    lines: dict[str, list[str]] = {}
+    """The old texts an edit of each file may copy: runs of whole lines shown together
+    (`shape.old_texts`)."""
+    by_path: dict[str, list[tuple[str, ...]]] = {}
     for chunk in chunks:
-        lines.setdefault(chunk.path, []).extend(chunk.lines)
-    return lines
+        by_path.setdefault(chunk.path, []).append(chunk.lines)
+    return {path: old_texts(runs) for path, runs in by_path.items()}
 
 
 def shown_reads(located: Located) -> list[AgentEvent]:

@@ -209,7 +209,7 @@ async def test_lines_an_edit_copied_but_did_not_write_back_are_kept_when_the_fil
     ]
     edit = {
         "path": "parser.py",
-        "old_lines": old_lines,
+        "old_text": "\n".join(old_lines),
         "new_text": "def parse_nested(text, depth=1):",
     }
     openai.enqueue(intent("change"), reply(kind="edits", answer="Done.", edits=[edit]))
@@ -220,8 +220,8 @@ async def test_lines_an_edit_copied_but_did_not_write_back_are_kept_when_the_fil
     notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
     assert any("kept 2 lines of parser.py the edit dropped" in m for m in notices), notices
     schema = openai.requests[1]["response_format"]["json_schema"]["schema"]
-    lines = schema["properties"]["edits"]["items"]["properties"]["old_lines"]["items"]["enum"]
-    assert set(old_lines) <= set(lines) <= set(PARSER.splitlines())
+    texts = schema["properties"]["edits"]["items"]["properties"]["old_text"]["enum"]
+    assert "\n".join(old_lines) in texts and all(text in PARSER for text in texts)
 
 
 async def test_a_server_without_json_schemas_gets_the_shape_checked(
@@ -430,8 +430,8 @@ async def test_a_quoted_change_left_undone_by_the_edits_is_sent_back(
     assert "index.js lines 1-4 (what the request names)" in repair, repair
     assert "2|   stdio: 'inherit'," in repair, repair
     schema = openai.requests[2]["response_format"]["json_schema"]["schema"]
-    lines = schema["properties"]["edits"]["items"]["properties"]["old_lines"]["items"]["enum"]
-    assert "  stdio: 'inherit'," in lines
+    texts = schema["properties"]["edits"]["items"]["properties"]["old_text"]["enum"]
+    assert "  stdio: 'inherit'," in texts
     assert (guided_env.workspace / "index.js").read_text() == index_js.replace(
         "'inherit'", "'pipe'"
     )

@@ -75,33 +75,32 @@ async def test_a_guided_turn_gets_a_reply_in_the_shape_from_the_real_model(
         assert not [u for u in updates if u["kind"] == "citations"]
 
 
-async def test_llama_cpp_keeps_a_guided_edits_old_lines_to_the_lines_shown(
+async def test_llama_cpp_keeps_a_guided_edits_old_text_to_the_lines_shown(
     smollm2_server: LlamaServer,
 ) -> None:
     """The guided change's schema, as milk sends it, on the real llama.cpp: each edit names
-    one of the files shown, and each of its old lines is a line shown of that file, whatever
+    one of the files shown, and its old text is whole lines shown of that file, whatever
     the model would rather write (made to give edits here, so the reply has some)."""
-    from milk_lsp.guided.shape import parse_reply, response_format
+    from milk_lsp.guided.shape import old_texts, parse_reply, response_format
 
-    shown = {
-        "hello.py": ["def greet():", "    return 'hello'"],
-        "src/shout.js": ["function shout(text) {", "  return text.toUpperCase()", "}"],
+    lines = {
+        "hello.py": ("def greet():", "    return 'hello'"),
+        "src/shout.js": ("function shout(text) {", "  return text.toUpperCase()", "}"),
     }
+    shown = {path: old_texts([file_lines]) for path, file_lines in lines.items()}
     shape = response_format("change", list(shown), shown)
     schema = shape["json_schema"]["schema"]
     schema["properties"]["kind"] = {"type": "string", "enum": ["edits"]}
     schema["properties"]["answer"] = {"type": "string", "maxLength": 40}
     schema["properties"]["citations"]["maxItems"] = 0
     schema["properties"]["edits"]["minItems"] = 1
-    for item in schema["properties"]["edits"]["items"]["anyOf"]:
-        item["properties"]["old_lines"]["minItems"] = 1
     code = "\n\n".join(
-        f"--- {path}\n" + "\n".join(f"{n}| {line}" for n, line in enumerate(lines, 1))
-        for path, lines in shown.items()
+        f"--- {path}\n" + "\n".join(f"{n}| {line}" for n, line in enumerate(file_lines, 1))
+        for path, file_lines in lines.items()
     )
     body = {
         "messages": [
-            {"role": "system", "content": "Reply with edits as JSON: path, old_lines, new_text."},
+            {"role": "system", "content": "Reply with edits as JSON: path, old_text, new_text."},
             {"role": "user", "content": f"{code}\n\nMake shout add three exclamation marks."},
         ],
         "max_tokens": 1200,
@@ -115,7 +114,7 @@ async def test_llama_cpp_keeps_a_guided_edits_old_lines_to_the_lines_shown(
     assert reply.edits, reply
     for edit in reply.edits:
         assert edit.path in shown, edit
-        assert all(line in shown[edit.path] for line in edit.old_text.split("\n")), edit
+        assert edit.old_text in shown[edit.path], edit
 
 
 async def test_status_reports_the_real_endpoint(
