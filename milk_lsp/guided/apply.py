@@ -109,8 +109,14 @@ async def apply_edits(
                 yield event
             if _denied(applied):
                 return
+    edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
+    if not applied.problems and all(was == now for was, now in edited.values()):
+        applied.problems.append(
+            f"{whose} changed no file (each was already as its edit would leave it, or the"
+            " edits put it back): make the change the request asks"
+        )
+        applied.signal = LocalSignal.EDIT_NOT_MADE
     if not applied.problems and request is not None:
-        edited = {path: (was, await tools.text_of(path)) for path, was in tools.texts_before()}
         away = unmade_change(request, edited) or edits_elsewhere(request, edited, names)
         if away is not None:
             applied.problems.append(f"{away}: make the change where the request says")

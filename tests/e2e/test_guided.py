@@ -224,6 +224,25 @@ async def test_lines_an_edit_copied_but_did_not_write_back_are_kept_when_the_fil
     assert "\n".join(old_lines) in texts and all(text in PARSER for text in texts)
 
 
+async def test_edits_that_leave_every_file_as_it_was_are_not_a_change_made(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """Each edit applies, and together they leave the file as it was (humanize's docstring
+    task: the tool found the edit "made already", nothing changed, and the turn ended as
+    done): the turn's real diff is empty, so the change was not made, twice, and it ends
+    failed, never as done."""
+    client.permission_answers.extend(["allow_session"])
+    there = {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = 128"}
+    back = {"path": "parser.py", "old_text": "MAX_DEPTH = 128", "new_text": "MAX_DEPTH = 256"}
+    made = reply(kind="edits", answer="Added a docstring.", edits=[there, back])
+    openai.enqueue(intent("change"), made, made)
+    result = await chat(client, "Add a one-line docstring to MAX_DEPTH's module.")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_not_made"
+    assert "changed no file" in openai.requests[2]["messages"][-1]["content"]
+    assert (guided_env.workspace / "parser.py").read_text() == PARSER
+
+
 async def test_a_server_without_json_schemas_gets_the_shape_checked(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:
