@@ -80,17 +80,33 @@ def messages(
 
 
 def repair(
-    conversation: list[dict[str, Any]], problems: Sequence[str], lines: str = ""
+    conversation: list[dict[str, Any]],
+    problems: Sequence[str],
+    lines: str = "",
+    earlier: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The conversation asked again after a failed check: its last user message (the code
-    and the request) with what milk found in the earlier reply, and the lines that is about
-    (the files as they were before the edits). The earlier reply itself is left out: given
-    it back, Qwen2.5-Coder-1.5B at temperature 0 wrote it again word for word."""
+    """The conversation asked again after a failed check, with what milk found and the
+    lines that is about (the files as they were before the edits). `earlier`: the earlier
+    reply, given back for the model to fix (an answer: a quote to correct in place); None
+    leaves it out and asks the request again with the findings after it (edits: given
+    back, Qwen2.5-Coder-1.5B at temperature 0 wrote the same edit again word for word)."""
     listed = "\n".join(f"- {problem}" for problem in problems)
     if lines:
         listed += (
             f"\nThe lines it is about, as the files are now (no edit of it was kept):\n\n{lines}\n"
         )
+    if earlier is not None:
+        return [
+            *conversation,
+            {"role": "assistant", "content": earlier},
+            {
+                "role": "user",
+                "content": (
+                    f"milk checked your reply against the files and found:\n{listed}\n"
+                    "Reply again with the whole JSON object, fixed."
+                ),
+            },
+        ]
     note = (
         f"\n\nmilk checked an earlier reply to this request and found:\n{listed}\n"
         "Reply with the whole JSON object, without those mistakes."

@@ -154,7 +154,9 @@ class GuidedTurn:
         for number in range(ATTEMPTS):
             if number:
                 lines = "\n\n".join(chunk.render() for chunk in attempt.named)
-                asked = prompt.repair(conversation, attempt.problems, lines)
+                edited = attempt.reply is not None and attempt.reply.kind == "edits"
+                earlier = None if edited else attempt.text
+                asked = prompt.repair(conversation, attempt.problems, lines, earlier)
                 yield NoticeEvent(
                     "info",
                     "milk's check of the local reply failed, so it asked once more: "

@@ -110,6 +110,7 @@ async def test_a_forged_quote_is_sent_back_once_then_fixed(
     assert result["stopReason"] == "end_turn", result
     assert "256" in result["text"] and "255" not in result["text"]
     repair = openai.requests[2]["messages"][-1]["content"]
+    assert openai.requests[2]["messages"][-2]["role"] == "assistant"  # its answer, to fix
     assert "is not in parser.py" in repair
     notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
     assert any("asked once more" in message for message in notices)
@@ -445,6 +446,8 @@ async def test_a_quoted_change_left_undone_by_the_edits_is_sent_back(
     assert result["stopReason"] == "end_turn", result
     repair = openai.requests[2]["messages"][-1]["content"]
     assert 'left "inherit" as it was' in repair, repair
+    roles = [message["role"] for message in openai.requests[2]["messages"]]
+    assert "assistant" not in roles  # the request again, not the missed edit to copy
     # the repair shows where 'inherit' stands, and lets the edit copy that line
     assert "index.js lines 1-4 (what the request names)" in repair, repair
     assert "2|   stdio: 'inherit'," in repair, repair
