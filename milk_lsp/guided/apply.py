@@ -205,9 +205,10 @@ async def _fitted(tools: WorkspaceTools, edits: list[dict[str, Any]]) -> list[st
             texts[path] = replace_once(current, old, new, path).text
         except EditDoesNotApply:
             continue
-        if not new.strip() or broken_by_edit(path, current, texts[path] or "") is None:
-            continue
-        for fitted, what in _fits(old, new, path):
+        fits = _fits(old, new, path) if new.strip() else []
+        if not fits or broken_by_edit(path, current, texts[path] or "") is None:
+            continue  # parsed once, and only where a fit could help: the tool parses after
+        for fitted, what in fits:
             after = replace_once(current, old, fitted, path).text
             if broken_by_edit(path, current, after) is None:
                 edit["new_text"], texts[path] = fitted, after

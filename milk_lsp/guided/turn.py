@@ -163,7 +163,7 @@ class GuidedTurn:
                     + "; ".join(attempt.problems[:3]),
                 )
             paths = [*located.paths, *attempt.named_files, *new_files]
-            shown = shown_lines([*located.chunks, *attempt.named])
+            shown = shown_texts([*located.chunks, *attempt.named])
             attempt = _Attempt()
             async for event in self._ask(model, asked, attempt, intent, paths, shown):
                 yield event
@@ -353,7 +353,7 @@ def _answer(reply: GuidedReply, verdict: Verdict) -> list[AgentEvent]:
     return events
 
 
-def shown_lines(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
+def shown_texts(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
     """The old texts an edit of each file may copy: runs of whole lines shown together
     (`shape.old_texts`)."""
     by_path: dict[str, list[tuple[str, ...]]] = {}
