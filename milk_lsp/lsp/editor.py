@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+SYNC_WAIT_SECONDS = 2.0
+"""How long an edit the client applied may take to come back as its `didChange`."""
+
 _TURN_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("milk_turn", default=None)
 """The turn whose task this is: set by its `turn_started`, so the progress token the turn
 begins next (in the same task, or one it starts) is known as that turn's."""
@@ -225,12 +228,28 @@ class Editor:
             end=types.Position(line=len(doc.lines), character=0),
         )
         edit = types.TextEdit(range=whole, new_text=new_text)
+        version = doc.version
         result = await self._apply_edits(doc.uri, [edit], "milk: edit file")
         if result is None:
             return False
         if getattr(result, "applied", False):
+            if str(doc.source) != new_text:
+                await self._synced(path, version)
             return True
         raise EditRejected(getattr(result, "failure_reason", None) or "the edit was not applied")
+
+    async def _synced(self, path: Path, version: int | None) -> None:
+        """Wait (briefly) for the client's `didChange` of an edit it applied: clients may
+        answer `applyEdit` first and send the change later (Neovim debounces it), and what
+        milk reads next (read_file, the edit checks) must be the edited text."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SYNC_WAIT_SECONDS
+        while loop.time() < deadline:
+            doc = self.document(path)
+            if doc is None or doc.version != version:
+                return
+            await asyncio.sleep(0.01)
+        logger.info("the client applied an edit of %s and sent no change yet", path)
 
     async def _apply_edits(self, uri: str, edits: list[types.TextEdit], label: str) -> Any:
         """`workspace/applyEdit` of one document; the client's answer, None when it failed."""
