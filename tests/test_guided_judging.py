@@ -424,3 +424,19 @@ def test_an_edit_is_fitted_by_the_brackets_it_adds_or_the_lines_it_dropped() -> 
     assert kept == new + "\n    code = signal === 'SIGINT' ? 0 : 1"
     assert said == "kept 1 line of index.js the edit dropped"
     assert _fits("f(a)", "f(a, b)", "a.js") == []
+
+
+def test_a_questions_quote_is_one_whole_line_shown_of_the_cited_file() -> None:
+    """A question's citations quote a line shown of their file (the model wrote its own
+    sentence as the quote); a change's citations, and a question with nothing shown, keep
+    any quote."""
+    from milk_lsp.guided.shape import old_texts, response_format
+
+    lines = ("def smart_truncate(", "    string: str,", "    max_length: int = 0,", ")")
+    shown = {"slugify/slugify.py": old_texts([lines])}
+    schema = response_format("question", ["slugify/slugify.py"], shown)["json_schema"]["schema"]
+    quote = schema["properties"]["citations"]["items"]["properties"]["quote"]
+    assert sorted(quote["enum"]) == sorted(lines)
+    for free in (response_format("question", [], {}), response_format("change", [], shown)):
+        item = free["json_schema"]["schema"]["properties"]["citations"]["items"]
+        assert "enum" not in item["properties"]["quote"]

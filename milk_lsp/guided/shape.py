@@ -137,7 +137,8 @@ def response_format(
     one of the texts `shown` of that path (`old_texts`: up to `WINDOW_LINES` whole lines
     shown together; a path with none shown, any text). A 1.5B model wrote
     `function parseCommand(args, options = {}) {` as the old text of a file whose line
-    reads `function parseCommand(args) {`; constrained, it cannot."""
+    reads `function parseCommand(args) {`; constrained, it cannot. With intent "question"
+    and `shown`, a citation's quote is one whole line shown of its file."""
     schema = SCHEMA
     if intent in KINDS:
         properties = {
@@ -150,6 +151,15 @@ def response_format(
             items = [_edit_item(path, (shown or {}).get(path)) for path in sorted(set(edit_paths))]
             item = items[0] if len(items) == 1 else {"anyOf": items}
             properties["edits"] = {**edits, "items": item}
+        quoted = [
+            _citation_item(path, lines)
+            for path, texts in sorted((shown or {}).items())
+            if intent == "question"
+            and (lines := [t for t in texts if "\n" not in t and len(t) <= QUOTE_MAX])
+        ]
+        if quoted:
+            item = quoted[0] if len(quoted) == 1 else {"anyOf": quoted}
+            properties["citations"] = {**SCHEMA["properties"]["citations"], "items": item}
         schema = {**SCHEMA, "properties": properties}
     return {
         "type": "json_schema",
@@ -172,6 +182,19 @@ def old_texts(chunks: Sequence[Sequence[str]]) -> list[str]:
                 if text.strip():
                     texts[text] = None
     return sorted(texts)
+
+
+def _citation_item(path: str, texts: Sequence[str]) -> dict[str, Any]:
+    """A citation of `path` whose quote is one of `texts`, whole lines shown of it (humanize's and
+    python-slugify's questions came back twice with the answer's own sentence as the
+    quote)."""
+    item: dict[str, Any] = SCHEMA["properties"]["citations"]["items"]
+    properties = {
+        **item["properties"],
+        "path": {"type": "string", "enum": [path]},
+        "quote": {"type": "string", "enum": list(texts)},
+    }
+    return {**item, "properties": properties}
 
 
 def _edit_item(path: str, texts: Sequence[str] | None) -> dict[str, Any]:
