@@ -17,6 +17,7 @@ on a CPU, is bounded whatever the workspace.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections.abc import Iterable
@@ -29,15 +30,22 @@ from milk_lsp.agents.local.judge.asked import asked
 from milk_lsp.guided.words import path_terms, terms, word_terms
 from milk_lsp.workspace.index import WorkspaceIndex
 
-MAX_FILES = 6
+MAX_FILES = 10
 """Files whose lines are read and ranked (the named ones first)."""
 DEFINITION_MAX_LINES = 60
-LINES_BEFORE = 3
-LINES_AFTER = 8
-"""A ranked line is shown with this many lines around it."""
+WINDOWS = ((3, 8), (1, 2))
+"""A ranked line is shown with this many lines before and after it, the next fewer when
+the budget has no room for more."""
 USES_MAX = 10
 """A named definition's uses are shown (each line with one line around it) when it has
 at most this many outside its definition: a rename or a new parameter must edit each."""
+DEFINITION_SHARE = 0.5
+"""Of the chunks' budget, what one named definition may take (its head when longer): the
+lines ranked elsewhere get the rest ("the slugify CLI" names the function `slugify`, and
+the options are in another file)."""
+FILE_SPREAD = 0.5
+"""A ranked line's score is multiplied by this for each line of its file taken before it:
+the best lines of several files before the fifth of one."""
 MAP_NAMES = 8
 """Names listed per file in the repository map."""
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
@@ -208,7 +216,8 @@ class Locator:
             if text is None:
                 continue
             lines = text.splitlines()
-            for chunk in _definition_chunks(path, text, lines, named.names):
+            for whole in _definition_chunks(path, text, lines, named.names):
+                chunk = _head(whole, int(budget.chunks * DEFINITION_SHARE))
                 if spent + chunk.size <= budget.chunks:
                     chunks.append(chunk)
                     spent += chunk.size
@@ -225,25 +234,20 @@ class Locator:
             if spent + use.size <= budget.chunks:
                 chunks.append(use)
                 spent += use.size
-        pending.sort(key=lambda item: (-item[0], list(order).index(item[1]), item[2]))
-        for _, path, number in pending:
+        for _, path, number in _by_file_spread(pending, list(order)):
             if spent >= budget.chunks:
                 break
             if any(c.path == path and c.first <= number <= c.last for c in chunks):
                 continue
+            if _shown_line(read[path].splitlines()[number - 1], chunks):
+                continue
             lines = read[path].splitlines()
-            first = max(1, number - LINES_BEFORE)
-            last = min(len(lines), number + LINES_AFTER)
-            for chunk in chunks:  # no line twice: start after, or end before, a shown chunk
-                if chunk.path == path and chunk.first <= last and first <= chunk.last:
-                    if chunk.first <= number:
-                        first = chunk.last + 1
-                    else:
-                        last = chunk.first - 1
-            piece = _chunk(path, lines, first, last, "matches the request")
-            if piece is not None and spent + piece.size <= budget.chunks:
-                chunks.append(piece)
-                spent += piece.size
+            for before, after in WINDOWS:  # the usual lines around it, fewer when short of room
+                piece = _window(path, lines, number, before, after, chunks)
+                if piece is not None and spent + piece.size <= budget.chunks:
+                    chunks.append(piece)
+                    spent += piece.size
+                    break
         chunks = _merged(chunks, order)
         return Located(
             chunks=tuple(chunks),
@@ -378,6 +382,59 @@ def whole_word(name: str) -> re.Pattern[str]:
 def _line_score(line: str, weights: dict[str, float]) -> float:
     held = set(terms(line))
     return sum(value for term, value in weights.items() if term in held)
+
+
+def _by_file_spread(
+    pending: list[tuple[float, str, int]], order: list[str]
+) -> Iterable[tuple[float, str, int]]:
+    """The ranked lines, best first, each file's score lowered by `FILE_SPREAD` for every
+    line of it yielded before (a lazy greedy: a line is re-queued when its file's count
+    changed since it was scored)."""
+    rank = {path: number for number, path in enumerate(order)}
+    taken: dict[str, int] = {}
+    last = len(rank)
+    queue = [(-score, rank.get(path, last), number, path, 0) for score, path, number in pending]
+    heapq.heapify(queue)
+    while queue:
+        negative, file_rank, number, path, count = heapq.heappop(queue)
+        now = taken.get(path, 0)
+        if now != count:
+            score = -negative / FILE_SPREAD**count * FILE_SPREAD**now
+            heapq.heappush(queue, (-score, file_rank, number, path, now))
+            continue
+        taken[path] = now + 1
+        yield -negative, path, number
+
+
+def _shown_line(line: str, chunks: list[Chunk]) -> bool:
+    """Whether the same text (trimmed) is shown already, in any file: a package's README
+    copied into its metadata adds nothing the second time."""
+    text = line.strip()
+    return bool(text) and any(text == shown.strip() for chunk in chunks for shown in chunk.lines)
+
+
+def _head(chunk: Chunk, size: int) -> Chunk:
+    """`chunk`'s first lines within `size` characters (at least one)."""
+    lines = list(chunk.lines)
+    while len(lines) > 1 and Chunk(chunk.path, chunk.first, tuple(lines), chunk.why).size > size:
+        lines.pop()
+    return Chunk(chunk.path, chunk.first, tuple(lines), chunk.why)
+
+
+def _window(
+    path: str, lines: list[str], number: int, before: int, after: int, shown: list[Chunk]
+) -> Chunk | None:
+    """Line `number` with `before` and `after` lines around it, none shown already (it
+    starts after, or ends before, a shown chunk of the file)."""
+    first = max(1, number - before)
+    last = min(len(lines), number + after)
+    for chunk in shown:
+        if chunk.path == path and chunk.first <= last and first <= chunk.last:
+            if chunk.first <= number:
+                first = chunk.last + 1
+            else:
+                last = chunk.first - 1
+    return _chunk(path, lines, first, last, "matches the request")
 
 
 def _chunk(path: str, lines: list[str], first: int, last: int, why: str) -> Chunk | None:
