@@ -440,3 +440,32 @@ def test_a_questions_quote_is_one_whole_line_shown_of_the_cited_file() -> None:
     for free in (response_format("question", [], {}), response_format("change", [], shown)):
         item = free["json_schema"]["schema"]["properties"]["citations"]["items"]
         assert "enum" not in item["properties"]["quote"]
+
+
+def test_a_long_named_definition_leaves_room_for_the_lines_of_other_files(tmp_path: Path) -> None:
+    """"The slugify CLI" names the function `slugify`, 60 lines long: it is shown by its
+    head, and the option the question is about, in another file, is shown too; the README's
+    copy in the package's metadata is not shown twice."""
+    body = "\n".join(f"    text = text.replace({n!r}, '-')  # step {n}" for n in range(58))
+    (tmp_path / "core.py").write_text(f'def slugify(text: str) -> str:\n{body}\n    return text\n')
+    (tmp_path / "cli.py").write_text(
+        "import argparse\n\nparser = argparse.ArgumentParser()\n"
+        + "".join(f'parser.add_argument("--flag-{n}", help="Flag {n}")\n' for n in range(8))
+        + 'parser.add_argument("--word-boundary", action="store_true",\n'
+        + '                    help="Truncate to complete words")\n'
+    )
+    readme = "# Command line options\n\nThe CLI truncates text to complete words.\n"
+    (tmp_path / "README.md").write_text(readme)
+    header = "".join(f"Classifier: Topic {n}\n" for n in range(20))
+    (tmp_path / "PKG-INFO").write_text(f"Name: slugify\n{header}\n{readme}")
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    question = "Which command-line option of the slugify CLI truncates to complete words?"
+    located = asyncio.run(Locator(index).locate(question, DiskTexts(tmp_path), Budget()))
+    lines = [(chunk.path, line) for chunk in located.chunks for line in chunk.lines]
+    assert ("cli.py", '                    help="Truncate to complete words")') in lines
+    assert ("core.py", "def slugify(text: str) -> str:") in lines
+    head = next(chunk for chunk in located.chunks if chunk.path == "core.py")
+    assert head.size <= Budget().chunks // 2
+    copies = [line for _, line in lines if line.startswith("The CLI truncates")]
+    assert len(copies) == 1, located.context()
