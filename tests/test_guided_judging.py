@@ -443,11 +443,11 @@ def test_a_questions_quote_is_one_whole_line_shown_of_the_cited_file() -> None:
 
 
 def test_a_long_named_definition_leaves_room_for_the_lines_of_other_files(tmp_path: Path) -> None:
-    """"The slugify CLI" names the function `slugify`, 60 lines long: it is shown by its
+    """A question about "the slugify CLI" names the function `slugify`, 60 lines long: it is shown by its
     head, and the option the question is about, in another file, is shown too; the README's
     copy in the package's metadata is not shown twice."""
     body = "\n".join(f"    text = text.replace({n!r}, '-')  # step {n}" for n in range(58))
-    (tmp_path / "core.py").write_text(f'def slugify(text: str) -> str:\n{body}\n    return text\n')
+    (tmp_path / "core.py").write_text(f"def slugify(text: str) -> str:\n{body}\n    return text\n")
     (tmp_path / "cli.py").write_text(
         "import argparse\n\nparser = argparse.ArgumentParser()\n"
         + "".join(f'parser.add_argument("--flag-{n}", help="Flag {n}")\n' for n in range(8))
