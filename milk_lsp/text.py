@@ -1,4 +1,5 @@
-"""Small text helpers every part uses the same way: cut with an ellipsis, short JSON, fences.
+"""Small text helpers every part uses the same way: cut with an ellipsis, short JSON, fences,
+the lines a diff changed.
 
 One home so that "cut to N characters" means one thing everywhere (the ellipsis counts
 toward N) and a fence is always longer than any backtick run it wraps.
@@ -6,6 +7,7 @@ toward N) and a fence is always longer than any backtick run it wraps.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from typing import Any
@@ -51,3 +53,30 @@ def fenced(text: str, info: str = "") -> str:
 def plural(count: int, noun: str) -> str:
     """`1 file`, `2 files`: never `file(s)`."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def changed_lines(before: list[str], now: list[str]) -> set[int]:
+    """The lines of `before` (1-based) an edit replaced or removed, and those around a line
+    it inserted."""
+    changed: set[int] = set()
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, before, now).get_opcodes():
+        if tag in ("replace", "delete"):
+            changed.update(range(i1 + 1, i2 + 1))
+        elif tag == "insert":
+            changed.update((i1, i1 + 1))
+    return changed
+
+
+def line_spans(numbers: set[int]) -> str:
+    """`{3, 4, 5, 9}` as "3-5, 9"."""
+    ordered = sorted(numbers)
+    spans: list[str] = []
+    start = previous = ordered[0] if ordered else 0
+    for number in ordered[1:]:
+        if number == previous + 1:
+            previous = number
+            continue
+        spans.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = number
+    spans.append(str(start) if start == previous else f"{start}-{previous}")
+    return ", ".join(spans[:4])

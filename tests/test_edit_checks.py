@@ -315,3 +315,38 @@ def test_a_code_block_rewriting_shown_lines_is_a_change_written_out(
     answer: str, shown: str, rewrites: bool
 ) -> None:
     assert rewritten_code(answer, shown) is rewrites
+
+
+@pytest.mark.parametrize(
+    ("path", "ask", "before", "documented"),
+    [
+        (
+            "src/index.js",
+            "Add a JSDoc comment to the function parseCommand that describes its parameter.",
+            "const x = 1\n\nfunction parseCommand(args) {\n  return args\n}\n",
+            "const x = 1\n\n/**\n * Parses it.\n * @param {string[]} args\n */\n"
+            "function parseCommand(args) {\n  return args\n}\n",
+        ),
+        (
+            "a.py",
+            "Gib slugify_params einen Docstring im Stil von NumPyDoc.",
+            "def slugify_params(args):\n    return dict(a=args)\n",
+            'def slugify_params(args):\n    """The keyword arguments."""\n    return dict(a=args)\n',
+        ),
+        (
+            "time.go",
+            "给 GetTime 加一行 GoDoc 注释。",
+            "package uuid\n\nfunc GetTime() int {\n\treturn 1\n}\n",
+            "package uuid\n\n// GetTime returns the time.\nfunc GetTime() int {\n\treturn 1\n}\n",
+        ),
+    ],
+)
+def test_a_comment_at_a_named_definition_is_not_a_change_left_undone(
+    path: str, ask: str, before: str, documented: str
+) -> None:
+    """"A JSDoc comment for parseCommand" writes two names, one held, one not: no old and new
+    text when the edits only add lines at the named definition's head and write neither;
+    the same lines added elsewhere are still a change left undone."""
+    assert unmade_change(ask, {path: (before, documented)}) is None
+    elsewhere = before + "\n// a note\n"
+    assert unmade_change(ask, {path: (before, elsewhere)}) is not None

@@ -6,6 +6,7 @@ from milk_lsp.code.languages import LANGUAGES, DefinitionRule, Language, languag
 from milk_lsp.code.parse import (
     Definition,
     SyntaxProblem,
+    added_at_heads,
     bound_and_used,
     definitions,
     syntax_problems,
@@ -17,6 +18,7 @@ __all__ = [
     "DefinitionRule",
     "Language",
     "SyntaxProblem",
+    "added_at_heads",
     "bound_and_used",
     "definitions",
     "language_for",

@@ -14,10 +14,11 @@ characters, not UTF-8 bytes); lines and columns are 1-based.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,6 +32,7 @@ __all__ = [
     "Definition",
     "Extent",
     "SyntaxProblem",
+    "added_at_heads",
     "bodies",
     "bound_and_used",
     "definitions",
@@ -42,6 +44,8 @@ _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 SNIPPET_CHARS = 40
+HEAD_LINES = 3
+"""A definition's head: its first lines, where a docstring or a signature's end is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,24 @@ def syntax_problems(text: str, language: Language) -> list[SyntaxProblem]:
     """Every ERROR node and every missing token of the parse of `text`, in source order;
     [] for a text that parses cleanly (or cannot be parsed at all)."""
     return _guarded(lambda: _syntax_problems(text, language), language, [])
+
+
+def added_at_heads(before: str, now: str, language: Language, names: Iterable[str]) -> bool:
+    """Whether `now` is `before` with lines added only at the head of definitions of
+    `names`: right above a definition's first line (a JSDoc, a Go or Rust doc comment) or
+    within its first `HEAD_LINES` before its last (a docstring under `def f(…):`); every line
+    kept."""
+    wanted = set(names)
+    spans = [
+        (d.first_line, min(d.last_line, d.first_line + HEAD_LINES))
+        for d in definitions(before, language)
+        if d.name in wanted
+    ]
+    matcher = difflib.SequenceMatcher(None, before.split("\n"), now.split("\n"))
+    added = [(tag, at) for tag, at, *_ in matcher.get_opcodes() if tag != "equal"]
+    return bool(spans and added) and all(  # `at`: the insertion follows line `at`
+        tag == "insert" and any(first - 1 <= at < end for first, end in spans) for tag, at in added
+    )
 
 
 def bound_and_used(text: str, language: Language) -> tuple[set[str], set[str]]:

@@ -12,12 +12,13 @@ code-shaped texts and the diff.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from milk_lsp.agents.local.judge.asked import code_shaped, straight_quotes
+from milk_lsp.code import added_at_heads, language_for
+from milk_lsp.text import changed_lines, line_spans
 
 if TYPE_CHECKING:
     from milk_lsp.workspace.index import WorkspaceIndex
@@ -79,7 +80,7 @@ def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]
             line
             for was, now in edited.values()
             if was is not None and now is not None
-            for line in _changed_lines(was.split("\n"), now.split("\n"))
+            for line in changed_lines(was.split("\n"), now.split("\n"))
         }
         if len(numbers) > 1
         else set()
@@ -114,10 +115,29 @@ def _unmade(
     for old in held:
         if any(standing(before, old) != standing(now, old) for before, now in edited.values()):
             return None
+    if all(_documented(path, *pair, (held, new), count) for path, pair in edited.items()):
+        return None  # "a JSDoc comment for parseCommand": a pair of names, not old and new
     return (
         f'the request asks to change "{held[0]}" to "{new[0]}", but the local model\'s'
         f' edits left "{held[0]}" as it was in {", ".join(edited)}'
     )
+
+
+def _documented(
+    path: str,
+    was: str | None,
+    now: str | None,
+    texts: tuple[list[str], list[str]],
+    count: Callable[[str | None, str], int],
+) -> bool:
+    """Lines added only at the heads of the held texts' definitions, none of the new texts
+    (`texts`: held, new) written: the comment or docstring the request asked for."""
+    language = language_for(path)
+    if language is None or not was or not now:
+        return False
+    held, new = texts
+    written = any(count(now, text) > count(was, text) for text in new)
+    return not written and added_at_heads(was, now, language, held)
 
 
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.$#])\d+(?:\.\d+)*(?![A-Za-z0-9_$]|\.\d)")
@@ -200,10 +220,10 @@ def edits_elsewhere(
         if not marks:
             continue
         near = _near_lines(path, before, lines, marks)
-        changed = _changed_lines(lines, now.split("\n"))
+        changed = changed_lines(lines, now.split("\n"))
         if changed & near:
             return None
-        away.append(f"{path} (the request names {marks[0]}; lines {_spans(changed)} changed)")
+        away.append(f"{path} (the request names {marks[0]}; lines {line_spans(changed)} changed)")
     if not away:
         return None
     return f"the local model's edits are away from what the request names: {'; '.join(away)}"
@@ -249,33 +269,6 @@ def _near_lines(path: str, before: str, lines: list[str], marks: list[str]) -> s
             first, last = min(holding, key=lambda span: span[1] - span[0])
             near.update(range(first, last + 1))
     return near
-
-
-def _changed_lines(before: list[str], now: list[str]) -> set[int]:
-    """The lines of `before` (1-based) an edit replaced or removed, and those around a line
-    it inserted."""
-    changed: set[int] = set()
-    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, before, now).get_opcodes():
-        if tag in ("replace", "delete"):
-            changed.update(range(i1 + 1, i2 + 1))
-        elif tag == "insert":
-            changed.update((i1, i1 + 1))
-    return changed
-
-
-def _spans(numbers: set[int]) -> str:
-    """`{3, 4, 5, 9}` as "3-5, 9"."""
-    ordered = sorted(numbers)
-    spans: list[str] = []
-    start = previous = ordered[0] if ordered else 0
-    for number in ordered[1:]:
-        if number == previous + 1:
-            previous = number
-            continue
-        spans.append(str(start) if start == previous else f"{start}-{previous}")
-        start = previous = number
-    spans.append(str(start) if start == previous else f"{start}-{previous}")
-    return ", ".join(spans[:4])
 
 
 def rewritten_code(answer: str, shown: str) -> bool:
