@@ -8,7 +8,9 @@ humanize 4.12.3 (`bench/real_tasks_humanize.py`, 13 tasks), the JavaScript packa
 edits checked with `node --check`) or the Go module google/uuid 1.3.0 as Debian ships it
 (`bench/real_tasks_uuid.py`, 12 tasks, questions in five human languages, edits checked by the
 diff and by `go build`, `go vet` and `go test`; needs Debian's `golang-go`, installed when
-missing and run as root), pinned by sha256 and unpacked afresh before every task
+missing and run as root), or the JavaScript package dotenv 16.4.5 from npm
+(`bench/real_tasks_dotenv.py`, 12 tasks written before any run and never tuned to, questions
+in five human languages, edits in three), pinned by sha256 and unpacked afresh before every task
 (`bench/real_tasks_suite.py` fetches and checks). Each task is
 a new session of the REAL milk-lsp (`python -m milk_lsp` over stdio, driven like an editor;
 every permission question answered `allow_once`), one `milk/chat` with route `auto` and
@@ -34,7 +36,7 @@ turn 1 in the same workspace and a session C turn 1 in a second workspace folder
 and C1 <= 15 % of A1's evaluated prompt tokens. After the tasks it prints `milk/stats` of the
 tasks' workspace: milk's own routing numbers for the run.
 
-    .venv/bin/python bench/real_tasks.py [--project slugify|humanize|crossenv|uuid]
+    .venv/bin/python bench/real_tasks.py [--project slugify|humanize|crossenv|uuid|dotenv]
         [--model-size 1.5b|0.5b] [--tasks a,b] [--strategies guided,agent]
         [--base-url URL --model M] [--server-tree DIR] [--json out.json]
 
@@ -83,6 +85,7 @@ from bench._llama import MODELS, LlamaProcess, ModelCall, TimingsProxy
 from bench.escalation import claude_env
 from bench.real_tasks_advisor import advisor_totals, run_advisor_task
 from bench.real_tasks_crossenv import CROSSENV
+from bench.real_tasks_dotenv import DOTENV
 from bench.real_tasks_humanize import HUMANIZE
 from bench.real_tasks_slugify import SLUGIFY
 from bench.real_tasks_suite import Project, Task, fetch_project, lay_out
@@ -105,6 +108,7 @@ PROJECTS: dict[str, Project] = {
     "humanize": HUMANIZE,
     "crossenv": CROSSENV,
     "uuid": UUID,
+    "dotenv": DOTENV,
 }
 STRATEGIES = ("auto", "guided", "agent")
 """The values of `local.strategy` (milk_lsp/config.py `LocalConfig.strategy`)."""
