@@ -211,11 +211,12 @@ class Locator:
         chunks: list[Chunk] = []
         spent = 0
         pending: list[tuple[float, str, int]] = []
+        split: dict[str, list[str]] = {}
         for path in order:
             text = await _read(path, texts, read)
             if text is None:
                 continue
-            lines = text.splitlines()
+            lines = split[path] = text.splitlines()
             for whole in _definition_chunks(path, text, lines, named.names):
                 chunk = _head(whole, int(budget.chunks * DEFINITION_SHARE))
                 if spent + chunk.size <= budget.chunks:
@@ -234,20 +235,7 @@ class Locator:
             if spent + use.size <= budget.chunks:
                 chunks.append(use)
                 spent += use.size
-        for _, path, number in _by_file_spread(pending, list(order)):
-            if spent >= budget.chunks:
-                break
-            if any(c.path == path and c.first <= number <= c.last for c in chunks):
-                continue
-            if _shown_line(read[path].splitlines()[number - 1], chunks):
-                continue
-            lines = read[path].splitlines()
-            for before, after in WINDOWS:  # the usual lines around it, fewer when short of room
-                piece = _window(path, lines, number, before, after, chunks)
-                if piece is not None and spent + piece.size <= budget.chunks:
-                    chunks.append(piece)
-                    spent += piece.size
-                    break
+        _add_ranked(chunks, budget.chunks - spent, pending, list(order), split)
         chunks = _merged(chunks, order)
         return Located(
             chunks=tuple(chunks),
@@ -384,26 +372,42 @@ def _line_score(line: str, weights: dict[str, float]) -> float:
     return sum(value for term, value in weights.items() if term in held)
 
 
-def _by_file_spread(
-    pending: list[tuple[float, str, int]], order: list[str]
-) -> Iterable[tuple[float, str, int]]:
-    """The ranked lines, best first, each file's score lowered by `FILE_SPREAD` for every
-    line of it yielded before (a lazy greedy: a line is re-queued when its file's count
-    changed since it was scored)."""
+def _add_ranked(
+    chunks: list[Chunk],
+    room: int,
+    pending: list[tuple[float, str, int]],
+    order: list[str],
+    split: dict[str, list[str]],
+) -> None:
+    """Adds to `chunks`, within `room` characters, the ranked lines (`pending`: score,
+    path, line number) best first, each with the lines around it (`WINDOWS`), a file's
+    score lowered by `FILE_SPREAD` for every chunk of it taken before (a lazy greedy: a
+    line is queued again when its file's count changed since it was scored). A line shown
+    already, or whose text is (`_shown_line`), is passed over."""
     rank = {path: number for number, path in enumerate(order)}
     taken: dict[str, int] = {}
     last = len(rank)
     queue = [(-score, rank.get(path, last), number, path, 0) for score, path, number in pending]
     heapq.heapify(queue)
-    while queue:
+    while queue and room > 0:
         negative, file_rank, number, path, count = heapq.heappop(queue)
         now = taken.get(path, 0)
         if now != count:
             score = -negative / FILE_SPREAD**count * FILE_SPREAD**now
             heapq.heappush(queue, (-score, file_rank, number, path, now))
             continue
-        taken[path] = now + 1
-        yield -negative, path, number
+        lines = split[path]
+        if any(c.path == path and c.first <= number <= c.last for c in chunks):
+            continue
+        if _shown_line(lines[number - 1], chunks):
+            continue
+        for before, after in WINDOWS:  # the usual lines around it, fewer when short of room
+            piece = _window(path, lines, number, before, after, chunks)
+            if piece is not None and piece.size <= room:
+                chunks.append(piece)
+                room -= piece.size
+                taken[path] = now + 1
+                break
 
 
 def _shown_line(line: str, chunks: list[Chunk]) -> bool:
