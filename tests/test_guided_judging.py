@@ -173,6 +173,14 @@ GOOD = [
             ("version4.go", 60, "poolMu.Lock()"),
         ),
     ),
+    (  # a value with no word in it, written as code: the cited line writes it as a value
+        "python-isodate",
+        "Welches Zeichen macht eine Dauer in parse_duration negativ?",
+        answer(
+            "The sign `-`: parse_duration then returns the negated duration.",
+            ("isodate/isoduration.py", 109, 'if groups["sign"] == "-":'),
+        ),
+    ),
 ]
 
 
@@ -253,6 +261,15 @@ BAD = [
         "Wie lang darf der String sein?",
         answer("100.", ("lib/parse.js", 3, "if (str.length > 100) {")),
         "is not a file here",
+    ),
+    (  # a value with no word in it that no cited or shown line writes as one
+        "python-isodate",
+        "Welches Zeichen macht eine Dauer in parse_duration negativ?",
+        answer(
+            "The sign `~`: parse_duration then returns the negated duration.",
+            ("isodate/isoduration.py", 109, 'if groups["sign"] == "-":'),
+        ),
+        "states `~`",
     ),
 ]
 
@@ -469,3 +486,20 @@ def test_a_long_named_definition_leaves_room_for_the_lines_of_other_files(tmp_pa
     assert head.size <= Budget().chunks // 2
     copies = [line for _, line in lines if line.startswith("The CLI truncates")]
     assert len(copies) == 1, located.context()
+
+
+def test_an_answer_whose_value_has_no_word_does_not_restate_the_question() -> None:
+    """python-slugify's "What is the value of the constant DEFAULT_SEPARATOR …?" answered
+    with every word of the question and the value `-`, which has no word: it says something
+    the question did not. A reply of the question's words alone still restates it."""
+    from milk_lsp.guided.verify import restates
+
+    question = "What is the value of the constant DEFAULT_SEPARATOR in slugify/slugify.py?"
+    for said in ("`-`", '"-"', "'-'"):
+        answer_text = (
+            f"The value of the constant DEFAULT_SEPARATOR in slugify/slugify.py is {said}."
+        )
+        assert not restates(answer_text, question)
+    assert restates("The value of the constant DEFAULT_SEPARATOR in slugify/slugify.py.", question)
+    asked = "Add a doc comment to `NewRandom` in version4.go."
+    assert restates("Added a doc comment to `NewRandom` in version4.go.", asked)

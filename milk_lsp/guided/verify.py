@@ -250,6 +250,14 @@ def check_answer(
             f"the answer states {value}, which none of the lines you cited or were shown"
             " holds: state what the file says, or make the change as edits"
         )
+    texts = (quotes, located.shown, request)
+    for symbol in sorted(_symbols(answer)):  # `-`: a value only its quotes show, '-' or "-"
+        claims += 1
+        if not any(f"{mark}{symbol}{mark}" in text for mark in "'\"`" for text in texts):
+            verdict.problems.append(
+                f"the answer states `{symbol}`, which none of the lines you cited or were shown"
+                " writes as a value: state what the file says"
+            )
     for path in declared - set(verdict.proposed):
         if not index.has_path(path):
             verdict.proposed.append(path)
@@ -281,6 +289,13 @@ def _numbers_in(text: str) -> set[str]:
         for match in _NUMBER.finditer(text)
         if "." in match.group() or int(match.group()) >= VALUE_MIN
     }
+
+
+def _symbols(answer: str) -> set[str]:
+    """What the answer writes as code or in straight quotes with no letter or digit: a
+    value such as a separator (`-`), which no name or number check sees."""
+    spans = ("".join(span).strip() for span in _WRITTEN.findall(answer))
+    return {span for span in spans if span and not re.search(r"[^\W_]", span)}
 
 
 def _writer(answer: str, request: str, index: WorkspaceIndex) -> Callable[[str], bool]:
@@ -316,16 +331,22 @@ def _paths_out(answer: str) -> str:
 
 RESTATED_MIN_WORDS = 5
 _WORD = re.compile(r"\w+")
+_WRITTEN = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|(?<!\w)'([^'\n]+)'(?!\w)")
+"""Text written as code or in straight quotes."""
 
 
 def restates(answer: str, request: str) -> bool:
     """Whether every word of the answer is the request's: it says nothing the request did
     not (a 1.5B model "answers" a change request with the request in the past tense, and
     no edit). Words of three letters or more match by their first three; any other word or
-    number of the answer (`3`, a value) is something it says."""
+    number of the answer (`3`, a value), or text it writes as code or in straight quotes
+    that the request does not hold (`-`: a separator's value has no word), is something
+    it says."""
     said = {word.lower() for word in _WORD.findall(answer)}
     asked = {word.lower() for word in _WORD.findall(request)}
     if len(said) < RESTATED_MIN_WORDS:
+        return False
+    if any("".join(span).strip() not in request for span in _WRITTEN.findall(answer)):
         return False
     heads = {word[:3] for word in asked if len(word) >= 3}
     return all(word in asked or (len(word) >= 3 and word[:3] in heads) for word in said)
