@@ -305,6 +305,26 @@ def test_a_citation_is_looked_up_in_its_file(index: WorkspaceIndex) -> None:
     assert flagged(judged.problems, "return a * b", "calc.py")
 
 
+
+def test_a_long_agent_answer_is_judged_not_refused(index: WorkspaceIndex) -> None:
+    """The reply shape's length limits bound a guided model's reply; an agent's final answer
+    of 3,000 characters and more is judged as any other (it had ended the turn with an
+    internal error)."""
+    question = "what does add return?"
+    long = "`add` returns `a + b`. " + "It adds its two arguments together. " * 120
+    cited = finish_of(
+        {
+            "intent": "question",
+            "outcome": "answered",
+            "answer": long,
+            "citations": [{"path": "calc.py", "line": 6, "quote": "return a + b"}],
+        }
+    )
+    judged = AgentAnswers(question, question, index).judge(
+        long, ["def add(a, b):"], looked=True, finish=cited
+    )
+    assert len(long) > 4000 and judged.problems == ()
+
 NO_CLAIMS = {
     "virtual environment": "Make one with `python -m venv .venv`, then `source .venv/bin/activate`.",
     "conventional files": "Add it to `requirements.txt`, or to pyproject.toml under dependencies.",

@@ -117,7 +117,11 @@ class AgentAnswers:
                 len(here),
                 tuple(f"{path} is not in the workspace: name a file that is" for path in here),
             )
-        reply = GuidedReply(kind="answer", answer=answer, citations=citations, proposed=proposed)
+        # built unvalidated: the length limits bound a guided model's constrained reply, and an
+        # agent's final answer may be longer (a 1.5B model wrote 3,000 characters and more)
+        reply = GuidedReply.model_construct(
+            kind="answer", answer=answer, citations=citations, proposed=proposed, edits=[]
+        )
         seen = "\n".join([self._message, *self._conversation, *self._looked, *tool_outputs])
         verdict = check_answer(reply, Located(seen=seen), self._index, self._question, cite=False)
         claims = len(verdict.citations) + _claims_in(answer)
