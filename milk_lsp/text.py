@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections import Counter
 from typing import Any
 
 ELLIPSIS = "…"
@@ -80,3 +81,18 @@ def line_spans(numbers: set[int]) -> str:
         start = previous = number
     spans.append(str(start) if start == previous else f"{start}-{previous}")
     return ", ".join(spans[:4])
+
+
+def dropped_beside(before: str, now: str, old: str, new: str) -> list[str]:
+    """The words of `before`'s changed lines holding `old` that the lines replacing them
+    no longer have, `old` read as `new`: what an edit "renaming A to B" took away beside
+    the rename (`dest='lowercase'` dropped from the line of the option it renamed)."""
+    was, became = before.split("\n"), now.split("\n")
+    lost: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, was, became).get_opcodes():
+        if tag != "replace" or not any(old in line for line in was[i1:i2]):
+            continue
+        kept = Counter(re.findall(r"\w+", "\n".join(became[j1:j2])))
+        kept.subtract(re.findall(r"\w+", "\n".join(was[i1:i2]).replace(old, new)))
+        lost.extend(word for word, count in kept.items() if count < 0)
+    return list(dict.fromkeys(lost))

@@ -350,3 +350,33 @@ def test_a_comment_at_a_named_definition_is_not_a_change_left_undone(
     assert unmade_change(ask, {path: (before, documented)}) is None
     elsewhere = before + "\n// a note\n"
     assert unmade_change(ask, {path: (before, elsewhere)}) is not None
+
+
+OPTION_LINE = (
+    "    parser.add_argument(\"--no-lowercase\", action='store_false', dest='lowercase',\n"
+    '                        help="Activate case sensitivity")\n'
+)
+
+
+@pytest.mark.parametrize(
+    "ask",
+    [
+        "In __main__.py rename the command-line option --no-lowercase to --keep-case.",
+        "Benenne in __main__.py die Option --no-lowercase in --keep-case um.",
+        "__main__.py のオプション --no-lowercase を --keep-case に改名して。",
+        "Переименуй опцию --no-lowercase в --keep-case.",
+    ],
+)
+def test_a_rename_that_takes_away_more_of_the_line_is_caught(ask: str) -> None:
+    """python-slugify's option renamed with its `dest='lowercase'` dropped ended silent: the
+    option is the old text, and what the renamed line lost beside it is the evidence."""
+    renamed = OPTION_LINE.replace("--no-lowercase", "--keep-case")
+    assert unmade_change(ask, {"__main__.py": (OPTION_LINE, renamed)}) is None
+    dropped = renamed.replace(" dest='lowercase',", "")
+    said = unmade_change(ask, {"__main__.py": (OPTION_LINE, dropped)})
+    assert said is not None and "dest, lowercase" in said
+    # more written beside the rename is not a loss
+    grown = renamed.replace("help=", "default=True, help=")
+    assert unmade_change(ask, {"__main__.py": (OPTION_LINE, grown)}) is None
+    left = unmade_change(ask, {"__main__.py": (OPTION_LINE, OPTION_LINE + "# x\n")})
+    assert left is not None and "left" in left

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from milk_lsp.code.languages import USE_NAMES, DefinitionRule, Language
+from milk_lsp.code.languages import USE_NAMES, DefinitionRule, Language, language_for
 
 if TYPE_CHECKING:
     from ast_grep_py import Config, SgNode
@@ -156,11 +156,14 @@ def syntax_problems(text: str, language: Language) -> list[SyntaxProblem]:
     return _guarded(lambda: _syntax_problems(text, language), language, [])
 
 
-def added_at_heads(before: str, now: str, language: Language, names: Iterable[str]) -> bool:
-    """Whether `now` is `before` with lines added only at the head of definitions of
-    `names`: right above a definition's first line (a JSDoc, a Go or Rust doc comment) or
-    within its first `HEAD_LINES` before its last (a docstring under `def f(…):`); every line
-    kept."""
+def added_at_heads(path: str, before: str | None, now: str | None, names: Iterable[str]) -> bool:
+    """Whether `now` is `before` (the file `path`, in its language) with lines added only at
+    the head of definitions of `names`: right above a definition's first line (a JSDoc, a
+    Go or Rust doc comment) or within its first `HEAD_LINES` before its last (a docstring
+    under `def f(…):`); every line kept."""
+    language = language_for(path)
+    if language is None or not before or not now:
+        return False
     wanted = set(names)
     spans = [
         (d.first_line, min(d.last_line, d.first_line + HEAD_LINES))

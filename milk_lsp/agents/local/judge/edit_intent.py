@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from milk_lsp.agents.local.judge.asked import code_shaped, straight_quotes
-from milk_lsp.code import added_at_heads, language_for
-from milk_lsp.text import changed_lines, line_spans
+from milk_lsp.code import added_at_heads
+from milk_lsp.text import changed_lines, dropped_beside, line_spans
 
 if TYPE_CHECKING:
     from milk_lsp.workspace.index import WorkspaceIndex
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 _QUOTED = re.compile(r'"([^"\n]{1,200})"')
 _PATHISH = re.compile(r"\S*[/\\]\S*|\S+\.[A-Za-z]{1,5}\b")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+_OPTION_OR_NAME = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|[A-Za-z_$][\w$]*")
+"""A command-line option (`--no-lowercase`) or a name."""
 _BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
 HELD_LINE = 12
 """A shown line shorter than this (`}`, `return x`) proves no block rewrites it."""
@@ -34,12 +36,14 @@ _ELIDED = re.compile(r"^\W*(?:\.\.\.|…)\W*$")
 
 
 def _named_texts(request: str) -> list[str]:
-    """What the request writes in quotes of any style, else its code-shaped names, in order."""
+    """What the request writes in quotes of any style, else its code-shaped names and
+    command-line options, in order."""
     quoted = [text for text in _QUOTED.findall(straight_quotes(request)) if text.strip()]
     if quoted:
         return list(dict.fromkeys(quoted))
     text = _PATHISH.sub(" ", request)
-    return list(dict.fromkeys(word for word in _IDENTIFIER.findall(text) if code_shaped(word)))
+    words = _OPTION_OR_NAME.findall(text)
+    return list(dict.fromkeys(w for w in words if w.startswith("-") or code_shaped(w)))
 
 
 def _count(text: str | None, wanted: str) -> int:
@@ -114,30 +118,25 @@ def _unmade(
 
     for old in held:
         if any(standing(before, old) != standing(now, old) for before, now in edited.values()):
-            return None
-    if all(_documented(path, *pair, (held, new), count) for path, pair in edited.items()):
-        return None  # "a JSDoc comment for parseCommand": a pair of names, not old and new
+            return _dropped(edited, old, new[0]) if nested and len(held) == len(new) == 1 else None
+    written = any(count(now, t) > count(was, t) for t in new for was, now in edited.values())
+    if not written and all(added_at_heads(p, *texts, held) for p, texts in edited.items()):
+        return None  # lines at the named definitions' heads: "a JSDoc comment for parseCommand"
     return (
         f'the request asks to change "{held[0]}" to "{new[0]}", but the local model\'s'
         f' edits left "{held[0]}" as it was in {", ".join(edited)}'
     )
 
 
-def _documented(
-    path: str,
-    was: str | None,
-    now: str | None,
-    texts: tuple[list[str], list[str]],
-    count: Callable[[str | None, str], int],
-) -> bool:
-    """Lines added only at the heads of the held texts' definitions, none of the new texts
-    (`texts`: held, new) written: the comment or docstring the request asked for."""
-    language = language_for(path)
-    if language is None or not was or not now:
-        return False
-    held, new = texts
-    written = any(count(now, text) > count(was, text) for text in new)
-    return not written and added_at_heads(was, now, language, held)
+def _dropped(edited: dict[str, tuple[str | None, str | None]], old: str, new: str) -> str | None:
+    """What the edits took away beside changing `old` into `new` (`text.dropped_beside`)."""
+    for path, (was, now) in edited.items():
+        if lost := dropped_beside(was or "", now or "", old, new):
+            return (
+                f'the local model\'s edits changed "{old}" to "{new}" in {path} but also took'
+                f" away {', '.join(lost)} beside it: keep the rest of those lines as they were"
+            )
+    return None
 
 
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.$#])\d+(?:\.\d+)*(?![A-Za-z0-9_$]|\.\d)")
