@@ -249,6 +249,20 @@ def test_an_edit_away_from_what_the_request_names_is_no_change() -> None:
     assert edits_elsewhere("Add a helper", {"src/index.js": (INDEX_JS, wrong)}) is None
 
 
+def test_an_edit_of_a_file_without_the_named_definitions_is_away() -> None:
+    """python-slugify's "fix the root causes of slugify() … in all modules" was answered by
+    an edit of LICENSE, which has no `slugify`: away from what the request names, unless
+    the request names the file itself; a new file is never away."""
+    license_text = "MIT License\n\nCopyright (c) the authors\n"
+    edited = {"LICENSE": (license_text, license_text + "Permission is granted.\n")}
+    request = "Fix the root causes in slugify() for every option."
+    said = edits_elsewhere(request, edited, ["slugify"])
+    assert said is not None and "LICENSE (it has none of slugify)" in said
+    assert edits_elsewhere("Update the license of slugify()", edited, ["slugify"]) is None
+    assert edits_elsewhere(request, {"notes.py": (None, "x = 1\n")}, ["slugify"]) is None
+    assert edits_elsewhere("Fix the typo in the license", edited) is None
+
+
 def test_a_loose_call_written_as_text_that_did_not_run_is_no_answer() -> None:
     watch = _watch()
     ended = watch.final_reply("read_file {'path': 'src/' in ..", reasoned=False)

@@ -204,9 +204,10 @@ def edits_elsewhere(
     edited file that has what the request names (`names`, the definitions it names, and
     the words it writes as code: `resumeNext`, `SIGINT`, `"inherit"`), every changed line
     lies away from those (outside the definition around them and more than `NEAR_LINES`
-    from them). In words; None when an edit is near one, or the request names nothing the
-    edited files have. A hint-free check: "Ändere … bei SIGINT von 0 auf 130" edited line 1
-    of src/index.js, and the SIGINT line stayed as it was."""
+    from them), or, when the request names definitions here, the file has none of them
+    and the request does not name the file (a "fix slugify()" edit of LICENSE). In words;
+    None when an edit is near one. A hint-free check: "Ändere … bei SIGINT von 0 auf 130"
+    edited line 1 of src/index.js, and the SIGINT line stayed as it was."""
     named = set(names) | _named_in(request)
     if not named:
         return None
@@ -216,6 +217,9 @@ def edits_elsewhere(
             continue
         lines = before.split("\n")
         marks = [name for name in sorted(named) if _mentions(before, name)]
+        stem = path.rsplit("/", 1)[-1].split(".")[0].lower()
+        if not marks and names and stem not in request.lower():
+            away.append(f"{path} (it has none of {', '.join(sorted(names)[:3])})")
         if not marks:
             continue
         near = _near_lines(path, before, lines, marks)
