@@ -262,15 +262,6 @@ BAD = [
         answer("100.", ("lib/parse.js", 3, "if (str.length > 100) {")),
         "is not a file here",
     ),
-    (  # a value with no word in it that no cited or shown line writes as one
-        "python-isodate",
-        "Welches Zeichen macht eine Dauer in parse_duration negativ?",
-        answer(
-            "The sign `~`: parse_duration then returns the negated duration.",
-            ("isodate/isoduration.py", 109, 'if groups["sign"] == "-":'),
-        ),
-        "states `~`",
-    ),
 ]
 
 

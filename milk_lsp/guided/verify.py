@@ -250,14 +250,6 @@ def check_answer(
             f"the answer states {value}, which none of the lines you cited or were shown"
             " holds: state what the file says, or make the change as edits"
         )
-    texts = (quotes, located.shown, request)
-    for symbol in sorted(_symbols(answer)):  # `-`: a value only its quotes show, '-' or "-"
-        claims += 1
-        if not any(f"{mark}{symbol}{mark}" in text for mark in "'\"`" for text in texts):
-            verdict.problems.append(
-                f"the answer states `{symbol}`, which none of the lines you cited or were shown"
-                " writes as a value: state what the file says"
-            )
     for path in declared - set(verdict.proposed):
         if not index.has_path(path):
             verdict.proposed.append(path)
@@ -289,13 +281,6 @@ def _numbers_in(text: str) -> set[str]:
         for match in _NUMBER.finditer(text)
         if "." in match.group() or int(match.group()) >= VALUE_MIN
     }
-
-
-def _symbols(answer: str) -> set[str]:
-    """What the answer writes as code or in straight quotes with no letter or digit: a
-    value such as a separator (`-`), which no name or number check sees."""
-    spans = ("".join(span).strip() for span in _WRITTEN.findall(answer))
-    return {span for span in spans if span and not re.search(r"[^\W_]", span)}
 
 
 def _writer(answer: str, request: str, index: WorkspaceIndex) -> Callable[[str], bool]:
