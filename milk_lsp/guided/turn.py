@@ -151,6 +151,10 @@ class GuidedTurn:
         new_files = reach(request, self._locator.index).new_files
         attempt = _Attempt()
         asked = conversation
+        # edits given in this turn: the model read the request as a change, and an answer in
+        # words after its edits failed is the change not made (slugify's length-invariant had
+        # ended "The edits to LICENSE failed …" as if done)
+        gave_edits = False
         for number in range(ATTEMPTS):
             if number:
                 lines = "\n\n".join(chunk.render() for chunk in attempt.named)
@@ -177,11 +181,14 @@ class GuidedTurn:
                 else:
                     yield LocalGaveUp(LocalSignal.NO_ANSWER, f"the local model could not: {reason}")
                 return
+            if gave_edits and reply.kind == "answer":  # a change it began, given up in words
+                reply.intent = "change"
             mismatch = _intent_mismatch(reply)
             if mismatch is not None:
                 attempt.problems, attempt.signal = [mismatch[0]], mismatch[1]
                 continue
             if reply.kind == "edits" and reply.edits:
+                gave_edits = True
                 async for event in self._edits(reply, attempt, request, located.names):
                     yield event
                 if attempt.problems:

@@ -361,6 +361,24 @@ async def test_a_go_edit_that_vets_but_fails_a_test_is_sent_back_with_the_tests_
     assert 'Greeting() != "hi"' in (env.workspace / "msg_test.go").read_text()
 
 
+async def test_edits_given_up_in_words_after_they_failed_are_not_done(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """The model's edits broke the file and were put back; asked once more, it answered in
+    words ("the edits failed, nothing to change") with its reply read as a question: the
+    change it began is not made, so the turn does not end as done (slugify's bench)."""
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    broken = {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = ("}
+    openai.enqueue(
+        intent("change"),
+        reply(intent="change", kind="edits", answer="Done.", edits=[broken]),
+        reply(intent="question", answer="The edits failed, so there is nothing to change."),
+    )
+    result = await chat(client, "Make the depth limit of parse_nested configurable.")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_not_made"
+    assert (guided_env.workspace / "parser.py").read_text() == PARSER
+
 async def test_a_change_answered_in_words_is_not_done(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:
