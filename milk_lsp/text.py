@@ -86,13 +86,15 @@ def line_spans(numbers: set[int]) -> str:
 def dropped_beside(before: str, now: str, old: str, new: str) -> list[str]:
     """The words of `before`'s changed lines holding `old` that the lines replacing them
     no longer have, `old` read as `new`: what an edit "renaming A to B" took away beside
-    the rename (`dest='lowercase'` dropped from the line of the option it renamed)."""
+    the rename (`dest='lowercase'` dropped from the line of the option it renamed); `old`
+    is read whole, not inside a longer name (`foo` of `foo_impl`)."""
     was, became = before.split("\n"), now.split("\n")
     lost: list[str] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, was, became).get_opcodes():
         if tag != "replace" or not any(old in line for line in was[i1:i2]):
             continue
         kept = Counter(re.findall(r"\w+", "\n".join(became[j1:j2])))
-        kept.subtract(re.findall(r"\w+", "\n".join(was[i1:i2]).replace(old, new)))
+        renamed = re.sub(rf"(?<![\w$-]){re.escape(old)}(?![\w$-])", new, "\n".join(was[i1:i2]))
+        kept.subtract(re.findall(r"\w+", renamed))
         lost.extend(word for word, count in kept.items() if count < 0)
     return list(dict.fromkeys(lost))

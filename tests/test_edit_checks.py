@@ -11,6 +11,7 @@ from milk_lsp.agents.local.judge.edit_intent import (
     rewritten_code,
     unmade_change,
 )
+from milk_lsp.text import dropped_beside
 
 
 @pytest.mark.parametrize(
@@ -380,3 +381,7 @@ def test_a_rename_that_takes_away_more_of_the_line_is_caught(ask: str) -> None:
     assert unmade_change(ask, {"__main__.py": (OPTION_LINE, grown)}) is None
     left = unmade_change(ask, {"__main__.py": (OPTION_LINE, OPTION_LINE + "# x\n")})
     assert left is not None and "left" in left
+    # the old name read whole: `lowercase_x` is not `lowercase` renamed
+    kept = "x = lower(lower_x)\n"
+    assert dropped_beside(kept, "x = upper(lower_x)\n", "lower", "upper") == []
+    assert dropped_beside(kept, "x = upper()\n", "lower", "upper") == ["lower_x"]
