@@ -383,7 +383,9 @@ def _add_ranked(
     path, line number) best first, each with the lines around it (`WINDOWS`), a file's
     score lowered by `FILE_SPREAD` for every chunk of it taken before (a lazy greedy: a
     line is queued again when its file's count changed since it was scored). A line shown
-    already, or whose text is (`_shown_line`), is passed over."""
+    already, or whose text (trimmed) is shown in any file, is passed over: a package's
+    README copied into its metadata adds nothing the second time."""
+    shown = {line.strip() for chunk in chunks for line in chunk.lines}
     rank = {path: number for number, path in enumerate(order)}
     taken: dict[str, int] = {}
     last = len(rank)
@@ -399,22 +401,17 @@ def _add_ranked(
         lines = split[path]
         if any(c.path == path and c.first <= number <= c.last for c in chunks):
             continue
-        if _shown_line(lines[number - 1], chunks):
+        text = lines[number - 1].strip()
+        if text and text in shown:
             continue
         for before, after in WINDOWS:  # the usual lines around it, fewer when short of room
             piece = _window(path, lines, number, before, after, chunks)
             if piece is not None and piece.size <= room:
                 chunks.append(piece)
+                shown.update(line.strip() for line in piece.lines)
                 room -= piece.size
                 taken[path] = now + 1
                 break
-
-
-def _shown_line(line: str, chunks: list[Chunk]) -> bool:
-    """Whether the same text (trimmed) is shown already, in any file: a package's README
-    copied into its metadata adds nothing the second time."""
-    text = line.strip()
-    return bool(text) and any(text == shown.strip() for chunk in chunks for shown in chunk.lines)
 
 
 def _head(chunk: Chunk, size: int) -> Chunk:

@@ -181,9 +181,7 @@ class GuidedTurn:
                 else:
                     yield LocalGaveUp(LocalSignal.NO_ANSWER, f"the local model could not: {reason}")
                 return
-            if gave_edits and reply.kind == "answer":  # a change it began, given up in words
-                reply.intent = "change"
-            mismatch = _intent_mismatch(reply)
+            mismatch = _intent_mismatch(reply, began_change=gave_edits)
             if mismatch is not None:
                 attempt.problems, attempt.signal = [mismatch[0]], mismatch[1]
                 continue
@@ -332,10 +330,13 @@ class GuidedTurn:
                 attempt.named_files = tuple(path for path, _ in applied.places)
 
 
-def _intent_mismatch(reply: GuidedReply) -> tuple[str, LocalSignal] | None:
+def _intent_mismatch(
+    reply: GuidedReply, *, began_change: bool = False
+) -> tuple[str, LocalSignal] | None:
     """The reply does not do what the model itself read the request as: a change answered
-    in words (the files would not have changed), a question answered by editing files."""
-    if reply.intent == "change" and reply.kind == "answer":
+    in words (the files would not have changed; `began_change`: it gave edits earlier in
+    the turn, whatever this reply says it read), a question answered by editing files."""
+    if (reply.intent == "change" or began_change) and reply.kind == "answer":
         return (
             "you read the request as a change but gave no edits: give the change as edits"
             " (path, old_text copied from the lines shown, new_text)",
