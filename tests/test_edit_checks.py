@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
@@ -10,8 +12,10 @@ from milk_lsp.agents.local.judge.edit_intent import (
     no_new_file,
     rewritten_code,
     unmade_change,
+    unwritten_member,
 )
 from milk_lsp.text import dropped_beside
+from milk_lsp.workspace.index import WorkspaceIndex
 
 
 @pytest.mark.parametrize(
@@ -385,3 +389,79 @@ def test_a_rename_that_takes_away_more_of_the_line_is_caught(ask: str) -> None:
     kept = "x = lower(lower_x)\n"
     assert dropped_beside(kept, "x = upper(lower_x)\n", "lower", "upper") == []
     assert dropped_beside(kept, "x = upper()\n", "lower", "upper") == ["lower_x"]
+
+
+ENV_OPTIONS = (
+    "const options = {}\n\n"
+    "if (process.env.DOTENV_CONFIG_DEBUG != null) {\n"
+    "  options.debug = process.env.DOTENV_CONFIG_DEBUG\n}\n\n"
+    "module.exports = options\n"
+)
+SETTINGS_PY = "class Settings:\n    def __init__(self):\n        self.debug = False\n"
+CONFIG_GO = "package conf\n\ntype Config struct {\n\tDebug bool\n}\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "before", "ask", "right", "wrong"),
+    [
+        (
+            "lib/env-options.js",
+            ENV_OPTIONS,
+            "In lib/env-options.js also read DOTENV_CONFIG_QUIET into options.quiet, the way"
+            " the other options are read.",
+            "if (process.env.DOTENV_CONFIG_QUIET != null) {\n"
+            "  options.quiet = process.env.DOTENV_CONFIG_QUIET\n}\n",
+            "const extra = { DOTENV_CONFIG_QUIET: process.env.DOTENV_CONFIG_QUIET || false }\n",
+        ),
+        (
+            "lib/env-options.js",
+            ENV_OPTIONS,
+            "Lies in lib/env-options.js auch DOTENV_CONFIG_QUIET in options.quiet ein.",
+            "Object.assign(options, { quiet: process.env.DOTENV_CONFIG_QUIET })\n",
+            "options.debug = process.env.DOTENV_CONFIG_QUIET\n",
+        ),
+        (
+            "settings.py",
+            SETTINGS_PY,
+            "Settings に self.verbose を追加して、既定値は False にして。",
+            "        self.verbose = False\n",
+            "        self.debug = True\n",
+        ),
+        (
+            "conf/config.go",
+            CONFIG_GO,
+            "Добавь в Config поле Config.Timeout типа int.",
+            "// Timeout in seconds.\nvar _ = Config{Timeout: 0}\n",
+            "// Config holds the settings.\n",
+        ),
+    ],
+)
+def test_a_new_member_the_request_writes_must_be_written(
+    tmp_path: Path, path: str, before: str, ask: str, right: str, wrong: str
+) -> None:
+    """dotenv's "read DOTENV_CONFIG_QUIET into options.quiet" was answered with a
+    `DOTENV_CONFIG_QUIET:` key and ended silent: a member the request writes on an object an
+    edited file holds, which no file of the workspace has, must be written by the edits."""
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path).write_text(before)
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    assert unwritten_member(ask, {path: (before, before + right)}, index) is None
+    said = unwritten_member(ask, {path: (before, before + wrong)}, index)
+    assert said is not None and "wrote no" in said
+
+
+def test_members_the_workspace_has_files_and_abbreviations_ask_nothing(tmp_path: Path) -> None:
+    """A member the workspace has (`options.debug`), a file's name (`env-options.js`,
+    `main.py`), `e.g.` and a call (`options.get()`) are not new members to write."""
+    (tmp_path / "main.py").write_text("options = {}\noptions.debug = 1\n")
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    edited = {"main.py": ("options = {}\noptions.debug = 1\n", "options = {}\n")}
+    for ask in (
+        "Remove options.debug from main.py.",
+        "In main.py, e.g. drop the debug line.",
+        "Stop calling options.get() in main.py.",
+        "Delete the second line of options.py.",
+    ):
+        assert unwritten_member(ask, edited, index) is None, ask

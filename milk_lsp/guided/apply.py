@@ -24,7 +24,12 @@ from milk_lsp.agents.base import (
     ToolStatus,
 )
 from milk_lsp.agents.local.judge.checks import broken_by_edit
-from milk_lsp.agents.local.judge.edit_intent import edits_elsewhere, held_places, unmade_change
+from milk_lsp.agents.local.judge.edit_intent import (
+    edits_elsewhere,
+    held_places,
+    unmade_change,
+    unwritten_member,
+)
 from milk_lsp.agents.local.replace import EditDoesNotApply, replace_once
 from milk_lsp.agents.local.tool_specs import EDIT_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
@@ -117,7 +122,11 @@ async def apply_edits(
         )
         applied.signal = LocalSignal.EDIT_NOT_MADE
     if not applied.problems and request is not None:
-        away = unmade_change(request, edited) or edits_elsewhere(request, edited, names)
+        away = (
+            unmade_change(request, edited)
+            or (unwritten_member(request, edited, locator.index) if locator else None)
+            or edits_elsewhere(request, edited, names)
+        )
         if away is not None:
             applied.problems.append(f"{away}: make the change where the request says")
             applied.signal = LocalSignal.EDIT_NOT_MADE

@@ -31,6 +31,7 @@ from milk_lsp.agents.local.judge.edit_intent import (
     no_new_file,
     spelled_out_change,
     unmade_change,
+    unwritten_member,
 )
 from milk_lsp.agents.local.judge.read_first import focus_names
 from milk_lsp.agents.local.judge.scope import reach
@@ -327,6 +328,7 @@ class LocalPart:
         edited = await _edited_texts(tools)
         why = (
             unmade_change(user_ask, edited)
+            or unwritten_member(user_ask, edited, index)
             or no_new_file(reach(user_ask, index).new_files, edited)
             or edits_elsewhere(user_ask, edited, focus_names(user_ask, index))
         )

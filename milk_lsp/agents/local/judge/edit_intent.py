@@ -150,6 +150,34 @@ def _count_number(text: str | None, number: str) -> int:
     return len(re.findall(rf"(?<![A-Za-z0-9_.$]){re.escape(number)}(?![A-Za-z0-9_$]|\.\d)", text))
 
 
+_MEMBER = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\.([A-Za-z_$][\w$]*)(?![\w$(]|\.\w)")
+"""A member written as code, `options.quiet`: an object's name, a dot, a member's name."""
+
+
+def unwritten_member(
+    request: str, edited: dict[str, tuple[str | None, str | None]], index: WorkspaceIndex
+) -> str | None:
+    """The request writes a new member of an object an edited file holds (`options.quiet`:
+    `options` there, `quiet` in no file of the workspace) and no edit wrote that member's
+    name: in words, else None. dotenv's "read DOTENV_CONFIG_QUIET into options.quiet" was
+    answered with a `DOTENV_CONFIG_QUIET:` key, and `quiet` written nowhere."""
+    extensions = {
+        path.rsplit(".", 1)[-1] for paths in index.file_stems().values() for path in paths
+    }
+    for match in _MEMBER.finditer(request):
+        holder, member = match.groups()
+        if min(len(holder), len(member)) < 2 or member in extensions or index.has_name(member):
+            continue  # `e.g.`, `main.py`, a member the workspace has
+        if not any(_count(was, holder) for was, _ in edited.values()):
+            continue
+        if not any(_count(now, member) > _count(was, member) for was, now in edited.values()):
+            return (
+                f"the request writes {match.group()}, and the local model's edits wrote"
+                f" no {member} in {', '.join(edited)}"
+            )
+    return None
+
+
 PLACES_SHOWN = 6
 """Lines a repair request shows where the request's texts stand."""
 
