@@ -8,12 +8,12 @@ import pytest
 
 from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
 from milk_lsp.agents.local.judge.edit_intent import (
-    held_places,
     no_new_file,
     rewritten_code,
     unmade_change,
     unwritten_member,
 )
+from milk_lsp.guided.apply import held_places
 from milk_lsp.text import dropped_beside
 from milk_lsp.workspace.index import WorkspaceIndex
 
@@ -349,7 +349,7 @@ def test_a_code_block_rewriting_shown_lines_is_a_change_written_out(
 def test_a_comment_at_a_named_definition_is_not_a_change_left_undone(
     path: str, ask: str, before: str, documented: str
 ) -> None:
-    """"A JSDoc comment for parseCommand" writes two names, one held, one not: no old and new
+    """ "A JSDoc comment for parseCommand" writes two names, one held, one not: no old and new
     text when the edits only add lines at the named definition's head and write neither;
     the same lines added elsewhere are still a change left undone."""
     assert unmade_change(ask, {path: (before, documented)}) is None

@@ -26,7 +26,7 @@ from milk_lsp.agents.base import (
 from milk_lsp.agents.local.judge.checks import broken_by_edit
 from milk_lsp.agents.local.judge.edit_intent import (
     edits_elsewhere,
-    held_places,
+    line_rank,
     unmade_change,
     unwritten_member,
 )
@@ -52,6 +52,27 @@ class Applied:
     denied: bool = False
     places: list[tuple[str, int]] = field(default_factory=list)
     """Where what the request writes stands, when the edits missed it (`held_places`)."""
+
+
+PLACES_SHOWN = 6
+"""Lines a repair request shows where the request's texts stand."""
+
+
+def held_places(
+    request: str, edited: dict[str, tuple[str | None, str | None]], names: Sequence[str] = ()
+) -> list[tuple[str, int]]:
+    """Where, in the edited files as they were, what the request writes stands, best first
+    (`edit_intent.line_rank`). Shown in the repair request of edits that missed the place:
+    the same one-line edit came back twice, greedily, when the repair said only where the
+    edit was not."""
+    rank = line_rank(request, names)
+    ranked = [
+        (-rank(line), path, number)
+        for path, (before, _) in edited.items()
+        for number, line in enumerate((before or "").split("\n"), 1)
+    ]
+    best = sorted(ranked, key=lambda place: place[0])  # stable: in file order within a rank
+    return [(path, number) for score, path, number in best if score < 0][:PLACES_SHOWN]
 
 
 def call_id(kind: str) -> str:

@@ -1,13 +1,11 @@
 """Did the local edits do what the request asked? Evidence in the files, not the words.
 
 Asked to change a description from "Slug string" to "Make a slug from text", a 1.5B model
-edited another line; asked to rename the dict `suffixes`, it renamed a key inside it. A
-request that writes texts as code or in quotes names what the change is about: edits that
-leave every one of those texts as it was in the files that hold them, or that lie away from
-every line naming them, are not the change asked for. A request naming a file the
-workspace does not have asks for that file: edits that created none did not make it. No
-connecting word of any language ("to", "in", "を…に") is read: only the quoted and
-code-shaped texts and the diff.
+edited another line. A request that writes texts as code or in quotes names what the
+change is about: edits that leave every one of them as it was, or lie away from every line
+naming them, are not the change asked for; a file named that the workspace does not have
+must be created. No connecting word of any language ("to", "を…に") is read: only the
+quoted and code-shaped texts and the diff.
 """
 
 from __future__ import annotations
@@ -68,16 +66,14 @@ def spelled_out_change(request: str, index: WorkspaceIndex) -> bool:
 
 
 def unmade_change(request: str, edited: dict[str, tuple[str | None, str | None]]) -> str | None:
-    """Why the turn's edits did not make the change the request spells out, in words: the
-    request quotes (or writes as code) a text an edited file held and one no edited file
-    held (an old and a new text, in any order and any language), and every old text stands
-    in every edited file as often as before the turn (the edit went elsewhere; where a new
-    text holds the old one, as "X = 10" holds "X = 1", its occurrences are not counted).
-    None when an old text changed, when nothing was edited, or when the request names no
-    such pair (nothing to judge by). `edited`: each edited file's text before the turn and
-    now (None: not there). The same for the numbers it writes ("von 0 auf 130", answered
-    by `proc.kill('SIGINT', 130)`), counted whole (`0` is not in `130`); a held number that
-    is the number of a line the edits changed ("on line 42 …") names the line, unjudged."""
+    """Why the edits did not make the change the request spells out, in words: it quotes
+    (or writes as code) a text an edited file held and one none held (an old and a new
+    text, in any order and language), and every old text stands in every edited file as
+    often as before (a new text holding the old one, "X = 10" of "X = 1", not counted).
+    None when an old text changed, nothing was edited, or no such pair is named. `edited`:
+    each file's text before the turn and now (None: not there). The same for the numbers
+    it writes, whole ("von 0 auf 130" answered by `kill('SIGINT', 130)`); a held number
+    that is a changed line's number ("on line 42 …") names the line, unjudged."""
     numbers = list(dict.fromkeys(_NUMBER.findall(_PATHISH.sub(" ", request))))
     lines = (
         {
@@ -151,59 +147,42 @@ def _count_number(text: str | None, number: str) -> int:
 
 
 _MEMBER = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\.([A-Za-z_$][\w$]*)(?![\w$(]|\.\w)")
-"""A member written as code, `options.quiet`: an object's name, a dot, a member's name."""
 
 
 def unwritten_member(
     request: str, edited: dict[str, tuple[str | None, str | None]], index: WorkspaceIndex
 ) -> str | None:
     """The request writes a new member of an object an edited file holds (`options.quiet`:
-    `options` there, `quiet` in no file of the workspace) and no edit wrote that member's
-    name: in words, else None. dotenv's "read DOTENV_CONFIG_QUIET into options.quiet" was
-    answered with a `DOTENV_CONFIG_QUIET:` key, and `quiet` written nowhere."""
-    extensions = {
-        path.rsplit(".", 1)[-1] for paths in index.file_stems().values() for path in paths
-    }
+    `options` there, `quiet` in no file here) and no edit wrote it: in words, else None.
+    dotenv's "read DOTENV_CONFIG_QUIET into options.quiet" got a `DOTENV_CONFIG_QUIET:` key."""
+    stems = index.file_stems().values()
+    extensions = {path.rsplit(".", 1)[-1] for paths in stems for path in paths}
     for match in _MEMBER.finditer(request):
         holder, member = match.groups()
         if min(len(holder), len(member)) < 2 or member in extensions or index.has_name(member):
             continue  # `e.g.`, `main.py`, a member the workspace has
-        if not any(_count(was, holder) for was, _ in edited.values()):
-            continue
-        if not any(_count(now, member) > _count(was, member) for was, now in edited.values()):
-            return (
-                f"the request writes {match.group()}, and the local model's edits wrote"
-                f" no {member} in {', '.join(edited)}"
-            )
+        if any(_count(was, holder) for was, _ in edited.values()) and not any(
+            _count(now, member) > _count(was, member) for was, now in edited.values()
+        ):
+            edits = ", ".join(edited)
+            return f"the request writes {match.group()}; the edits wrote no {member} in {edits}"
     return None
 
 
-PLACES_SHOWN = 6
-"""Lines a repair request shows where the request's texts stand."""
-
-
-def held_places(
-    request: str, edited: dict[str, tuple[str | None, str | None]], names: Sequence[str] = ()
-) -> list[tuple[str, int]]:
-    """Where, in the edited files as they were, what the request writes stands: the lines
-    holding a text it quotes or writes as code, or a number it writes, then those naming a
-    definition it names (`names`) or a word it writes as code. Shown in the repair request
-    of edits that missed the place: the same one-line edit came back twice, greedily, when
-    the repair said only where the edit was not."""
+def line_rank(request: str, names: Sequence[str] = ()) -> Callable[[str], int]:
+    """How a line stands to what the request writes: 2 holding a text it quotes or writes
+    as code, or a number it writes; 1 naming a definition it names (`names`) or a word it
+    writes as code; 0 neither."""
     texts = _named_texts(request)
     numbers = list(dict.fromkeys(_NUMBER.findall(_PATHISH.sub(" ", request))))
     marks = sorted(set(names) | _named_in(request))
-    first: list[tuple[str, int]] = []
-    then: list[tuple[str, int]] = []
-    for path, (before, _) in edited.items():
-        for number, line in enumerate((before or "").split("\n"), 1):
-            if any(_count(line, text) for text in texts) or any(
-                _count_number(line, value) for value in numbers
-            ):
-                first.append((path, number))
-            elif any(_mentions(line, mark) for mark in marks):
-                then.append((path, number))
-    return (first + then)[:PLACES_SHOWN]
+
+    def rank(line: str) -> int:
+        if any(_count(line, t) for t in texts) or any(_count_number(line, n) for n in numbers):
+            return 2
+        return 1 if any(_mentions(line, mark) for mark in marks) else 0
+
+    return rank
 
 
 def no_new_file(
@@ -228,14 +207,11 @@ NEAR_LINES = 3
 def edits_elsewhere(
     request: str, edited: dict[str, tuple[str | None, str | None]], names: Sequence[str] = ()
 ) -> str | None:
-    """Why the turn's edits are not the change the request asks for, by the diff: in each
-    edited file that has what the request names (`names`, the definitions it names, and
-    the words it writes as code: `resumeNext`, `SIGINT`, `"inherit"`), every changed line
-    lies away from those (outside the definition around them and more than `NEAR_LINES`
-    from them), or, when the request names definitions here, the file has none of them
-    and the request does not name the file (a "fix slugify()" edit of LICENSE). In words;
-    None when an edit is near one. A hint-free check: "Ändere … bei SIGINT von 0 auf 130"
-    edited line 1 of src/index.js, and the SIGINT line stayed as it was."""
+    """Why the edits are not the change asked for, by the diff, in words (None: an edit is
+    near what the request names: `names`, its definitions, and its words written as code,
+    `SIGINT`, `"inherit"`). Away: every changed line of a file that has those lies outside
+    the definition around them and over `NEAR_LINES` from them ("… bei SIGINT von 0 auf
+    130" edited line 1), or the file has none of them and the request does not name it."""
     named = set(names) | _named_in(request)
     if not named:
         return None
