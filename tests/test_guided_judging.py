@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from milk_lsp.guided.locate import Budget, DiskTexts, Located, Locator
-from milk_lsp.guided.shape import GuidedReply, NotTheShape, parse_reply
+from milk_lsp.guided.shape import GuidedReply, Intent, NotTheShape, parse_intent, parse_reply
 from milk_lsp.guided.strategy import choose, model_billions
 from milk_lsp.guided.verify import check_answer, find_quote
 from milk_lsp.guided.words import terms
@@ -316,6 +316,19 @@ def test_the_reply_shape_tolerates_fences_and_a_wrapped_answer() -> None:
         parse_reply("I will search for the flag definitions first.")
     with pytest.raises(NotTheShape):
         parse_reply('{"kind": "plan"}')
+
+
+def test_the_intent_reply_gives_the_size_of_a_change_when_it_can() -> None:
+    """Only a change sized "many" is Claude-sized; a reply without a size (or with another)
+    is still an intent, of no size."""
+    wide = parse_intent('{\n  "intent": "change",\n  "size": "many"\n}')
+    assert wide == Intent("change", "many") and wide.wide_change
+    assert parse_intent('{"intent": "question", "size": "many"}') == Intent("question", "many")
+    assert not Intent("question", "many").wide_change
+    assert parse_intent('{"intent": "change"}') == Intent("change", None)
+    assert parse_intent('{"intent": "change", "size": "huge"}') == Intent("change", None)
+    assert parse_intent('{"size": "many"}') is None
+    assert parse_intent("change, many files") is None
 
 
 def test_terms_split_identifiers_and_stem_them() -> None:

@@ -40,7 +40,10 @@ edits; say why in `reason`.
 INTENT_SYSTEM = """\
 Decide what the user's message asks for. "change": it asks to change, add, remove, rename, \
 fix, create or document anything in the code or files. "question": it asks something about \
-the code and wants an answer, not a change. Reply with one JSON object: {"intent": "…"}"""
+the code and wants an answer, not a change. For a change, also say in "size" how much it \
+changes: "one place", "one file" (several places of one file), or "many" (several files, new \
+files, or a design). For a question, "one place". Reply with one JSON object: \
+{"intent": "…", "size": "…"}"""
 
 
 def intent_messages(request: str) -> list[dict[str, Any]]:

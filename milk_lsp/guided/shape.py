@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -117,12 +118,32 @@ SCHEMA: dict[str, Any] = {
 
 KINDS: dict[str, list[str]] = {"question": ["answer", "escalate"], "change": ["edits", "escalate"]}
 """The kinds of reply each intent allows."""
+SIZES = ("one place", "one file", "many")
+"""How much a change reaches, as the model reads the request alone; "many" (several files,
+new files, a design) is Claude-sized."""
 INTENT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"intent": {"type": "string", "enum": list(KINDS)}},
-    "required": ["intent"],
+    "properties": {
+        "intent": {"type": "string", "enum": list(KINDS)},
+        "size": {"type": "string", "enum": list(SIZES)},
+    },
+    "required": ["intent", "size"],
     "additionalProperties": False,
 }
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the model read the user's message as, before any code is shown."""
+
+    kind: str
+    """"question" or "change"."""
+    size: str | None = None
+    """One of `SIZES`; None when the reply left it out."""
+
+    @property
+    def wide_change(self) -> bool:
+        return self.kind == "change" and self.size == "many"
 
 
 def response_format(
@@ -214,14 +235,16 @@ def intent_format() -> dict[str, Any]:
     }
 
 
-def parse_intent(text: str) -> str | None:
+def parse_intent(text: str) -> Intent | None:
     """The intent of a reply in `INTENT_SCHEMA`'s shape; None for anything else."""
     try:
         data = json.loads(object_text(text))
     except json.JSONDecodeError:
         return None
-    value = data.get("intent") if isinstance(data, dict) else None
-    return value if value in KINDS else None
+    if not isinstance(data, dict) or data.get("intent") not in KINDS:
+        return None
+    size = data.get("size")
+    return Intent(str(data["intent"]), size if size in SIZES else None)
 
 
 class NotTheShape(ValueError):

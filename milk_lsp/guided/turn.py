@@ -47,6 +47,7 @@ from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
 from milk_lsp.guided.project_check import check_for, chunks_at, named_chunks, places
 from milk_lsp.guided.shape import (
     GuidedReply,
+    Intent,
     NotTheShape,
     intent_format,
     old_texts,
@@ -59,8 +60,13 @@ from milk_lsp.guided.verify import Verdict, check_answer
 logger = logging.getLogger(__name__)
 
 REPLY_TOKENS = 2048
-INTENT_TOKENS = 16
-"""`{"intent": "question"}` and its end."""
+INTENT_TOKENS = 48
+"""`{"intent": "question", "size": "one place"}`, laid out on lines, and its end."""
+WIDE_AS_READ = (
+    "the local model reads it as a change of many places (several files, new files or a design)"
+)
+"""Why a change the model sized "many" goes to Claude (the bench's Claude-sized requests,
+in five languages, all were; none of its one-file edits)."""
 ATTEMPTS = 2
 """The first reply and one repair."""
 
@@ -93,6 +99,7 @@ class GuidedTurn:
         budget: Budget | None = None,
         run_project_check: bool = True,
         wide: str | None = None,
+        hand_off_wide: bool = False,
     ) -> None:
         self._client = client
         self._locator = locator
@@ -104,6 +111,7 @@ class GuidedTurn:
         self._budget = budget
         self._project_check = check_for(root) if run_project_check else None
         self._wide = wide
+        self._hand_off_wide = hand_off_wide
 
     async def run(self, request: str, shown_request: str) -> AsyncGenerator[AgentEvent, None]:
         """The turn's events; ends with `TurnDone`, `EscalationRequested`, `LocalGaveUp` or
@@ -132,17 +140,21 @@ class GuidedTurn:
         conversation = prompt.messages(
             shown_request, located, self._history, offer_escalation=self._offer_escalation
         )
-        intent: str | None = None
+        read: Intent | None = None
         async for said in self._intent(model, request):
-            if isinstance(said, str):
-                intent = said
+            if isinstance(said, Intent):
+                read = said
             else:
                 yield said
-        if self._wide is not None and intent != "question":
-            yield NoticeEvent("info", f"milk handed this change to Claude: {self._wide}.")
+        intent = read.kind if read is not None else None
+        wide = self._wide
+        if wide is None and self._hand_off_wide and read is not None and read.wide_change:
+            wide = WIDE_AS_READ
+        if wide is not None and intent != "question":
+            yield NoticeEvent("info", f"milk handed this change to Claude: {wide}.")
             yield LocalGaveUp(
                 LocalSignal.WIDE_REQUEST,
-                f"{self._wide}, more than the local model does well; milk handed it to Claude"
+                f"{wide}, more than the local model does well; milk handed it to Claude"
                 " once the local model read it as a change",
             )
             return
@@ -243,9 +255,10 @@ class GuidedTurn:
         except NotTheShape as exc:
             attempt.problems = [str(exc)]
 
-    async def _intent(self, model: str, request: str) -> AsyncGenerator[AgentEvent | str, None]:
-        """What the request asks for, "question" or "change", asked of the model alone
-        (yielded last; nothing when its reply is not that shape: the full shape is asked)."""
+    async def _intent(self, model: str, request: str) -> AsyncGenerator[AgentEvent | Intent, None]:
+        """What the request asks for, "question" or "change", and how much a change reaches,
+        asked of the model alone (yielded last; nothing when its reply is not that shape:
+        the full shape is asked)."""
         body = request_body(
             model, prompt.intent_messages(request), [], self._client.settings, False
         )

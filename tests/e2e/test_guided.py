@@ -42,9 +42,10 @@ def reply(**fields: Any) -> dict[str, Any]:
     return {"text": json.dumps(shape, ensure_ascii=False)}
 
 
-def intent(value: str) -> dict[str, Any]:
-    """The scripted reply to the turn's first request: what the user's message asks for."""
-    return {"text": json.dumps({"intent": value})}
+def intent(value: str, size: str | None = None) -> dict[str, Any]:
+    """The scripted reply to the turn's first request: what the user's message asks for
+    (and, given, how much a change reaches)."""
+    return {"text": json.dumps({"intent": value} | ({"size": size} if size else {}))}
 
 
 @pytest.fixture
@@ -378,6 +379,7 @@ async def test_edits_given_up_in_words_after_they_failed_are_not_done(
     assert result["stopReason"] == "error", result
     assert result["error"]["data"]["signal"] == "edit_not_made"
     assert (guided_env.workspace / "parser.py").read_text() == PARSER
+
 
 async def test_a_change_answered_in_words_is_not_done(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient

@@ -512,6 +512,56 @@ async def test_a_guided_turn_hands_a_claude_sized_change_off_once_read_as_a_chan
     await no_leftovers(claude_env)
 
 
+MANY_ASK = "把整个项目从回调改成 async/await，所有模块都要改，并为每个公开函数补上测试。"
+"""Claude-sized, and naming no file or definition: nothing located says so (Chinese: port the
+whole project from callbacks to async/await, every module, tests for each public function)."""
+
+
+async def test_a_change_the_local_model_sizes_many_goes_to_claude_before_any_code(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    """The intent request also asks the size of a change; "many" (several files, new
+    files, a design) is Claude-sized as a wide reach is: the bench's Claude-sized requests
+    that named one file had been done locally, partly, and ended as done."""
+    api.enqueue({"text": CLAUDE_ANSWER})
+    openai.enqueue(intent("change", "many"))
+    client = await start(harness, claude_env, "auto", strategy="guided")
+    result = await chat(client, claude_env, MANY_ASK)
+    assert result["stopReason"] == "end_turn", result
+    assert result["agent"] == "claude"
+    assert result["escalated"]["signal"] == "wide_request"
+    assert "reads it as a change of many places" in result["escalated"]["reason"]
+    asked = [body["response_format"]["json_schema"] for body in openai.requests]
+    assert [shape["name"] for shape in asked] == ["milk_intent"]  # no code was sent
+    assert asked[0]["schema"]["properties"]["size"]["enum"] == ["one place", "one file", "many"]
+    await no_leftovers(claude_env)
+
+
+@pytest.mark.parametrize(
+    ("read", "hand_off"),
+    [
+        (("change", "one file"), "auto"),
+        (("question", "many"), "auto"),
+        (("change", "many"), "ask"),
+        (("change", "many"), "off"),
+    ],
+)
+async def test_a_change_sized_many_stays_local_when_small_or_hand_off_is_not_automatic(
+    read: tuple[str, str],
+    hand_off: str,
+    harness: Harness,
+    claude_env: Env,
+    api: FakeAnthropicAPI,
+    openai: FakeOpenAIServer,
+) -> None:
+    openai.enqueue(intent(*read), reply(kind="escalate", reason="too big for me"))
+    client = await start(harness, claude_env, hand_off, strategy="guided")
+    client.permission_answers = ["deny"]
+    result = await chat(client, claude_env, MANY_ASK)
+    assert len(openai.requests) == 2, "the local model was asked with the code"
+    assert (result.get("escalated") or {}).get("signal") != "wide_request", result
+
+
 WIDE_QUESTION = "Welche Datei definiert greet: hello.py, lib/greet.py oder tests/test_greet.py?"
 """It names three files, but asks a question: the local model answers it."""
 

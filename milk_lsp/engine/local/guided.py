@@ -74,12 +74,14 @@ class GuidedPart:
         history: list[dict[str, object]],
         progress: Callable[[str], None],
         wide: str | None = None,
+        hand_off_wide: bool = False,
         project_check: bool = True,
     ) -> LocalOutcome:
         """The guided local part: its events shown, its hand-off signal returned. `wide`:
         why the request is Claude-sized (`judge.scope`), handed off when it asks a change;
-        `project_check`: run the project's check around the edits (an advisor step's is
-        the plan's, run once after its last step)."""
+        `hand_off_wide`: a change the model sizes "many" is handed off too (Claude is at
+        hand and `local.handOff` is "auto"); `project_check`: run the project's check around
+        the edits (an advisor step's is the plan's, run once after its last step)."""
         locator = self.locator(index)
         config = turn.config
         budget = Budget.for_context(
@@ -95,6 +97,7 @@ class GuidedPart:
             history=history,
             budget=budget,
             wide=wide,
+            hand_off_wide=hand_off_wide,
             run_project_check=project_check,
         )
         return await fold_local_events(turn, agent, guided.run(user_ask, text), progress)

@@ -131,7 +131,8 @@ class LocalPart:
             turn.local_model = agent.model_in_use  # known from an earlier turn, if any
             strategy = await self._guided.strategy(config.local.strategy, agent)
             tools = self._tools(session, turn, user_ask, index)
-            wide = self._claude_sized(plan, config.local.hand_off, user_ask, index)
+            hand_off_wide = self._hands_off_wide(plan, config.local.hand_off)
+            wide = (reach(user_ask, index).reason() or None) if hand_off_wide else None
             if wide is not None and not strategy.guided:  # the guided turn asks first
                 turn.notice(
                     "info",
@@ -155,6 +156,7 @@ class LocalPart:
                     history=prompts.history_messages(history),
                     progress=progress,
                     wide=wide,
+                    hand_off_wide=hand_off_wide,
                     project_check=not plan.advises,  # a plan's check runs after its steps
                 )
             else:
@@ -288,15 +290,12 @@ class LocalPart:
         session.last_local_summary = self._sessions.local_brick(session, pending)
         return hand_off
 
-    def _claude_sized(
-        self, plan: Plan, mode: str, user_ask: str, index: WorkspaceIndex
-    ) -> str | None:
-        """Why a request goes to Claude before the local model starts (None: it does not):
-        on route `auto` with `local.handOff: "auto"` and Claude at hand, a request reaching
-        several files at once (`judge.scope`, by what it locates)."""
-        if not plan.watches_local or mode not in ("auto", "advise") or self._claude_path() is None:
-            return None
-        return reach(user_ask, index).reason() or None
+    def _hands_off_wide(self, plan: Plan, mode: str) -> bool:
+        """Whether a Claude-sized request goes to Claude before the local model changes
+        anything: on route `auto` with `local.handOff: "auto"` and Claude at hand. Claude-
+        sized: reaching several files at once (`judge.scope`, by what it locates), or, on a
+        guided turn, a change the model sizes "many" from the request alone."""
+        return plan.watches_local and mode in ("auto", "advise") and self._claude_path() is not None
 
     async def _put_back_broken(self, turn: Turn, tools: WorkspaceTools) -> LocalGaveUp | None:
         """Files the local model's edits left broken (it was told, and did not fix them) are
