@@ -67,6 +67,135 @@ def test_the_code_a_question_is_about_is_located(
     assert len(located.context()) <= Budget().chunks + Budget().map + 2000
 
 
+def located_in(root: Path, files: dict[str, str], request: str) -> Located:
+    """`request` located in a workspace of `files` laid out under `root`."""
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    index = WorkspaceIndex(root)
+    index.refresh()
+    return asyncio.run(Locator(index).locate(request, DiskTexts(root), Budget()))
+
+
+def shown_lines(located: Located) -> set[tuple[str, int]]:
+    return {
+        (chunk.path, number)
+        for chunk in located.chunks
+        for number in range(chunk.first, chunk.last + 1)
+    }
+
+
+ENV_OPTIONS_JS = (
+    "// options from the environment\nconst options = {}\n\n"
+    + "".join(
+        f"if (process.env.CONFIG_{key.upper()} != null) {{\n"
+        f"  options.{key} = process.env.CONFIG_{key.upper()}\n}}\n\n"
+        for key in ("encoding", "path", "debug", "override")
+    )
+    + "module.exports = options\n"
+)
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "In lib/env-options.js also read CONFIG_QUIET into options.quiet, like the others.",
+        "Lies in lib/env-options.js auch CONFIG_QUIET in options.quiet ein.",
+        "在 env-options.js 里也把 CONFIG_QUIET 读进 options.quiet。",
+    ],
+)
+def test_a_named_file_is_shown_from_its_head_beyond_one_named_definition(
+    tmp_path: Path, request_text: str
+) -> None:
+    """dotenv's `lib/env-options.js` (a hyphen in its name) was not read as named, and only
+    its line `const options = {}` (the definition `options.quiet` names) was shown: the
+    model wrote the new option in a shape of its own, not as the others are read."""
+    located = located_in(tmp_path, {"lib/env-options.js": ENV_OPTIONS_JS}, request_text)
+    assert "lib/env-options.js" in located.files
+    shown = "\n".join(line for chunk in located.chunks for line in chunk.lines)
+    assert "options.encoding = process.env.CONFIG_ENCODING" in shown
+    assert "options.override = process.env.CONFIG_OVERRIDE" in shown
+
+
+SHORT_DEFINITIONS = {
+    "src/variable.js": (
+        "const isWindows = require('./is-windows')\n\n"
+        "const pathLikeEnvVarWhitelist = new Set(['PATH', 'NODE_PATH'])\n\n"
+        + "// filler\n"
+        * 8
+        + "function replaceListDelimiters(varValue, varName = '') {\n"
+        "  const targetSeparator = isWindows() ? ';' : ':'\n"
+        "  if (!pathLikeEnvVarWhitelist.has(varName)) {\n    return varValue\n  }\n"
+        "  return varValue.replace(/:/g, targetSeparator)\n}\n"
+    ),
+    "conf/limits.py": (
+        "import os\n\nMAX_NESTING_LEVEL = 32\n\n"
+        + "# filler\n" * 12
+        + "def check_nesting(level):\n    if level > MAX_NESTING_LEVEL:\n"
+        "        raise ValueError('too deep')\n"
+    ),
+    "pool/pool.go": (
+        "package pool\n\nconst randPoolSize = 16 * 16\n\n"
+        + "// filler\n" * 12
+        + "func fillPool(pool []byte) int {\n\tif len(pool) < randPoolSize {\n"
+        "\t\treturn 0\n\t}\n\treturn len(pool)\n}\n"
+    ),
+}
+
+
+def crowded(words: str) -> dict[str, str]:
+    """Notes whose every line holds the request's words: they outrank any line of code."""
+    return {
+        f"notes/n{number}.md": "".join(f"{words} ({number}.{line})\n" for line in range(30))
+        for number in range(8)
+    }
+
+
+@pytest.mark.parametrize(
+    ("request_text", "path", "line", "words"),
+    [
+        (
+            "Which env vars does replaceListDelimiters turn into lists on Windows?",
+            "src/variable.js",
+            3,
+            "which env vars turn into lists on Windows replace delimiters",
+        ),
+        (
+            "Wie tief darf die Verschachtelung in check_nesting höchstens sein?",
+            "conf/limits.py",
+            3,
+            "check nesting check_nesting nesting check",
+        ),
+        (
+            "fillPool はプールの大きさが足りないとき何を返しますか？",
+            "pool/pool.go",
+            3,
+            "fill pool fillPool pool fill",
+        ),
+    ],
+)
+def test_a_short_definition_a_located_definition_uses_is_shown_with_it(
+    tmp_path: Path, request_text: str, path: str, line: int, words: str
+) -> None:
+    """cross-env's `if (!pathLikeEnvVarWhitelist.has(varName))` was shown, and not the line
+    defining the set, whose value was the answer: lines that outrank it fill the budget."""
+    located = located_in(tmp_path, {**SHORT_DEFINITIONS, **crowded(words)}, request_text)
+    assert (path, line) in shown_lines(located), located.context()
+
+
+def test_a_questions_own_words_weigh_half_of_the_codes(tmp_path: Path) -> None:
+    """A term no definition's name holds weighs half: a question's own words ("which",
+    "into") are rare in code files, and cross-env's README and LICENSE, full of them, had
+    filled the budget before `variable.js`."""
+    (tmp_path / "a.md").write_text("Which one is it?\n")
+    (tmp_path / "b.py").write_text("def check_nesting(level):\n    return level\n")
+    (tmp_path / "c.txt").write_text("nothing here\n")
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    weights = Locator(index).weights("which nesting")
+    assert weights["which"] == pytest.approx(weights["nest"] / 2)
+
+
 def test_a_renamed_definitions_uses_are_located_each_with_a_line_around(tmp_path: Path) -> None:
     _, located = locate(tmp_path, "go-uuid", "Переименуй NewHash в MakeHash везде.")
     shown = {

@@ -36,6 +36,10 @@ DEFINITION_MAX_LINES = 60
 WINDOWS = ((3, 8), (1, 2))
 """A ranked line is shown with this many lines before and after it, the next fewer when
 the budget has no room for more."""
+NAMED_HEAD_LINES = 40
+"""A file the request names is shown from its first line, this many lines, unless a quarter
+as many of it are shown already (dotenv's `lib/env-options.js` had shown only its line
+`const options = {}`, the definition `options.quiet` names, and none of the options read)."""
 USES_MAX = 10
 """A named definition's uses are shown (each line with one line around it) when it has
 at most this many outside its definition: a rename or a new parameter must edit each."""
@@ -46,6 +50,14 @@ the options are in another file)."""
 FILE_SPREAD = 0.5
 """A ranked line's score is multiplied by this for each line of its file taken before it:
 the best lines of several files before the fifth of one."""
+PROSE_WEIGHT = 0.5
+"""A request's term that no definition's name holds (`which`, `into`, `license`) weighs
+this much: a question's own words are rare in code files, so they outranked the code's
+(cross-env's "which env vars … on Windows?" showed README and LICENSE before `variable.js`)."""
+SHORT_DEFINITION = 3
+"""A definition of at most this many lines that a ranked line uses is shown beside it: its
+value is often the answer (cross-env's `if (!pathLikeEnvVarWhitelist.has(varName))` was
+shown, and not `const pathLikeEnvVarWhitelist = new Set(['PATH', 'NODE_PATH'])`)."""
 MAP_NAMES = 8
 """Names listed per file in the repository map."""
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
@@ -164,6 +176,8 @@ class Locator:
         """Per file: the index's token tuple it was made from, its terms, its path's terms."""
         self._postings: dict[str, set[str]] = {}
         self._map: tuple[int, str] | None = None
+        self._code: tuple[frozenset[str], frozenset[str]] | None = None
+        """The definitions' names and their terms (`_code_terms`)."""
         """The repository map made for a budget, until a file's terms change."""
 
     def rank_files(
@@ -183,14 +197,25 @@ class Locator:
         return ranked[:limit]
 
     def weights(self, request: str) -> dict[str, float]:
-        """Each term of the request by its inverse document frequency here (0: no file)."""
+        """Each term of the request by its inverse document frequency here (0: no file),
+        times `PROSE_WEIGHT` when no definition's name holds it."""
         self._sync()
         total = len(self._files) or 1
+        code = self._code_terms()
         result: dict[str, float] = {}
         for term in dict.fromkeys(terms(request)):
             count = len(self._postings.get(term, ()))
-            result[term] = math.log((total - count + 0.5) / (count + 0.5) + 1.0) if count else 0.0
+            idf = math.log((total - count + 0.5) / (count + 0.5) + 1.0) if count else 0.0
+            result[term] = idf if term in code else idf * PROSE_WEIGHT
         return result
+
+    def _code_terms(self) -> frozenset[str]:
+        """The terms of the names the workspace defines, made again when those change."""
+        names = self.index.definition_names()
+        if self._code is None or self._code[0] is not names:
+            made = frozenset(term for name in names for term in word_terms(name))
+            self._code = (names, made)
+        return self._code[1]
 
     async def locate(self, request: str, texts: FileTexts, budget: Budget | None = None) -> Located:
         """The bounded context for `request` (see the module)."""
@@ -212,6 +237,7 @@ class Locator:
         spent = 0
         pending: list[tuple[float, str, int]] = []
         split: dict[str, list[str]] = {}
+        short: dict[str, dict[str, tuple[int, int]]] = {}
         for path in order:
             text = await _read(path, texts, read)
             if text is None:
@@ -220,10 +246,15 @@ class Locator:
             for whole in _definition_chunks(path, text, lines, named.names):
                 chunk = _head(whole, int(budget.chunks * DEFINITION_SHARE))
                 if spent + chunk.size <= budget.chunks:
-                    chunks.append(chunk)
-                    spent += chunk.size
-            if path in named.files and not any(chunk.path == path for chunk in chunks):
-                head = _chunk(path, lines, 1, min(len(lines), 40), "named in the request")
+                    for item in [chunk, *_used(chunk, split, short, chunks)]:
+                        if spent + item.size <= budget.chunks:
+                            chunks.append(item)
+                            spent += item.size
+            held = sum(chunk.last - chunk.first + 1 for chunk in chunks if chunk.path == path)
+            if path in named.files and held < NAMED_HEAD_LINES // 4:
+                head = _chunk(
+                    path, lines, 1, min(len(lines), NAMED_HEAD_LINES), "named in the request"
+                )
                 if head is not None and spent + head.size <= budget.chunks:
                     chunks.append(head)
                     spent += head.size
@@ -235,7 +266,7 @@ class Locator:
             if spent + use.size <= budget.chunks:
                 chunks.append(use)
                 spent += use.size
-        _add_ranked(chunks, budget.chunks - spent, pending, list(order), split)
+        _add_ranked(chunks, budget.chunks - spent, pending, list(order), split, short)
         chunks = _merged(chunks, order)
         return Located(
             chunks=tuple(chunks),
@@ -378,6 +409,7 @@ def _add_ranked(
     pending: list[tuple[float, str, int]],
     order: list[str],
     split: dict[str, list[str]],
+    short: dict[str, dict[str, tuple[int, int]]],
 ) -> None:
     """Adds to `chunks`, within `room` characters, the ranked lines (`pending`: score,
     path, line number) best first, each with the lines around it (`WINDOWS`), a file's
@@ -407,11 +439,49 @@ def _add_ranked(
         for before, after in WINDOWS:  # the usual lines around it, fewer when short of room
             piece = _window(path, lines, number, before, after, chunks)
             if piece is not None and piece.size <= room:
-                chunks.append(piece)
-                shown.update(line.strip() for line in piece.lines)
-                room -= piece.size
+                for chunk in [piece, *_used(piece, split, short, chunks)]:
+                    if chunk.size <= room:
+                        chunks.append(chunk)
+                        shown.update(line.strip() for line in chunk.lines)
+                        room -= chunk.size
                 taken[path] = now + 1
                 break
+
+
+def _short_definitions(
+    path: str, split: dict[str, list[str]], known: dict[str, dict[str, tuple[int, int]]]
+) -> dict[str, tuple[int, int]]:
+    """The file's definitions of at most `SHORT_DEFINITION` lines, by name: their lines."""
+    if path not in known:
+        from milk_lsp.code import definitions, language_for  # off start-up
+
+        language = language_for(path)
+        found = definitions("\n".join(split[path]), language) if language is not None else []
+        known[path] = {
+            item.name: (item.first_line, item.last_line)
+            for item in found
+            if item.last_line - item.first_line < SHORT_DEFINITION
+        }
+    return known[path]
+
+
+def _used(
+    chunk: Chunk,
+    split: dict[str, list[str]],
+    short: dict[str, dict[str, tuple[int, int]]],
+    shown: list[Chunk],
+) -> list[Chunk]:
+    """The short definitions of `chunk`'s file (`SHORT_DEFINITION`) that it uses, each as a
+    chunk, those overlapping `chunk` or a `shown` one left out."""
+    path, lines = chunk.path, split[chunk.path]
+    names = {name for line in chunk.lines for name in _IDENTIFIER.findall(line)}
+    return [
+        extra
+        for name, (first, last) in _short_definitions(path, split, short).items()
+        if name in names
+        and not any(c.path == path and c.first <= last and first <= c.last for c in [*shown, chunk])
+        and (extra := _chunk(path, lines, first, last, f"defines {name}")) is not None
+    ]
 
 
 def _head(chunk: Chunk, size: int) -> Chunk:

@@ -4,9 +4,9 @@ The message's words are its runs of Latin letters, digits, `_` and `$` (so `gree
 `greet`, and `Переименуй greet` gives `greet`); each that looks like an identifier is
 matched against the names the workspace's files define (exactly, then ignoring case, then
 allowing one typo in a longer name: `naturalsise`) and, when written as code, against its
-file names without their extension (`utils`). No frame of
-any language decides it ("where is … defined", "wo ist …"): a question in German, Japanese
-or everyday English finds the same names as the English one.
+file names without their extension (`utils`); its paths name files. No frame of any
+language decides it ("where is … defined", "wo ist …"): a question in any language finds
+the same names as the English one.
 
 A short plain word (`add`, `main`, `set`) is too often a word of the sentence to stand for a
 definition alone: it counts when the message writes it as code (a span, quotes, a call), as
@@ -88,6 +88,8 @@ def one_edit(a: str, b: str) -> bool:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+PATH = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6}(?![\w/])")
+"""A file's path or name with an extension (`lib/env-options.js`, `tsconfig.json`)."""
 _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
 
 
@@ -135,6 +137,8 @@ def asked(message: str, index: WorkspaceIndex) -> Asked:
     files: dict[str, None] = {}
     short: list[str] = []
     tokens: list[str] = []
+    for path in filter(None, map(index.file_for, PATH.findall(message))):
+        files.setdefault(path, None)  # `lib/env-options.js`: its words name no file
     for match in words.finditer(message):
         for token in _IDENTIFIER.findall(match.group()):
             tokens.append(token)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from milk_lsp.agents.local.judge.asked import asked
+from milk_lsp.agents.local.judge.asked import PATH, asked
 
 if TYPE_CHECKING:
     from milk_lsp.workspace.index import WorkspaceIndex
@@ -28,8 +28,6 @@ WIDE_ARTIFACTS = 3
 SHOWN_FILES = 4
 """How many of the files a reason names."""
 
-_PATH = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,6}(?![\w/])")
-"""A file's path or name with an extension (`src/env-file.js`, `tsconfig.json`)."""
 _FOLDER = re.compile(r"(?<![\w./-])(?:[\w.-]+/)+(?![\w/])")
 """A folder written as one, with its trailing `/` (`src/`, `src/bin/`)."""
 _HYPHENATED = re.compile(r"(?<![\w./-])[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)+(?![\w./-])")
@@ -61,14 +59,9 @@ class Reach:
             return ""
         named = [*self.files, *self.new_files]
         shown = ", ".join(named[:SHOWN_FILES]) + (", …" if len(named) > SHOWN_FILES else "")
-        parts = [_count(len(self.files), "file here", "files here")] if self.files else []
-        if self.new_files:
-            parts.append(_count(len(self.new_files), "new file", "new files"))
+        counts = ((len(self.files), "file{} here"), (len(self.new_files), "new file{}"))
+        parts = [f"{n} {what.format('' if n == 1 else 's')}" for n, what in counts if n]
         return f"the request reaches {' and '.join(parts)} ({shown})"
-
-
-def _count(number: int, one: str, many: str) -> str:
-    return f"1 {one}" if number == 1 else f"{number} {many}"
 
 
 def reach(request: str, index: WorkspaceIndex) -> Reach:
@@ -95,7 +88,7 @@ def reach(request: str, index: WorkspaceIndex) -> Reach:
     }
     new_files = [
         path
-        for path in dict.fromkeys(match.group() for match in _PATH.finditer(request))
+        for path in dict.fromkeys(match.group() for match in PATH.finditer(request))
         if path.rsplit(".", 1)[-1] in extensions  # `e.g.` names no file here
         and ("/" in path or not path[:1].isupper())  # `Node.js` is a name, not a file
         and index.file_for(path) is None
