@@ -275,6 +275,22 @@ def test_the_places_a_missed_change_belongs_are_the_lines_holding_what_the_reque
     assert quoted == [("a.js", 2)]
 
 
+PARSE_JS = (
+    "function crossEnv(args) {\n  const [env, command] = parseCommand(args)\n  return env\n}\n\n"
+    "function parseCommand(args) {\n  return [args, args]\n}\n"
+)
+
+
+def test_the_head_of_a_named_definition_is_the_first_place_a_repair_shows() -> None:
+    """cross-env's "a JSDoc comment for parseCommand" was put above `crossEnv`, which calls
+    it, and the repair showed the call first: the model put it there again."""
+    ask = "Add a JSDoc comment to the function parseCommand in src/index.js."
+    wrong = PARSE_JS.replace("function crossEnv", "/** Parses. */\nfunction crossEnv")
+    places = held_places(ask, {"src/index.js": (PARSE_JS, wrong)}, ["parseCommand"])
+    assert places[0] == ("src/index.js", 6)
+    assert ("src/index.js", 2) in places  # the call, after it
+
+
 def test_a_number_that_is_the_edited_lines_number_names_the_line() -> None:
     """ "On line 4 set the limit to 30": 4 is the line the edit changed, not a value to
     change, even where the file holds a 4 elsewhere; versions are whole numbers (3.11)."""

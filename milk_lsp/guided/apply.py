@@ -64,10 +64,20 @@ def held_places(
     """Where, in the edited files as they were, what the request writes stands, best first
     (`edit_intent.line_rank`). Shown in the repair request of edits that missed the place:
     the same one-line edit came back twice, greedily, when the repair said only where the
-    edit was not."""
+    edit was not. The first line of a definition the request names comes first: cross-env's
+    "a JSDoc comment for parseCommand" was put twice above the function calling it."""
+    from milk_lsp.code import definitions, language_for  # off start-up
+
     rank = line_rank(request, names)
+    heads = {
+        (path, found.first_line)
+        for path, (before, _) in edited.items()
+        if before and (language := language_for(path)) is not None
+        for found in definitions(before, language)
+        if found.name in names
+    }
     ranked = [
-        (-rank(line), path, number)
+        (-3 if (path, number) in heads else -rank(line), path, number)
         for path, (before, _) in edited.items()
         for number, line in enumerate((before or "").split("\n"), 1)
     ]
