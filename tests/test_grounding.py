@@ -305,7 +305,6 @@ def test_a_citation_is_looked_up_in_its_file(index: WorkspaceIndex) -> None:
     assert flagged(judged.problems, "return a * b", "calc.py")
 
 
-
 def test_a_long_agent_answer_is_judged_not_refused(index: WorkspaceIndex) -> None:
     """The reply shape's length limits bound a guided model's reply; an agent's final answer
     of 3,000 characters and more is judged as any other (it had ended the turn with an
@@ -324,6 +323,7 @@ def test_a_long_agent_answer_is_judged_not_refused(index: WorkspaceIndex) -> Non
         long, ["def add(a, b):"], looked=True, finish=cited
     )
     assert len(long) > 4000 and judged.problems == ()
+
 
 NO_CLAIMS = {
     "virtual environment": "Make one with `python -m venv .venv`, then `source .venv/bin/activate`.",

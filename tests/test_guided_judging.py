@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from milk_lsp.guided.locate import Budget, DiskTexts, Located, Locator
-from milk_lsp.guided.shape import GuidedReply, Intent, NotTheShape, parse_intent, parse_reply
+from milk_lsp.guided.shape import GuidedReply, NotTheShape, parse_intent, parse_reply, parse_size
 from milk_lsp.guided.strategy import choose, model_billions
 from milk_lsp.guided.verify import check_answer, find_quote
 from milk_lsp.guided.words import terms
@@ -447,17 +447,14 @@ def test_the_reply_shape_tolerates_fences_and_a_wrapped_answer() -> None:
         parse_reply('{"kind": "plan"}')
 
 
-def test_the_intent_reply_gives_the_size_of_a_change_when_it_can() -> None:
-    """Only a change sized "many" is Claude-sized; a reply without a size (or with another)
-    is still an intent, of no size."""
-    wide = parse_intent('{\n  "intent": "change",\n  "size": "many"\n}')
-    assert wide == Intent("change", "many") and wide.wide_change
-    assert parse_intent('{"intent": "question", "size": "many"}') == Intent("question", "many")
-    assert not Intent("question", "many").wide_change
-    assert parse_intent('{"intent": "change"}') == Intent("change", None)
-    assert parse_intent('{"intent": "change", "size": "huge"}') == Intent("change", None)
+def test_the_intent_and_size_replies_are_read_in_their_shape_only() -> None:
+    """A size other than the schema's, or a reply in words, is no size: the change stays
+    local (only "many" is Claude-sized)."""
+    assert parse_size('{\n  "size": "many"\n}') == "many"
+    assert parse_size('{"size": "huge"}') is None
+    assert parse_size("many files") is None
+    assert parse_intent('{"intent": "change"}') == "change"
     assert parse_intent('{"size": "many"}') is None
-    assert parse_intent("change, many files") is None
 
 
 def test_terms_split_identifiers_and_stem_them() -> None:

@@ -40,10 +40,14 @@ edits; say why in `reason`.
 INTENT_SYSTEM = """\
 Decide what the user's message asks for. "change": it asks to change, add, remove, rename, \
 fix, create or document anything in the code or files. "question": it asks something about \
-the code and wants an answer, not a change. For a change, also say in "size" how much it \
-changes: "one place", "one file" (several places of one file), or "many" (several files, new \
-files, or a design). For a question, "one place". Reply with one JSON object: \
-{"intent": "…", "size": "…"}"""
+the code and wants an answer, not a change. Reply with one JSON object: {"intent": "…"}"""
+
+SIZE_SYSTEM = """\
+The user's message asks for a change to their code. Say how much it changes: "one place", \
+"one file" (several places of one file), or "many" (several files, new files, or a design). \
+Reply with one JSON object: {"size": "…"}"""
+"""Asked apart from the intent: in the intent request it turned 4 of the bench's 31
+questions into changes (none without it)."""
 
 
 def intent_messages(request: str) -> list[dict[str, Any]]:
@@ -51,6 +55,14 @@ def intent_messages(request: str) -> list[dict[str, Any]]:
     (without the located code, where a 1.5B model read "Give its path" as a change)."""
     return [
         {"role": "system", "content": INTENT_SYSTEM},
+        {"role": "user", "content": request},
+    ]
+
+
+def size_messages(request: str) -> list[dict[str, Any]]:
+    """The short request that asks how much a change reaches, from the message alone."""
+    return [
+        {"role": "system", "content": SIZE_SYSTEM},
         {"role": "user", "content": request},
     ]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -118,32 +117,21 @@ SCHEMA: dict[str, Any] = {
 
 KINDS: dict[str, list[str]] = {"question": ["answer", "escalate"], "change": ["edits", "escalate"]}
 """The kinds of reply each intent allows."""
+INTENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"intent": {"type": "string", "enum": list(KINDS)}},
+    "required": ["intent"],
+    "additionalProperties": False,
+}
 SIZES = ("one place", "one file", "many")
 """How much a change reaches, as the model reads the request alone; "many" (several files,
 new files, a design) is Claude-sized."""
-INTENT_SCHEMA: dict[str, Any] = {
+SIZE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "intent": {"type": "string", "enum": list(KINDS)},
-        "size": {"type": "string", "enum": list(SIZES)},
-    },
-    "required": ["intent", "size"],
+    "properties": {"size": {"type": "string", "enum": list(SIZES)}},
+    "required": ["size"],
     "additionalProperties": False,
 }
-
-
-@dataclass(frozen=True)
-class Intent:
-    """What the model read the user's message as, before any code is shown."""
-
-    kind: str
-    """"question" or "change"."""
-    size: str | None = None
-    """One of `SIZES`; None when the reply left it out."""
-
-    @property
-    def wide_change(self) -> bool:
-        return self.kind == "change" and self.size == "many"
 
 
 def response_format(
@@ -235,16 +223,31 @@ def intent_format() -> dict[str, Any]:
     }
 
 
-def parse_intent(text: str) -> Intent | None:
+def size_format() -> dict[str, Any]:
+    """The `response_format` of the request that asks how much a change reaches."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "milk_size", "strict": True, "schema": SIZE_SCHEMA},
+    }
+
+
+def parse_intent(text: str) -> str | None:
     """The intent of a reply in `INTENT_SCHEMA`'s shape; None for anything else."""
+    return _field(text, "intent", tuple(KINDS))
+
+
+def parse_size(text: str) -> str | None:
+    """The size of a reply in `SIZE_SCHEMA`'s shape; None for anything else."""
+    return _field(text, "size", SIZES)
+
+
+def _field(text: str, name: str, values: Sequence[str]) -> str | None:
     try:
         data = json.loads(object_text(text))
     except json.JSONDecodeError:
         return None
-    if not isinstance(data, dict) or data.get("intent") not in KINDS:
-        return None
-    size = data.get("size")
-    return Intent(str(data["intent"]), size if size in SIZES else None)
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if value in values else None
 
 
 class NotTheShape(ValueError):

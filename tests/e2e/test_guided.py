@@ -42,10 +42,14 @@ def reply(**fields: Any) -> dict[str, Any]:
     return {"text": json.dumps(shape, ensure_ascii=False)}
 
 
-def intent(value: str, size: str | None = None) -> dict[str, Any]:
-    """The scripted reply to the turn's first request: what the user's message asks for
-    (and, given, how much a change reaches)."""
-    return {"text": json.dumps({"intent": value} | ({"size": size} if size else {}))}
+def intent(value: str) -> dict[str, Any]:
+    """The scripted reply to the turn's first request: what the user's message asks for."""
+    return {"text": json.dumps({"intent": value})}
+
+
+def size(value: str) -> dict[str, Any]:
+    """The scripted reply to the request that asks how much a change reaches."""
+    return {"text": json.dumps({"size": value})}
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from tests.e2e.test_escalation import (
     no_leftovers,
     session_of,
 )
-from tests.e2e.test_guided import intent, reply
+from tests.e2e.test_guided import intent, reply, size
 from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -524,7 +524,7 @@ async def test_a_change_the_local_model_sizes_many_goes_to_claude_before_any_cod
     files, a design) is Claude-sized as a wide reach is: the bench's Claude-sized requests
     that named one file had been done locally, partly, and ended as done."""
     api.enqueue({"text": CLAUDE_ANSWER})
-    openai.enqueue(intent("change", "many"))
+    openai.enqueue(intent("change"), size("many"))
     client = await start(harness, claude_env, "auto", strategy="guided")
     result = await chat(client, claude_env, MANY_ASK)
     assert result["stopReason"] == "end_turn", result
@@ -532,33 +532,36 @@ async def test_a_change_the_local_model_sizes_many_goes_to_claude_before_any_cod
     assert result["escalated"]["signal"] == "wide_request"
     assert "reads it as a change of many places" in result["escalated"]["reason"]
     asked = [body["response_format"]["json_schema"] for body in openai.requests]
-    assert [shape["name"] for shape in asked] == ["milk_intent"]  # no code was sent
-    assert asked[0]["schema"]["properties"]["size"]["enum"] == ["one place", "one file", "many"]
+    assert [shape["name"] for shape in asked] == ["milk_intent", "milk_size"]  # no code sent
+    assert asked[1]["schema"]["properties"]["size"]["enum"] == ["one place", "one file", "many"]
+    assert [m["role"] for m in openai.requests[1]["messages"]] == ["system", "user"]
     await no_leftovers(claude_env)
 
 
 @pytest.mark.parametrize(
-    ("read", "hand_off"),
+    ("replies", "hand_off", "asked"),
     [
-        (("change", "one file"), "auto"),
-        (("question", "many"), "auto"),
-        (("change", "many"), "ask"),
-        (("change", "many"), "off"),
+        ((intent("change"), size("one file")), "auto", ["milk_intent", "milk_size"]),
+        ((intent("question"),), "auto", ["milk_intent"]),  # a question is never sized
+        ((intent("change"),), "ask", ["milk_intent"]),  # nor a change Claude is not sent
+        ((intent("change"),), "off", ["milk_intent"]),
     ],
 )
-async def test_a_change_sized_many_stays_local_when_small_or_hand_off_is_not_automatic(
-    read: tuple[str, str],
+async def test_a_change_stays_local_when_small_or_hand_off_is_not_automatic(
+    replies: tuple[dict[str, Any], ...],
     hand_off: str,
+    asked: list[str],
     harness: Harness,
     claude_env: Env,
     api: FakeAnthropicAPI,
     openai: FakeOpenAIServer,
 ) -> None:
-    openai.enqueue(intent(*read), reply(kind="escalate", reason="too big for me"))
+    openai.enqueue(*replies, reply(kind="escalate", reason="too big for me"))
     client = await start(harness, claude_env, hand_off, strategy="guided")
     client.permission_answers = ["deny"]
     result = await chat(client, claude_env, MANY_ASK)
-    assert len(openai.requests) == 2, "the local model was asked with the code"
+    names = [body["response_format"]["json_schema"]["name"] for body in openai.requests]
+    assert names == [*asked, "milk_guided_reply"], "the local model was asked with the code"
     assert (result.get("escalated") or {}).get("signal") != "wide_request", result
 
 
