@@ -58,6 +58,9 @@ SHORT_DEFINITION = 3
 """A definition of at most this many lines that a ranked line uses is shown beside it: its
 value is often the answer (cross-env's `if (!pathLikeEnvVarWhitelist.has(varName))` was
 shown, and not `const pathLikeEnvVarWhitelist = new Set(['PATH', 'NODE_PATH'])`)."""
+SHORT_KINDS = frozenset({"constant", "variable"})
+"""The definitions shown beside their uses: values, not helpers (dotenv's three-line
+`_debug`, shown beside `populate`, got the JSDoc comment asked for `populate`)."""
 MAP_NAMES = 8
 """Names listed per file in the repository map."""
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
@@ -451,7 +454,8 @@ def _add_ranked(
 def _short_definitions(
     path: str, split: dict[str, list[str]], known: dict[str, dict[str, tuple[int, int]]]
 ) -> dict[str, tuple[int, int]]:
-    """The file's definitions of at most `SHORT_DEFINITION` lines, by name: their lines."""
+    """The file's constants and variables (`SHORT_KINDS`) of at most `SHORT_DEFINITION`
+    lines, by name: their lines."""
     if path not in known:
         from milk_lsp.code import definitions, language_for  # off start-up
 
@@ -460,7 +464,7 @@ def _short_definitions(
         known[path] = {
             item.name: (item.first_line, item.last_line)
             for item in found
-            if item.last_line - item.first_line < SHORT_DEFINITION
+            if item.kind in SHORT_KINDS and item.last_line - item.first_line < SHORT_DEFINITION
         }
     return known[path]
 
