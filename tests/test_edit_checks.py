@@ -373,6 +373,33 @@ def test_a_comment_at_a_named_definition_is_not_a_change_left_undone(
     assert unmade_change(ask, {path: (before, elsewhere)}) is not None
 
 
+@pytest.mark.parametrize(
+    ("path", "ask", "before", "inside"),
+    [
+        (
+            "src/index.js",
+            "Добавь JSDoc-комментарий к функции parseCommand.",
+            "function parseCommand(args) {\n  const a = 1\n  return args\n}\n",
+            "function parseCommand(args) {\n  /** Parses it. */\n  const a = 1\n  return args\n}\n",
+        ),
+        (
+            "time.go",
+            "Add a GoDoc comment to GetTime.",
+            "package uuid\n\nfunc GetTime() int {\n\tx := 1\n\treturn x\n}\n",
+            "package uuid\n\nfunc GetTime() int {\n\t// It returns the time.\n\tx := 1\n"
+            "\treturn x\n}\n",
+        ),
+    ],
+)
+def test_a_doc_comment_put_inside_a_definition_where_docs_go_above_is_not_one(
+    path: str, ask: str, before: str, inside: str
+) -> None:
+    """cross-env's JSDoc for parseCommand was written under `function parseCommand(args) {`
+    and ended as done: only Python's documentation goes inside (`Language.docs_inside`)."""
+    said = unmade_change(ask, {path: (before, inside)})
+    assert said is not None and "left" in said
+
+
 OPTION_LINE = (
     "    parser.add_argument(\"--no-lowercase\", action='store_false', dest='lowercase',\n"
     '                        help="Activate case sensitivity")\n'

@@ -83,6 +83,10 @@ class Language:
     removed a declaration its uses need."""
     bound_names: tuple[str, ...] = ()
     """The node kinds of a bound name inside a `bindings` node."""
+    docs_inside: bool = False
+    """A definition's documentation also goes inside it, under its first line (Python's
+    docstring); elsewhere it goes right above (a JSDoc, a Go or Rust doc comment), and a
+    comment inside is not one (cross-env's JSDoc put under `function parseCommand(args) {`)."""
 
 
 def _rule(
@@ -216,6 +220,7 @@ LANGUAGES: tuple[Language, ...] = (
             ),
         ),
         r"\.add_argument\(|\.add_option\(|\bclick\.option\(|\btyper\.Option\(",
+        docs_inside=True,
     ),
     Language(
         "javascript",

@@ -159,14 +159,16 @@ def syntax_problems(text: str, language: Language) -> list[SyntaxProblem]:
 def added_at_heads(path: str, before: str | None, now: str | None, names: Iterable[str]) -> bool:
     """Whether `now` is `before` (the file `path`, in its language) with lines added only at
     the head of definitions of `names`: right above a definition's first line (a JSDoc, a
-    Go or Rust doc comment) or within its first `HEAD_LINES` before its last (a docstring
-    under `def f(…):`); every line kept."""
+    Go or Rust doc comment) or, where documentation goes inside (`Language.docs_inside`),
+    within its first `HEAD_LINES` before its last (a docstring under `def f(…):`); every
+    line kept."""
     language = language_for(path)
     if language is None or not before or not now:
         return False
     wanted = set(names)
+    inside = HEAD_LINES if language.docs_inside else 0
     spans = [
-        (d.first_line, min(d.last_line, d.first_line + HEAD_LINES))
+        (d.first_line, min(d.last_line, d.first_line + inside))
         for d in definitions(before, language)
         if d.name in wanted
     ]
