@@ -66,7 +66,7 @@ INTENT_TOKENS = 24
 WIDE_AS_READ = (
     "the local model reads it as a change of many places (several files, new files or a design)"
 )
-"""Why a change the model sized "many" goes to Claude (see `_size`)."""
+"""Why a change the model sized "many" goes to Claude (see `_read`)."""
 ATTEMPTS = 2
 """The first reply and one repair."""
 
@@ -262,8 +262,8 @@ class GuidedTurn:
         self, model: str, messages: list[dict[str, Any]], shape: dict[str, Any]
     ) -> AsyncGenerator[AgentEvent | str, None]:
         """One tiny request about the user's message alone (no code): what it asks for, or
-        how much a change reaches (`_size`); its reply's text is yielded last. The size is
-        asked apart, and only of a change when Claude could take it: in the intent request
+        how much a change reaches (`prompt.SIZE_SYSTEM`); its reply's text is yielded last.
+        The size is asked apart, and only of a change Claude could take: in the intent request
         it turned 4 of the bench's 31 questions into changes. Asked alone, Qwen2.5-Coder-
         1.5B sized all 10 of the bench's Claude-sized requests "many" and none of its 26
         edits; of 22 requests none of the benches had, in six languages, the 8 Claude-sized
