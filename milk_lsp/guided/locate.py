@@ -179,9 +179,9 @@ class Locator:
         """Per file: the index's token tuple it was made from, its terms, its path's terms."""
         self._postings: dict[str, set[str]] = {}
         self._map: tuple[int, str] | None = None
+        """The repository map made for a budget, until a file's terms change."""
         self._code: tuple[frozenset[str], frozenset[str]] | None = None
         """The definitions' names and their terms (`_code_terms`)."""
-        """The repository map made for a budget, until a file's terms change."""
 
     def rank_files(
         self, request: str, limit: int = MAX_FILES, weights: dict[str, float] | None = None

@@ -217,18 +217,16 @@ def _edit_item(path: str, texts: Sequence[str] | None) -> dict[str, Any]:
 
 def intent_format() -> dict[str, Any]:
     """The `response_format` of the request that asks what the user's message asks for."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "milk_intent", "strict": True, "schema": INTENT_SCHEMA},
-    }
+    return _schema_format("milk_intent", INTENT_SCHEMA)
 
 
 def size_format() -> dict[str, Any]:
     """The `response_format` of the request that asks how much a change reaches."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "milk_size", "strict": True, "schema": SIZE_SCHEMA},
-    }
+    return _schema_format("milk_size", SIZE_SCHEMA)
+
+
+def _schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
 
 
 def parse_intent(text: str) -> str | None:

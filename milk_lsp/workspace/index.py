@@ -314,6 +314,16 @@ class WorkspaceIndex:
             self._stems = known = (state.file_tails, built)
         return known[1]
 
+    def file_extensions(self) -> frozenset[str]:
+        """The extensions of the files here, without the dot (`py`, `js`): a dotted word
+        ending in none of them (`e.g.`, `options.quiet`) names no file."""
+        return frozenset(
+            path.rsplit(".", 1)[-1]
+            for paths in self.file_stems().values()
+            for path in paths
+            if "." in path.rsplit("/", 1)[-1]
+        )
+
     def file_for(self, claim: str) -> str | None:
         """The one file `claim` names (a relative path, or the trailing part of exactly one
         file's path), relative to the root; None when it names none or several."""

@@ -155,8 +155,7 @@ def unwritten_member(
     """The request writes a new member of an object an edited file holds (`options.quiet`:
     `options` there, `quiet` in no file here) and no edit wrote it: in words, else None.
     dotenv's "read DOTENV_CONFIG_QUIET into options.quiet" got a `DOTENV_CONFIG_QUIET:` key."""
-    stems = index.file_stems().values()
-    extensions = {path.rsplit(".", 1)[-1] for paths in stems for path in paths}
+    extensions = index.file_extensions()
     for match in _MEMBER.finditer(request):
         holder, member = match.groups()
         if min(len(holder), len(member)) < 2 or member in extensions or index.has_name(member):

@@ -80,12 +80,7 @@ def reach(request: str, index: WorkspaceIndex) -> Reach:
         definers = index.definers(name, limit=_DEFINERS_MAX + 1)
         if len(definers) <= _DEFINERS_MAX:
             files.update(dict.fromkeys(definers))
-    extensions = {
-        path.rsplit(".", 1)[-1]
-        for paths in stems.values()
-        for path in paths
-        if "." in path.rsplit("/", 1)[-1]
-    }
+    extensions = index.file_extensions()
     new_files = [
         path
         for path in dict.fromkeys(match.group() for match in PATH.finditer(request))
