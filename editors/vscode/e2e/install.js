@@ -32,6 +32,20 @@ async function clickToastButton(offer, label) {
   await offer.locator.locator('.monaco-button', { hasText: label }).first().click();
 }
 
+/** The texts of the extension's milk.log files (its output channel, the server's stderr). */
+function milkLogs() {
+  const logs = [];
+  const walk = (d) => {
+    for (const e of fs.existsSync(d) ? fs.readdirSync(d, { withFileTypes: true }) : []) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name === 'milk.log') logs.push(fs.readFileSync(p, 'utf8'));
+    }
+  };
+  walk(path.join(USER_DATA, 'logs'));
+  return logs;
+}
+
 const STORAGE = path.join(USER_DATA, 'User', 'globalStorage', 'milk-lsp.milk-lsp');
 const VENV = path.join(STORAGE, 'venv');
 const OFFER = /milk-lsp server is not installed/;
@@ -106,24 +120,23 @@ const OFFER = /milk-lsp server is not installed/;
     await until(async () => /idle/.test(await chat.innerText('#state')), 'chat idle');
     await chat.fill('#input', 'Are you there?');
     await chat.press('#input', 'Enter');
-    const answer = await until(async () => {
-      const st = await chat.getAttribute('.turn:last-of-type', 'data-status');
-      return st === 'ok' ? chat.innerText('.turn:last-of-type .md.text') : undefined;
-    }, 'the answer', 60000);
-    check('the installed server answers a chat message', /milk installed itself/.test(answer), answer);
+    // the chat's frame is looked up again on every poll: a webview that reloads meanwhile
+    // leaves the first one detached; a turn that ends otherwise is reported with its text
+    const ended = await until(async () => {
+      const frame = await chatFrame(page);
+      const st = await frame.getAttribute('.turn:last-of-type', 'data-status', { timeout: 1000 });
+      if (!st || st === 'running') return undefined;
+      return { status: st, text: await frame.innerText('.turn:last-of-type', { timeout: 1000 }) };
+    }, 'the answer', 90000, 250).catch(async (e) => {
+      const frame = await chatFrame(page).catch(() => undefined);
+      const shown = frame ? await frame.innerText('body', { timeout: 1000 }).catch(() => '') : 'no chat frame';
+      throw new Error(`${e.message}; the chat shows: ${shown.replace(/\s+/g, ' ').slice(0, 400)}`);
+    });
+    check('the installed server answers a chat message', ended.status === 'ok' && /milk installed itself/.test(ended.text), `${ended.status}: ${ended.text}`);
     await shot(page, 'install-04-chat.png');
 
     // 5. the log says which server runs; the two commands are in the palette
-    const logs = [];
-    const walk = (d) => {
-      for (const e of fs.existsSync(d) ? fs.readdirSync(d, { withFileTypes: true }) : []) {
-        const p = path.join(d, e.name);
-        if (e.isDirectory()) walk(p);
-        else if (e.name === 'milk.log') logs.push(fs.readFileSync(p, 'utf8'));
-      }
-    };
-    walk(path.join(USER_DATA, 'logs'));
-    const started = logs.join('\n').split('\n').find((l) => /starting .*venv[\\/]bin[\\/]milk-lsp \(from installed\)/.test(l));
+    const started = milkLogs().join('\n').split('\n').find((l) => /starting .*venv[\\/]bin[\\/]milk-lsp \(from installed\)/.test(l));
     check('the running server is the one in the venv (milk log)', !!started, started ?? 'no such line');
     await page.keyboard.press('Escape');
     await runCommand(page, 'milk: Show Server Log');
@@ -136,6 +149,10 @@ const OFFER = /milk-lsp server is not installed/;
     await page.keyboard.press('Escape');
   } catch (e) {
     check('e2e-install ran to the end', false, String(e && e.stack ? e.stack.split('\n').slice(0, 3).join(' / ') : e));
+    // the whole error and the server's last words, for a CI log that keeps only its tail
+    console.log(`failed: ${e && e.message ? e.message : e}`);
+    const tail = milkLogs().join('\n').split('\n').filter((l) => !/\[install\]/.test(l)).slice(-15);
+    console.log(`milk log, last lines:\n${tail.join('\n')}`);
     try {
       await page.screenshot({ path: path.join(OUT, 'install-failure.png') });
     } catch {}
