@@ -417,6 +417,38 @@ def test_a_quote_is_found_where_it_really_is_and_the_gutter_is_ignored() -> None
     assert find_quote(text, "a … b", 1) is None  # pieces too short to prove anything
 
 
+def test_a_quote_cited_without_a_line_is_found_where_the_model_was_shown_it(
+    tmp_path: Path,
+) -> None:
+    """The local model is shown no line numbers (a token a digit): a citation's line is the
+    shown occurrence of its quote, not the file's first (`return nil` at lines 3 and 9)."""
+    from milk_lsp.guided.locate import Chunk
+
+    (tmp_path / "go.mod").write_text("module example.com/m\n", encoding="utf-8")
+    text = "package m\nfunc a() error {\n\treturn nil\n}\n\n// b is b\nfunc b() error {\n"
+    text += "\tlog()\n\treturn nil\n}\n"
+    (tmp_path / "m.go").write_text(text, encoding="utf-8")
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    lines = tuple(text.splitlines()[6:10])
+    located = Located(chunks=(Chunk("m.go", 7, lines, "defines b"),), texts={"m.go": text})
+    assert "return nil" in located.context(numbered=False)
+    assert "9| " in located.context() and "9| " not in located.context(numbered=False)
+    reply = GuidedReply.model_validate(
+        {
+            "kind": "answer",
+            "answer": "`b` returns nil.",
+            "citations": [
+                {"path": "m.go", "quote": "\treturn nil"},
+                {"path": "m.go", "quote": "func b() error {"},
+            ],
+        }
+    )
+    verdict = check_answer(reply, located, index, "What does b return?")
+    assert verdict.ok, verdict.problems
+    assert [(cited.line, cited.end_line) for cited in verdict.citations] == [(9, 9), (7, 7)]
+
+
 def test_a_quote_joining_lines_may_drop_blanks_and_the_comment_lines_between() -> None:
     """cross-env's `spawn(` call: a 1.5B model joined its lines without the comments and
     without the blank after `(`; every character is still the file's, in order."""
@@ -521,8 +553,8 @@ def test_the_repository_map_is_the_same_for_every_request(tmp_path: Path) -> Non
 
 def test_a_change_may_edit_only_the_files_shown_or_the_new_ones_named() -> None:
     """The edit's path is constrained to the files whose lines the model saw (an old text
-    can only be copied from those) and the new files the request names; a question's
-    shape and a change without located files keep any path."""
+    can only be copied from those) and the new files the request names; a
+    question's shape has no edits, a change without located files keeps any path."""
     from milk_lsp.guided.shape import response_format
 
     def edit_items(shape: dict[str, Any]) -> list[dict[str, Any]]:
@@ -535,7 +567,8 @@ def test_a_change_may_edit_only_the_files_shown_or_the_new_ones_named() -> None:
     changed = response_format("change", ["util.go", "time.go", "util.go", "sha256.go"])
     assert edit_paths(changed) == [["sha256.go"], ["time.go"], ["util.go"]]
     assert edit_paths(response_format("change", [])) == [None]
-    assert edit_paths(response_format("question", ["util.go"])) == [None]
+    question = response_format("question", ["util.go"])["json_schema"]["schema"]
+    assert "edits" not in question["properties"] and "edits" not in question["required"]
     assert edit_paths(response_format(None, ["util.go"])) == [None]
 
 
@@ -575,8 +608,9 @@ def test_an_edit_is_fitted_by_the_brackets_it_adds_or_the_lines_it_dropped() -> 
 
 def test_a_questions_quote_is_one_whole_line_shown_of_the_cited_file() -> None:
     """A question's citations quote a line shown of their file (the model wrote its own
-    sentence as the quote); a change's citations, and a question with nothing shown, keep
-    any quote."""
+    sentence as the quote) and carry no line number (milk finds it); a question with
+    nothing shown, or of an intent not known, keeps any quote; a change's shape has no
+    citations."""
     from milk_lsp.guided.shape import old_texts, response_format
 
     lines = ("def smart_truncate(", "    string: str,", "    max_length: int = 0,", ")")
@@ -584,9 +618,13 @@ def test_a_questions_quote_is_one_whole_line_shown_of_the_cited_file() -> None:
     schema = response_format("question", ["slugify/slugify.py"], shown)["json_schema"]["schema"]
     quote = schema["properties"]["citations"]["items"]["properties"]["quote"]
     assert sorted(quote["enum"]) == sorted(lines)
-    for free in (response_format("question", [], {}), response_format("change", [], shown)):
+    cited = schema["properties"]["citations"]["items"]
+    assert "line" not in cited["properties"] and cited["required"] == ["path", "quote"]
+    for free in (response_format("question", [], {}), response_format(None, [], shown)):
         item = free["json_schema"]["schema"]["properties"]["citations"]["items"]
         assert "enum" not in item["properties"]["quote"]
+    change = response_format("change", [], shown)["json_schema"]["schema"]
+    assert "citations" not in change["properties"] and "intent" not in change["properties"]
 
 
 def test_a_long_named_definition_leaves_room_for_the_lines_of_other_files(tmp_path: Path) -> None:

@@ -101,11 +101,17 @@ class Chunk:
     def last(self) -> int:
         return self.first + len(self.lines) - 1
 
-    def render(self) -> str:
-        width = len(str(self.last))
-        body = "\n".join(
-            f"{number:>{width}}| {line}" for number, line in enumerate(self.lines, self.first)
-        )
+    def render(self, numbered: bool = True) -> str:
+        """The lines under a heading that gives their range; `numbered` puts each line's
+        number before it (for people and Claude: Qwen's tokenizer spends a token per digit,
+        and the gutter was a quarter of what the local model was shown)."""
+        if numbered:
+            width = len(str(self.last))
+            body = "\n".join(
+                f"{number:>{width}}| {line}" for number, line in enumerate(self.lines, self.first)
+            )
+        else:
+            body = "\n".join(self.lines)
         return f"--- {self.path} lines {self.first}-{self.last} ({self.why})\n{body}"
 
     @property
@@ -130,10 +136,22 @@ class Located:
     seen: str = ""
     """What else the model was shown: an agent turn's tool results and attachments."""
 
-    def context(self) -> str:
-        """The numbered lines, as the model is shown them (the map goes with milk's
-        instructions: it is the same for every request in a workspace, so it is cached)."""
-        return "\n\n".join(chunk.render() for chunk in self.chunks)
+    def context(self, numbered: bool = True) -> str:
+        """The chunks' lines (the map goes with milk's instructions: it is the same for
+        every request in a workspace, so it is cached); the local model gets them without
+        numbers, milk finds each quote's line itself (`verify.check_citations`)."""
+        return "\n\n".join(chunk.render(numbered) for chunk in self.chunks)
+
+    def line_of(self, path: str, quote: str) -> int:
+        """The first shown line of `path` that holds the quote's first line, else 0: where
+        a quote cited without a line number was copied from."""
+        wanted = next((line.strip() for line in quote.splitlines() if line.strip()), "")
+        for chunk in self.chunks:
+            if chunk.path == path and wanted:
+                for number, line in enumerate(chunk.lines, chunk.first):
+                    if wanted in line:
+                        return number
+        return 0
 
     def holds(self, text: str) -> bool:
         """Whether `text` occurs in the lines the model was shown."""

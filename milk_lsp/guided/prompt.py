@@ -10,7 +10,7 @@ from milk_lsp.guided.locate import Located
 
 _SYSTEM = """\
 You help with the code in the user's workspace. milk has already found the code the request \
-is about: the numbered lines below come from the user's files. Reply with one JSON object.
+is about: the lines below come from the user's files. Reply with one JSON object.
 
 First `intent`: "change" when the user asks you to change, add, remove, rename or create \
 anything in the code or files (a comment or a docstring too); "question" when they only ask \
@@ -18,9 +18,8 @@ something. A change is made with kind "edits"; a question gets \
 kind "answer".
 
 kind "answer": answer in `answer`, briefly (Markdown; file paths and code names in \
-backticks). For each thing you say about the workspace add a citation: the file's path, the \
-line number, and the exact text of that line copied from the lines shown (without the \
-number and the bar).
+backticks). For each thing you say about the workspace add a citation: the file's path and \
+the exact text of one line, copied from the lines shown.
 kind "edits": when the user asks to change the code. Each edit: the file's path, `old_text` \
 copied exactly from the lines shown (one to six whole lines, enough to be unique), and \
 `new_text` to put in their place (to add lines, repeat the line they go next to). To create \
@@ -28,7 +27,7 @@ a file: `old_text` "". Say in one sentence in `answer` what you changed.
 {escalate}\
 Put any file you suggest creating, which does not exist yet, in `proposed`. Leave the \
 fields you do not use empty. The shape: {{"intent": "…", "kind": "…", \
-"answer": "…", "citations": [{{"path": "…", "line": 1, "quote": "…"}}], "proposed": [], \
+"answer": "…", "citations": [{{"path": "…", "quote": "…"}}], "proposed": [], \
 "edits": [{{"path": "…", "old_text": "…", "new_text": "…"}}], "reason": ""}}"""
 
 _ESCALATE = """\
@@ -85,7 +84,8 @@ def messages(
 ) -> list[dict[str, Any]]:
     """The guided request's messages: instructions, the conversation so far, then the
     located code and the request in one user message."""
-    context = located.context() or "(milk found nothing in the workspace for this request)"
+    context = located.context(numbered=False)
+    context = context or "(milk found nothing in the workspace for this request)"
     user = f"Code from the workspace:\n\n{context}\n\nRequest: {request}"
     return [
         {"role": "system", "content": system_prompt(offer_escalation, located.repo_map)},

@@ -84,12 +84,8 @@ SCHEMA: dict[str, Any] = {
             "maxItems": MAX_CITATIONS,
             "items": {
                 "type": "object",
-                "properties": {
-                    "path": _string(200),
-                    "line": {"type": "integer"},
-                    "quote": _string(QUOTE_MAX),
-                },
-                "required": ["path", "line", "quote"],
+                "properties": {"path": _string(200), "quote": _string(QUOTE_MAX)},
+                "required": ["path", "quote"],
                 "additionalProperties": False,
             },
         },
@@ -117,6 +113,12 @@ SCHEMA: dict[str, Any] = {
 
 KINDS: dict[str, list[str]] = {"question": ["answer", "escalate"], "change": ["edits", "escalate"]}
 """The kinds of reply each intent allows."""
+FIELDS: dict[str, list[str]] = {
+    "question": ["kind", "answer", "citations", "proposed", "reason"],
+    "change": ["kind", "answer", "edits", "reason"],
+}
+"""The fields a reply of a known intent has: a constrained model writes every field of its
+schema, one token at a time, so the intent it was given and the other kind's lists go."""
 INTENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"intent": {"type": "string", "enum": list(KINDS)}},
@@ -150,11 +152,8 @@ def response_format(
     and `shown`, a citation's quote is one whole line shown of its file."""
     schema = SCHEMA
     if intent in KINDS:
-        properties = {
-            **SCHEMA["properties"],
-            "intent": {"type": "string", "enum": [intent]},
-            "kind": {"type": "string", "enum": KINDS[intent]},
-        }
+        properties = {name: SCHEMA["properties"][name] for name in FIELDS[intent]}
+        properties["kind"] = {"type": "string", "enum": KINDS[intent]}
         if intent == "change" and edit_paths:
             edits = SCHEMA["properties"]["edits"]
             items = [_edit_item(path, (shown or {}).get(path)) for path in sorted(set(edit_paths))]
@@ -169,7 +168,7 @@ def response_format(
         if quoted:
             item = quoted[0] if len(quoted) == 1 else {"anyOf": quoted}
             properties["citations"] = {**SCHEMA["properties"]["citations"], "items": item}
-        schema = {**SCHEMA, "properties": properties}
+        schema = {**SCHEMA, "properties": properties, "required": FIELDS[intent]}
     return {
         "type": "json_schema",
         "json_schema": {"name": "milk_guided_reply", "strict": True, "schema": schema},

@@ -254,9 +254,12 @@ class GuidedTurn:
             attempt.problems = ["the reply was cut off at its length limit: write less"]
             return
         try:
-            attempt.reply = parse_reply(attempt.text)
+            parsed = parse_reply(attempt.text)
         except NotTheShape as exc:
             attempt.problems = [str(exc)]
+            return
+        # a schema for a known intent leaves the field out (`shape.FIELDS`)
+        attempt.reply = parsed if parsed.intent else parsed.model_copy(update={"intent": intent})
 
     async def _read(
         self, model: str, messages: list[dict[str, Any]], shape: dict[str, Any]

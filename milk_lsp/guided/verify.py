@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from milk_lsp.agents.base import Cited
 from milk_lsp.agents.local.judge.asked import asked, near
 from milk_lsp.guided.locate import Located
-from milk_lsp.guided.shape import QUOTE_MAX, GuidedReply
+from milk_lsp.guided.shape import QUOTE_MAX, Citation, GuidedReply
 from milk_lsp.workspace.index import WorkspaceIndex
 
 MIN_QUOTE = 3
@@ -144,13 +144,14 @@ def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex)
             except OSError:
                 verdict.problems.append(f"{path} could not be read to check the citation")
                 continue
-        where = find_quote(text, citation.quote, citation.line)
+        where = find_quote(text, citation.quote, _hint(citation, path, located))
         if where is None:
-            path, where = _elsewhere(path, citation.quote, citation.line, located)
+            path, where = _elsewhere(path, citation, located)
         if where is None:
+            cited = f" (cited at line {citation.line})" if citation.line else ""
             verdict.problems.append(
-                f"the quote {_short(citation.quote)!r} is not in {path}"
-                f" (cited at line {citation.line}): quote the file's text exactly"
+                f"the quote {_short(citation.quote)!r} is not in {path}{cited}:"
+                " quote the file's text exactly"
             )
             continue
         quote = citation.quote.strip()[:QUOTE_MAX]
@@ -160,15 +161,22 @@ def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex)
     return verdict
 
 
+def _hint(citation: Citation, path: str, located: Located) -> int:
+    """The line a quote is looked up nearest: the one cited, else (the guided schema asks
+    for none: the model is shown no line numbers) the shown line it was copied from."""
+    return citation.line or located.line_of(path, citation.quote)
+
+
 def _elsewhere(
-    path: str, quote: str, hint: int, located: Located
+    path: str, citation: Citation, located: Located
 ) -> tuple[str, tuple[int, int] | None]:
-    """The one other file the model was shown that holds `quote` (a quote copied right
+    """The one other file the model was shown that holds the quote (a quote copied right
     under the wrong file's name), with where; else `path` and None."""
     found = [
         (other, where)
         for other, text in located.texts.items()
-        if other != path and (where := find_quote(text, quote, hint)) is not None
+        if other != path
+        and (where := find_quote(text, citation.quote, _hint(citation, other, located))) is not None
     ]
     return found[0] if len(found) == 1 else (path, None)
 
