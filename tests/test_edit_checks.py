@@ -508,3 +508,86 @@ def test_members_the_workspace_has_files_and_abbreviations_ask_nothing(tmp_path:
         "Delete the second line of options.py.",
     ):
         assert unwritten_member(ask, edited, index) is None, ask
+
+
+ENV_OPTIONS_JS = """\
+// ../config.js accepts options via environment variables
+const options = {}
+
+if (process.env.DOTENV_CONFIG_ENCODING != null) {
+  options.encoding = process.env.DOTENV_CONFIG_ENCODING
+}
+
+if (process.env.DOTENV_CONFIG_PATH != null) {
+  options.path = process.env.DOTENV_CONFIG_PATH
+}
+
+module.exports = options
+"""
+
+
+def test_edits_of_one_reply_on_the_same_lines_or_repeating_a_line_there_are_not_one_batch() -> None:
+    """dotenv's quiet-option: the last edit replaced what the first wrote (the ENCODING
+    option was no longer read), and the others each copied the line below their own."""
+    from milk_lsp.guided.apply import crossed_edits
+    from milk_lsp.guided.shape import Edit
+
+    encoding = "if (process.env.DOTENV_CONFIG_ENCODING != null) {"
+    copy = Edit(
+        path="lib/env-options.js",
+        old_text=encoding,
+        new_text=f"{encoding}\n  options.encoding = process.env.DOTENV_CONFIG_ENCODING;",
+    )
+    over = Edit(
+        path="lib/env-options.js",
+        old_text=encoding,
+        new_text="if (process.env.DOTENV_CONFIG_QUIET != null) {\n  options.quiet = 1",
+    )
+    texts = {"lib/env-options.js": ENV_OPTIONS_JS}
+    problems = crossed_edits([copy, over], texts)
+    assert len(problems) == 2
+    assert "already has right there" in problems[0] and "options.encoding" in problems[0]
+    assert "two edits change the same lines of lib/env-options.js" in problems[1]
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "edits"),
+    [
+        # a new option read the way the others are, beside them
+        (
+            "lib/env-options.js",
+            ENV_OPTIONS_JS,
+            [
+                (
+                    "}\n\nmodule.exports = options",
+                    "}\n\nif (process.env.DOTENV_CONFIG_QUIET != null) {\n"
+                    "  options.quiet = process.env.DOTENV_CONFIG_QUIET\n}\n\nmodule.exports = options",
+                ),
+                ("const options = {}", "// read once, at start-up\nconst options = {}"),
+            ],
+        ),
+        # Python: two places of one file, a closing line and a short line added twice
+        (
+            "calc.py",
+            "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+            [
+                ("    return a + b", "    total = a + b\n    return total"),
+                ("    return a - b", "    total = a - b\n    return total"),
+            ],
+        ),
+        # Go: a line like its neighbour, with another value
+        (
+            "pool.go",
+            "const (\n\tsizeA = 16\n\tsizeB = 32\n)\n",
+            [("\tsizeB = 32", "\tsizeB = 32\n\tsizeC = 64")],
+        ),
+    ],
+)
+def test_edits_of_different_places_adding_new_lines_are_one_batch(
+    path: str, text: str, edits: list[tuple[str, str]]
+) -> None:
+    from milk_lsp.guided.apply import crossed_edits
+    from milk_lsp.guided.shape import Edit
+
+    given = [Edit(path=path, old_text=old, new_text=new) for old, new in edits]
+    assert crossed_edits(given, {path: text}) == []

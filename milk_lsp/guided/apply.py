@@ -8,8 +8,9 @@ is judged the same way whoever wrote it.
 
 from __future__ import annotations
 
+import re
 import secrets
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,59 @@ def held_places(
     ]
     best = sorted(ranked, key=lambda place: place[0])  # stable: in file order within a rank
     return [(path, number) for score, path, number in best if score < 0][:PLACES_SHOWN]
+
+
+NEAR_LINES = 2
+"""An added line standing this close to its edit's old text is there already."""
+_BLANKS = re.compile(r"\s+")
+
+
+def crossed_edits(edits: Sequence[Edit], texts: Mapping[str, str | None]) -> list[str]:
+    """What makes a reply's edits other than one batch: they are copied from the files as
+    milk showed them, so two changing the same lines, or one adding a line its file holds
+    right there, leave a file unlike what either says. dotenv's quiet-option got six edits:
+    the first and the last on one line, `if (process.env.DOTENV_CONFIG_ENCODING != null) {`
+    (the last then replaced the first's result), five copying the line below their own.
+    `texts`: each edited file's text before; the problems in words, empty when none."""
+    problems: list[str] = []
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for edit in edits:
+        text = texts.get(edit.path)
+        if not text or not edit.old_text or text.count(edit.old_text) != 1:
+            continue  # a new file, or an old text the edit tool itself narrows or refuses
+        start = text.find(edit.old_text)
+        end = start + len(edit.old_text)
+        if any(start < e and s < end for s, e in spans.get(edit.path, [])):
+            first = edit.old_text.strip().split("\n")[0][:80]
+            problems.append(
+                f"two edits change the same lines of {edit.path} (`{first}`): give each"
+                " place one edit, copied from the file as shown"
+            )
+        spans.setdefault(edit.path, []).append((start, end))
+        lines = text.split("\n")
+        first_line, last_line = text.count("\n", 0, start), text.count("\n", 0, end)
+        near = {
+            _plain(line)
+            for line in lines[max(0, first_line - NEAR_LINES) : last_line + NEAR_LINES + 1]
+        }
+        kept = {_plain(line) for line in edit.old_text.split("\n")}
+        for line in edit.new_text.split("\n"):
+            plain = _plain(line)
+            if plain not in kept and plain in near and len(plain) >= 8 and _LETTER.search(plain):
+                problems.append(
+                    f"the edit of {edit.path} adds `{line.strip()[:80]}`, which the file"
+                    " already has right there: add only what is new"
+                )
+                break
+    return problems
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _plain(line: str) -> str:
+    """A line compared without its blanks and a statement's closing `;`."""
+    return _BLANKS.sub(" ", line).strip().rstrip(";").rstrip()
 
 
 def call_id(kind: str) -> str:

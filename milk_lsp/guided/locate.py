@@ -246,7 +246,7 @@ class Locator:
         for path in named.files:
             order.setdefault(path, "named in the request")
         for name in named.names:
-            for path in self.index.definers(name, limit=3):
+            for path in sorted(self.index.definers(name, limit=3), key=_declares_only):
                 order.setdefault(path, f"defines {name}")
         weights = self.weights(request)
         for path, _ in self.rank_files(request, MAX_FILES * 2, weights):
@@ -536,6 +536,15 @@ def _chunk(path: str, lines: list[str], first: int, last: int, why: str) -> Chun
     return Chunk(path, first, tuple(line[:300] for line in lines[first - 1 : last]), why)
 
 
+DECLARATION_FILES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
+"""Files that declare what another file implements (TypeScript's declarations, Python's
+stubs): a name's implementation is shown first."""
+
+
+def _declares_only(path: str) -> bool:
+    return path.endswith(DECLARATION_FILES)
+
+
 def _definition_chunks(path: str, text: str, lines: list[str], names: Iterable[str]) -> list[Chunk]:
     """Each definition of `names` in the file, whole up to `DEFINITION_MAX_LINES`."""
     from milk_lsp.code import definitions, language_for  # off start-up
@@ -555,6 +564,16 @@ def _definition_chunks(path: str, text: str, lines: list[str], names: Iterable[s
     return found
 
 
+WHY_FIRST = ("defines ", "named in the request")
+"""Of two chunks joined, the heading keeps the first of these reasons either has: dotenv's
+`function populate` went under "matches the request" (a ranked line two above it came
+first), and the model named the `.d.ts` file shown as "defines populate"."""
+
+
+def _why_rank(why: str) -> int:
+    return next((rank for rank, first in enumerate(WHY_FIRST) if why.startswith(first)), 9)
+
+
 def _merged(chunks: list[Chunk], order: dict[str, str]) -> list[Chunk]:
     """The chunks in file order (the located files' order), adjacent ones of a file joined."""
     rank = {path: number for number, path in enumerate(order)}
@@ -564,7 +583,8 @@ def _merged(chunks: list[Chunk], order: dict[str, str]) -> list[Chunk]:
         last = merged[-1] if merged else None
         if last is not None and last.path == chunk.path and chunk.first <= last.last + 1:
             extra = chunk.lines[last.last + 1 - chunk.first :]
-            merged[-1] = Chunk(last.path, last.first, last.lines + extra, last.why)
+            why = min(last.why, chunk.why, key=_why_rank)
+            merged[-1] = Chunk(last.path, last.first, last.lines + extra, why)
         else:
             merged.append(chunk)
     return merged

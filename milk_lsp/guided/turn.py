@@ -41,7 +41,7 @@ from milk_lsp.agents.local.rounds import request_body
 from milk_lsp.agents.local.tool_specs import READ_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided import prompt
-from milk_lsp.guided.apply import Applied, apply_edits, call_id
+from milk_lsp.guided.apply import Applied, apply_edits, call_id, crossed_edits
 from milk_lsp.guided.citations import sources_block
 from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
 from milk_lsp.guided.project_check import check_for, chunks_at, named_chunks, places
@@ -320,7 +320,13 @@ class GuidedTurn:
         self, reply: GuidedReply, attempt: _Attempt, request: str, names: Sequence[str]
     ) -> AsyncGenerator[AgentEvent, None]:
         """Apply the reply's edits and check them (`apply.apply_edits`); on a failure the
-        files are put back and the reasons left in `attempt.problems`."""
+        files are put back and the reasons left in `attempt.problems`. Edits that are not
+        one batch (`apply.crossed_edits`) are not applied."""
+        texts = {edit.path: await self._tools.text_of(edit.path) for edit in reply.edits}
+        crossed = crossed_edits(reply.edits, texts)
+        if crossed:
+            attempt.problems, attempt.signal = crossed, LocalSignal.FAILED_EDIT
+            return
         applied = Applied()
         async with aclosing(
             apply_edits(
