@@ -8,6 +8,7 @@ import pytest
 
 from milk_lsp.agents.local.judge.checks import broken_by_edit, check_kind
 from milk_lsp.agents.local.judge.edit_intent import (
+    edits_elsewhere,
     no_new_file,
     rewritten_code,
     unmade_change,
@@ -591,3 +592,45 @@ def test_edits_of_different_places_adding_new_lines_are_one_batch(
 
     given = [Edit(path=path, old_text=old, new_text=new) for old, new in edits]
     assert crossed_edits(given, {path: text}) == []
+
+
+@pytest.mark.parametrize(
+    ("ask", "files", "edited", "away"),
+    [
+        # cross-env's normalize-default: a comment in the file calling commandConvert
+        (
+            "In src/command.js change the default value of normalize from false to true.",
+            ["src/command.js"],
+            {"src/index.js": ("// by default normalize is `false`\n", "// by default `true`\n")},
+            True,
+        ),
+        # Python, asked in German, the named file edited
+        (
+            "Ändere in calc.py den Standardwert von precision auf 3.",
+            ["calc.py"],
+            {"calc.py": ("def f(precision=2):\n", "def f(precision=3):\n")},
+            False,
+        ),
+        # Go: a new file beside the one named, made from it
+        (
+            "Write a variant of hash.go in hash_v2.go.",
+            ["hash.go"],
+            {"hash_v2.go": (None, "package uuid\n")},
+            False,
+        ),
+        # no file named: the named-file rule says nothing
+        (
+            "把默认编码改成 latin1",
+            [],
+            {"lib/main.js": ("let e = 'utf8'\n", "let e = 'latin1'\n")},
+            False,
+        ),
+    ],
+)
+def test_edits_in_none_of_the_files_the_request_names_are_away(
+    ask: str, files: list[str], edited: dict[str, tuple[str | None, str | None]], away: bool
+) -> None:
+    said = edits_elsewhere(ask, edited, (), files)
+    assert (said is not None) is away, said
+    if away:
+        assert "it names src/command.js, the edits changed src/index.js" in (said or "")

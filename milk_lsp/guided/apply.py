@@ -154,12 +154,14 @@ async def apply_edits(
     progress: Callable[[str], None],
     request: str | None = None,
     names: Sequence[str] = (),
+    files: Sequence[str] = (),
     whose: str = "the local edits",
     locator: Locator | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
     """Apply `edits`, then check them; on a failure put the files back and leave the
-    reasons in `applied.problems`. `request`: the user's words, whose named places the
-    edits must touch (None: no such check); `whose`: the edits as the notices name them;
+    reasons in `applied.problems`. `request`: the user's words, whose named places (`names`,
+    its definitions; `files`, the files it names) the edits must touch (None: no such
+    check); `whose`: the edits as the notices name them;
     `locator`: the workspace's definitions and the files holding a name, to finish a
     rename of a definition an edit began (`rename`; None: edits are applied as given).
     A denied edit yields `LocalGaveUp`."""
@@ -210,7 +212,7 @@ async def apply_edits(
         away = (
             unmade_change(request, edited)
             or (unwritten_member(request, edited, locator.index) if locator else None)
-            or edits_elsewhere(request, edited, names)
+            or edits_elsewhere(request, edited, names, files)
         )
         if away is not None:
             applied.problems.append(f"{away}: make the change where the request says")

@@ -34,6 +34,7 @@ from milk_lsp.agents.base import (
     UsageEvent,
 )
 from milk_lsp.agents.local.client import LocalClient
+from milk_lsp.agents.local.judge.asked import asked
 from milk_lsp.agents.local.judge.scope import reach
 from milk_lsp.agents.local.reply.runaway import RunawayWatch
 from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
@@ -81,6 +82,9 @@ class _Attempt:
     """The lines a failed check names, for the repair request."""
     named_files: tuple[str, ...] = ()
     """The files a failed check names."""
+    at_places: bool = False
+    """`named` are the lines where what the request writes stands, after edits that missed
+    them: the repair's edits may only copy from those (`GuidedTurn._run`)."""
 
 
 class GuidedTurn:
@@ -181,8 +185,12 @@ class GuidedTurn:
                     "milk's check of the local reply failed, so it asked once more: "
                     + "; ".join(attempt.problems[:3]),
                 )
-            paths = [*located.paths, *attempt.named_files, *new_files]
-            shown = shown_texts([*located.chunks, *attempt.named])
+            # after edits that missed where the request's texts stand, the repair's edits
+            # copy from those lines only: dotenv's encoding-latin1 got the same edit of
+            # `const DotenvModule = {` twice, `let encoding = 'utf8'` shown both times
+            at = attempt.at_places
+            paths = [*([] if at else located.paths), *attempt.named_files, *new_files]
+            shown = shown_texts([*([] if at else located.chunks), *attempt.named])
             attempt = _Attempt()
             async for event in self._ask(model, asked, attempt, intent, paths, shown):
                 yield event
@@ -202,7 +210,7 @@ class GuidedTurn:
                 continue
             if reply.kind == "edits" and reply.edits:
                 gave_edits = True
-                async for event in self._edits(reply, attempt, request, located.names):
+                async for event in self._edits(reply, attempt, request, located):
                     yield event
                 if attempt.problems:
                     continue
@@ -317,7 +325,7 @@ class GuidedTurn:
             return
 
     async def _edits(
-        self, reply: GuidedReply, attempt: _Attempt, request: str, names: Sequence[str]
+        self, reply: GuidedReply, attempt: _Attempt, request: str, located: Located
     ) -> AsyncGenerator[AgentEvent, None]:
         """Apply the reply's edits and check them (`apply.apply_edits`); on a failure the
         files are put back and the reasons left in `attempt.problems`. Edits that are not
@@ -337,7 +345,8 @@ class GuidedTurn:
                 check=self._project_check,
                 progress=self._progress,
                 request=request,
-                names=names,
+                names=located.names,
+                files=asked(request, self._locator.index).written,
                 locator=self._locator,
             )
         ) as events:
@@ -355,6 +364,7 @@ class GuidedTurn:
                 at = await chunks_at(applied.places, self._tools.text_of, "what the request names")
                 attempt.named = tuple(at)
                 attempt.named_files = tuple(path for path, _ in applied.places)
+                attempt.at_places = bool(at)
 
 
 def _intent_mismatch(

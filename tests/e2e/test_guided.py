@@ -360,7 +360,7 @@ async def test_a_go_edit_that_vets_but_fails_a_test_is_sent_back_with_the_tests_
         reply(kind="edits", answer="The greeting is now hi.", edits=[code, test]),
     )
     result = await chat(client, 'Cambia el saludo de "hello" a "hi".')
-    assert result["stopReason"] == "end_turn", result
+    assert result["stopReason"] == "end_turn", json.dumps(result)
     repair = openai.requests[2]["messages"][-1]["content"]
     assert "go test -short ./..." in repair and "--- msg_test.go lines" in repair, repair
     assert 'Greeting() != "hi"' in (env.workspace / "msg_test.go").read_text()
@@ -459,7 +459,8 @@ async def test_a_quoted_change_left_undone_by_the_edits_is_sent_back(
     (guided_env.workspace / "index.js").write_text(index_js)
     client.permission_answers.extend(["allow_once", "allow_once"])
     sigterm = "process.on('SIGTERM', () => proc.kill('SIGTERM'))\n"
-    elsewhere = {"path": "index.js", "old_text": sigterm, "new_text": sigterm + sigterm}
+    sigint = sigterm.replace("SIGTERM", "SIGINT")
+    elsewhere = {"path": "index.js", "old_text": sigterm, "new_text": sigterm + sigint}
     right = {"path": "index.js", "old_text": "stdio: 'inherit',", "new_text": "stdio: 'pipe',"}
     openai.enqueue(
         intent("change"),
@@ -478,6 +479,43 @@ async def test_a_quoted_change_left_undone_by_the_edits_is_sent_back(
     schema = openai.requests[2]["response_format"]["json_schema"]["schema"]
     texts = schema["properties"]["edits"]["items"]["properties"]["old_text"]["enum"]
     assert "  stdio: 'inherit'," in texts
+    # and only those lines: the edit that missed is not there to copy again
+    assert not any("SIGTERM" in text for text in texts), texts
     assert (guided_env.workspace / "index.js").read_text() == index_js.replace(
         "'inherit'", "'pipe'"
     )
+
+
+async def test_two_edits_of_one_line_are_not_applied_and_sent_back(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """dotenv's quiet-option: the reply's last edit replaced the line its first had edited
+    (the ENCODING option was no longer read). Not applied: sent back with why, then the
+    one edit lands and the other options stand."""
+    options_js = (
+        "const options = {}\n\nif (process.env.CONFIG_ENCODING != null) {\n"
+        "  options.encoding = process.env.CONFIG_ENCODING\n}\n\nmodule.exports = options\n"
+    )
+    (guided_env.workspace / "options.js").write_text(options_js)
+    client.permission_answers.extend(["allow_once"])
+    encoding = "if (process.env.CONFIG_ENCODING != null) {"
+    quiet = "if (process.env.CONFIG_QUIET != null) {\n  options.quiet = process.env.CONFIG_QUIET\n}"
+    first = {"path": "options.js", "old_text": encoding, "new_text": f"{encoding}\n  // read"}
+    over = {"path": "options.js", "old_text": encoding, "new_text": quiet}
+    right = {
+        "path": "options.js",
+        "old_text": "module.exports = options",
+        "new_text": f"{quiet}\n\nmodule.exports = options",
+    }
+    openai.enqueue(
+        intent("change"),
+        reply(kind="edits", answer="Added.", edits=[first, over]),
+        reply(kind="edits", answer="Added.", edits=[right]),
+    )
+    result = await chat(client, "In options.js also read CONFIG_QUIET into options.quiet.")
+    assert result["stopReason"] == "end_turn", result
+    repair = openai.requests[2]["messages"][-1]["content"]
+    assert "two edits change the same lines of options.js" in repair, repair
+    text = (guided_env.workspace / "options.js").read_text()
+    assert encoding in text and "options.quiet = process.env.CONFIG_QUIET" in text
+    assert "// read" not in text  # the crossed edits were never applied

@@ -25,6 +25,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.local.agent import LocalAgent
+from milk_lsp.agents.local.judge.asked import asked
 from milk_lsp.agents.local.judge.checks import check_kind
 from milk_lsp.agents.local.judge.edit_intent import (
     edits_elsewhere,
@@ -329,7 +330,9 @@ class LocalPart:
             unmade_change(user_ask, edited)
             or unwritten_member(user_ask, edited, index)
             or no_new_file(reach(user_ask, index).new_files, edited)
-            or edits_elsewhere(user_ask, edited, focus_names(user_ask, index))
+            or edits_elsewhere(
+                user_ask, edited, focus_names(user_ask, index), asked(user_ask, index).written
+            )
         )
         if why is None:
             return None

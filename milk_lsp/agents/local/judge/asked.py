@@ -110,6 +110,8 @@ class Asked:
 
     names: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
+    written: tuple[str, ...] = ()
+    """The files of `files` it writes as paths (`src/command.js`), not by a word's stem."""
 
     def __bool__(self) -> bool:
         return bool(self.names or self.files)
@@ -134,11 +136,10 @@ def asked(message: str, index: WorkspaceIndex) -> Asked:
     words, quoted = _patterns()
     as_code = {word for span in quoted.findall(message) for word in _IDENTIFIER.findall(span)}
     names: dict[str, None] = {}
-    files: dict[str, None] = {}
+    written = tuple(dict.fromkeys(filter(None, map(index.file_for, PATH.findall(message)))))
+    files = dict.fromkeys(written)  # `lib/env-options.js`: its words name no file
     short: list[str] = []
     tokens: list[str] = []
-    for path in filter(None, map(index.file_for, PATH.findall(message))):
-        files.setdefault(path, None)  # `lib/env-options.js`: its words name no file
     for match in words.finditer(message):
         for token in _IDENTIFIER.findall(match.group()):
             tokens.append(token)
@@ -164,7 +165,7 @@ def asked(message: str, index: WorkspaceIndex) -> Asked:
             index.in_file(path, other) for path in definers for other in others
         ):
             names.setdefault(word, None)
-    return Asked(tuple(names), tuple(files))
+    return Asked(tuple(names), tuple(files), written)
 
 
 def _names_for(token: str, lookup: _Lookup, as_code: bool) -> Iterable[str]:

@@ -204,13 +204,21 @@ NEAR_LINES = 3
 
 
 def edits_elsewhere(
-    request: str, edited: dict[str, tuple[str | None, str | None]], names: Sequence[str] = ()
+    request: str,
+    edited: dict[str, tuple[str | None, str | None]],
+    names: Sequence[str] = (),
+    files: Sequence[str] = (),
 ) -> str | None:
     """Why the edits are not the change asked for, by the diff, in words (None: an edit is
     near what the request names: `names`, its definitions, and its words written as code,
     `SIGINT`, `"inherit"`). Away: every changed line of a file that has those lies outside
     the definition around them and over `NEAR_LINES` from them ("… bei SIGINT von 0 auf
-    130" edited line 1), or the file has none of them and the request does not name it."""
+    130" edited line 1), or the file has none of them and the request does not name it, or
+    it names `files` and no edit is in one, nor new (a comment in src/index.js for "In
+    src/command.js change the default…")."""
+    if files and all(was for was, _ in edited.values()) and not set(files) & set(edited):
+        where = f"it names {', '.join(files[:2])}, the edits changed {', '.join(edited)}"
+        return f"the local model's edits are away from what the request names: {where}"
     named = set(names) | _named_in(request)
     if not named:
         return None
