@@ -296,6 +296,7 @@ async def run_task(
             sum(c.generating_seconds for c in calls if c.generated >= turns.n_predict), 1
         ),
         "repliesEnded": ended,
+        "notices": [str(u.get("message", "")) for u in updates if u.get("kind") == "notice"],
         "secondsEnded": round(sum(c.generating_seconds for c in calls if c.ended_by_client), 1),
         "secondsToClaude": turns.seconds_to_claude(session_id, result.get("turnId")),
     }

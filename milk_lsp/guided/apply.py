@@ -217,7 +217,9 @@ async def apply_edits(
         if away is not None:
             applied.problems.append(f"{away}: make the change where the request says")
             applied.signal = LocalSignal.EDIT_NOT_MADE
-            applied.places = held_places(request, edited, names)
+            # the files the request writes are where it asks the change, edited or not
+            where = {p: edited.get(p) or (await tools.text_of(p), None) for p in files}
+            applied.places = held_places(request, where or edited, names)
     for path, problem in tools.broken_files().items():
         applied.problems.append(f"after the edits {path} is broken: {problem}")
         applied.signal = LocalSignal.EDIT_BROKE_FILE

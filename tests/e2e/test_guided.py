@@ -519,3 +519,49 @@ async def test_two_edits_of_one_line_are_not_applied_and_sent_back(
     text = (guided_env.workspace / "options.js").read_text()
     assert encoding in text and "options.quiet = process.env.CONFIG_QUIET" in text
     assert "// read" not in text  # the crossed edits were never applied
+
+
+async def test_edits_in_another_file_than_the_one_named_are_sent_back_to_its_lines(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """cross-env's normalize-default: asked to change a default in src/command.js, the model
+    changed a comment in src/index.js, which calls the function. Sent back, the repair's
+    edits may copy only the named file's lines where the request's texts stand."""
+    src = guided_env.workspace / "src"
+    src.mkdir()
+    command_js = (
+        "function commandConvert(command, env, normalize = false) {\n"
+        "  return normalize ? command.trim() : command\n}\n\nmodule.exports = commandConvert\n"
+    )
+    index_js = (
+        "const commandConvert = require('./command')\n"
+        "// by default normalize is `false`, so not run for cmd args\n"
+        "module.exports = (command, env) => commandConvert(command, env, true)\n"
+    )
+    (src / "command.js").write_text(command_js)
+    (src / "index.js").write_text(index_js)
+    client.permission_answers.extend(["allow_once", "allow_once"])
+    comment = "// by default normalize is `false`, so not run for cmd args"
+    wrong = {
+        "path": "src/index.js",
+        "old_text": comment,
+        "new_text": comment.replace("false", "true"),
+    }
+    head = "function commandConvert(command, env, normalize = false) {"
+    right = {"path": "src/command.js", "old_text": head, "new_text": head.replace("false", "true")}
+    openai.enqueue(
+        intent("change"),
+        reply(kind="edits", answer="Changed.", edits=[wrong]),
+        reply(kind="edits", answer="Changed.", edits=[right]),
+    )
+    ask = "In src/command.js change the default value of normalize of commandConvert to true."
+    result = await chat(client, ask)
+    assert result["stopReason"] == "end_turn", json.dumps(result)
+    repair = openai.requests[2]["messages"][-1]["content"]
+    assert "it names src/command.js, the edits changed src/index.js" in repair, repair
+    schema = openai.requests[2]["response_format"]["json_schema"]["schema"]
+    item = schema["properties"]["edits"]["items"]
+    assert item["properties"]["path"]["enum"] == ["src/command.js"], item
+    assert head in item["properties"]["old_text"]["enum"]
+    assert (src / "index.js").read_text() == index_js
+    assert "normalize = true" in (src / "command.js").read_text()
