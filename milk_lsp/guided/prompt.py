@@ -17,9 +17,9 @@ anything in the code or files (a comment or a docstring too); "question" when th
 something. A change is made with kind "edits"; a question gets \
 kind "answer".
 
-kind "answer": first, in `citations`, the lines that answer the request: for each, the \
-file's path and the exact text of one line, copied from the lines shown. Then answer in \
-`answer`, from those lines, briefly (Markdown; file paths and code names in backticks).
+kind "answer": answer in `answer`, briefly (Markdown; file paths and code names in \
+backticks). For each thing you say about the workspace add a citation: the file's path and \
+the exact text of one line, copied from the lines shown.
 kind "edits": when the user asks to change the code. Each edit: the file's path, `old_text` \
 copied exactly from the lines shown (one to six whole lines, enough to be unique), and \
 `new_text` to put in their place (to add lines, repeat the line they go next to). To create \
@@ -27,7 +27,7 @@ a file: `old_text` "". Say in one sentence in `answer` what you changed.
 {escalate}\
 Put any file you suggest creating, which does not exist yet, in `proposed`. Leave the \
 fields you do not use empty. The shape: {{"intent": "…", "kind": "…", \
-"citations": [{{"path": "…", "quote": "…"}}], "answer": "…", "proposed": [], \
+"answer": "…", "citations": [{{"path": "…", "quote": "…"}}], "proposed": [], \
 "edits": [{{"path": "…", "old_text": "…", "new_text": "…"}}], "reason": ""}}"""
 
 _ESCALATE = """\

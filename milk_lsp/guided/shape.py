@@ -114,7 +114,7 @@ SCHEMA: dict[str, Any] = {
 KINDS: dict[str, list[str]] = {"question": ["answer", "escalate"], "change": ["edits", "escalate"]}
 """The kinds of reply each intent allows."""
 FIELDS: dict[str, list[str]] = {
-    "question": ["kind", "citations", "answer", "proposed", "reason"],
+    "question": ["kind", "answer", "citations", "proposed", "reason"],
     "change": ["kind", "answer", "edits", "reason"],
 }
 """The fields a reply of a known intent has: a constrained model writes every field of its
