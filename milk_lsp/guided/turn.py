@@ -82,6 +82,8 @@ class _Attempt:
     """The lines a failed check names, for the repair request."""
     named_files: tuple[str, ...] = ()
     """The files a failed check names."""
+    cut: bool = False
+    """The reply was ended (it repeated itself, or reached its limit): not given back."""
     at_places: bool = False
     """`named` are the lines where what the request writes stands, after edits that missed
     them: the repair's edits may only copy from those (`GuidedTurn._run`)."""
@@ -178,7 +180,9 @@ class GuidedTurn:
             if number:
                 lines = "\n\n".join(chunk.render() for chunk in attempt.named)
                 edited = attempt.reply is not None and attempt.reply.kind == "edits"
-                earlier = None if edited else attempt.text
+                # given back, a reply that repeated itself was repeated again (cross-env's
+                # sigint-exit-code, twice)
+                earlier = None if edited or attempt.cut else attempt.text
                 asked = prompt.repair(conversation, attempt.problems, lines, earlier)
                 yield NoticeEvent(
                     "info",
@@ -257,9 +261,11 @@ class GuidedTurn:
         attempt.text = "".join(reply.text)
         if reply.stopped is not None:
             attempt.problems = [f"milk ended the reply: {reply.stopped}; write a short reply"]
+            attempt.cut = True
             return
         if reply.finish_reason == "length":
             attempt.problems = ["the reply was cut off at its length limit: write less"]
+            attempt.cut = True
             return
         try:
             parsed = parse_reply(attempt.text)
@@ -329,9 +335,19 @@ class GuidedTurn:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Apply the reply's edits and check them (`apply.apply_edits`); on a failure the
         files are put back and the reasons left in `attempt.problems`. Edits that are not
-        one batch (`apply.crossed_edits`) are not applied."""
-        texts = {edit.path: await self._tools.text_of(edit.path) for edit in reply.edits}
-        crossed = crossed_edits(reply.edits, texts)
+        one batch (`apply.crossed_edits`) are not applied; one whose new text is its old
+        text changes nothing and is left out: alone, it is the change not made (cross-env's
+        stdio-pipe got three, and each failed as an edit)."""
+        edits = [edit for edit in reply.edits if edit.new_text != edit.old_text]
+        if not edits:
+            attempt.problems = [
+                "each edit's new_text is its old_text, so nothing would change: write the"
+                " change in new_text"
+            ]
+            attempt.signal = LocalSignal.EDIT_NOT_MADE
+            return
+        texts = {edit.path: await self._tools.text_of(edit.path) for edit in edits}
+        crossed = crossed_edits(edits, texts)
         if crossed:
             attempt.problems, attempt.signal = crossed, LocalSignal.FAILED_EDIT
             return
@@ -339,7 +355,7 @@ class GuidedTurn:
         async with aclosing(
             apply_edits(
                 self._tools,
-                reply.edits,
+                edits,
                 applied,
                 root=self._root,
                 check=self._project_check,

@@ -565,3 +565,48 @@ async def test_edits_in_another_file_than_the_one_named_are_sent_back_to_its_lin
     assert head in item["properties"]["old_text"]["enum"]
     assert (src / "index.js").read_text() == index_js
     assert "normalize = true" in (src / "command.js").read_text()
+
+
+async def test_edits_that_change_nothing_are_left_out_and_alone_are_no_change(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """cross-env's stdio-pipe: the model's edits gave old texts back as they were. Alone
+    they are the change not made, sent back; beside a real edit they are left out."""
+    index_js = "const proc = spawn(command, args, {\n  stdio: 'inherit',\n  shell: true,\n})\n"
+    (guided_env.workspace / "index.js").write_text(index_js)
+    client.permission_answers.extend(["allow_once"])
+    same = {"path": "index.js", "old_text": "  shell: true,", "new_text": "  shell: true,"}
+    right = {"path": "index.js", "old_text": "  stdio: 'inherit',", "new_text": "  stdio: 'pipe',"}
+    openai.enqueue(
+        intent("change"),
+        reply(kind="edits", answer="Hecho.", edits=[same]),
+        reply(kind="edits", answer="Hecho.", edits=[same, right]),
+    )
+    result = await chat(client, "En index.js cambia stdio de 'inherit' a 'pipe'.")
+    assert result["stopReason"] == "end_turn", json.dumps(result)
+    repair = openai.requests[2]["messages"][-1]["content"]
+    assert "each edit's new_text is its old_text" in repair, repair
+    assert (guided_env.workspace / "index.js").read_text() == index_js.replace("inherit", "pipe")
+
+
+async def test_an_answer_that_repeats_itself_is_asked_again_without_it(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """cross-env's sigint-exit-code: an answer that said one sentence again and again was
+    ended by milk, given back with the repair, and repeated again. Now the request is asked
+    again with what milk found, not the reply to copy."""
+    loop = "parse_nested stops at MAX_DEPTH, and then it stops. " * 12
+    openai.enqueue(
+        intent("question"),
+        reply(citations=[{"path": "parser.py", "quote": "MAX_DEPTH = 256"}], answer=loop),
+        reply(
+            citations=[{"path": "parser.py", "quote": "MAX_DEPTH = 256"}],
+            answer="`parse_nested` stops past `MAX_DEPTH`, 256.",
+        ),
+    )
+    result = await chat(client, "How deep may parse_nested nest?")
+    assert result["stopReason"] == "end_turn", json.dumps(result)
+    repair = openai.requests[2]["messages"]
+    assert "assistant" not in [message["role"] for message in repair]
+    assert "it repeated itself" in repair[-1]["content"], repair[-1]["content"]
+    assert result["text"].startswith("`parse_nested` stops past")
