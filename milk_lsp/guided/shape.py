@@ -114,11 +114,13 @@ SCHEMA: dict[str, Any] = {
 KINDS: dict[str, list[str]] = {"question": ["answer", "escalate"], "change": ["edits", "escalate"]}
 """The kinds of reply each intent allows."""
 FIELDS: dict[str, list[str]] = {
-    "question": ["kind", "answer", "citations", "proposed", "reason"],
-    "change": ["kind", "answer", "edits", "reason"],
+    "question": ["intent", "kind", "answer", "citations", "proposed", "reason"],
+    "change": ["intent", "kind", "answer", "edits", "reason"],
 }
 """The fields a reply of a known intent has: a constrained model writes every field of its
-schema, one token at a time, so the intent it was given and the other kind's lists go."""
+schema, one token at a time, so the other kind's lists go. The intent stays, fixed to the
+one given: without it, Qwen2.5-Coder-1.5B named `dce.go` for "which file defines the UUID
+type?" (uuid.go with it), 2 of google/uuid's 6 questions wrong against none."""
 INTENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"intent": {"type": "string", "enum": list(KINDS)}},
@@ -153,6 +155,7 @@ def response_format(
     schema = SCHEMA
     if intent in KINDS:
         properties = {name: SCHEMA["properties"][name] for name in FIELDS[intent]}
+        properties["intent"] = {"type": "string", "enum": [intent]}
         properties["kind"] = {"type": "string", "enum": KINDS[intent]}
         if intent == "change" and edit_paths:
             edits = SCHEMA["properties"]["edits"]
