@@ -63,6 +63,28 @@ async def chat(client: MilkClient, text: str, route: str = "local") -> dict[str,
     return await request(client, "milk/chat", {"text": text, "route": route})
 
 
+def edits_twice(
+    answer: str, first: list[dict[str, str]], then: list[dict[str, str]]
+) -> tuple[dict[str, Any], ...]:
+    """A change's scripted replies: its intent, edits `first`, then edits `then`."""
+    return (
+        intent("change"),
+        reply(kind="edits", answer=answer, edits=first),
+        reply(kind="edits", answer=answer, edits=then),
+    )
+
+
+async def sent_back_once(
+    openai: FakeOpenAIServer, client: MilkClient, ask: str, *replies: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """`ask` with `replies` scripted, its first reply sent back by milk's check and the turn
+    ending right after the repair: the result and the repair request's last message."""
+    openai.enqueue(*replies)
+    result = await chat(client, ask)
+    assert result["stopReason"] == "end_turn", json.dumps(result)
+    return result, openai.requests[2]["messages"][-1]["content"]
+
+
 def kinds(client: MilkClient, turn_id: str, kind: str) -> list[dict[str, Any]]:
     return [u for u in client.turn_updates(turn_id) if u["kind"] == kind]
 
@@ -186,9 +208,7 @@ async def test_an_edit_that_breaks_the_file_is_repaired_or_put_back(
     client.permission_answers.extend(["allow_once", "allow_once"])
     broken = {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = ("}
     openai.enqueue(
-        intent("change"),
-        reply(kind="edits", answer="Done.", edits=[broken]),
-        reply(kind="edits", answer="Done.", edits=[broken]),
+        *edits_twice("Done.", [broken], [broken]),
     )
     result = await chat(client, "Make the depth limit of parse_nested configurable.")
     assert result["stopReason"] == "error", result
@@ -354,14 +374,12 @@ async def test_a_go_edit_that_vets_but_fails_a_test_is_sent_back_with_the_tests_
         "old_text": 'Greeting() != "hello"',
         "new_text": 'Greeting() != "hi"',
     }
-    openai.enqueue(
-        intent("change"),
-        reply(kind="edits", answer="The greeting is now hi.", edits=[code]),
-        reply(kind="edits", answer="The greeting is now hi.", edits=[code, test]),
+    _, repair = await sent_back_once(
+        openai,
+        client,
+        'Cambia el saludo de "hello" a "hi".',
+        *edits_twice("The greeting is now hi.", [code], [code, test]),
     )
-    result = await chat(client, 'Cambia el saludo de "hello" a "hi".')
-    assert result["stopReason"] == "end_turn", json.dumps(result)
-    repair = openai.requests[2]["messages"][-1]["content"]
     assert "go test -short ./..." in repair and "--- msg_test.go lines" in repair, repair
     assert 'Greeting() != "hi"' in (env.workspace / "msg_test.go").read_text()
 
@@ -507,14 +525,12 @@ async def test_two_edits_of_one_line_are_not_applied_and_sent_back(
         "old_text": "module.exports = options",
         "new_text": f"{quiet}\n\nmodule.exports = options",
     }
-    openai.enqueue(
-        intent("change"),
-        reply(kind="edits", answer="Added.", edits=[first, over]),
-        reply(kind="edits", answer="Added.", edits=[right]),
+    _, repair = await sent_back_once(
+        openai,
+        client,
+        "In options.js also read CONFIG_QUIET into options.quiet.",
+        *edits_twice("Added.", [first, over], [right]),
     )
-    result = await chat(client, "In options.js also read CONFIG_QUIET into options.quiet.")
-    assert result["stopReason"] == "end_turn", result
-    repair = openai.requests[2]["messages"][-1]["content"]
     assert "two edits change the same lines of options.js" in repair, repair
     text = (guided_env.workspace / "options.js").read_text()
     assert encoding in text and "options.quiet = process.env.CONFIG_QUIET" in text
@@ -549,15 +565,13 @@ async def test_edits_in_another_file_than_the_one_named_are_sent_back_to_its_lin
     }
     head = "function commandConvert(command, env, normalize = false) {"
     right = {"path": "src/command.js", "old_text": head, "new_text": head.replace("false", "true")}
-    openai.enqueue(
-        intent("change"),
-        reply(kind="edits", answer="Changed.", edits=[wrong]),
-        reply(kind="edits", answer="Changed.", edits=[right]),
-    )
     ask = "In src/command.js change the default value of normalize of commandConvert to true."
-    result = await chat(client, ask)
-    assert result["stopReason"] == "end_turn", json.dumps(result)
-    repair = openai.requests[2]["messages"][-1]["content"]
+    _, repair = await sent_back_once(
+        openai,
+        client,
+        ask,
+        *edits_twice("Changed.", [wrong], [right]),
+    )
     assert "it names src/command.js, the edits changed src/index.js" in repair, repair
     schema = openai.requests[2]["response_format"]["json_schema"]["schema"]
     item = schema["properties"]["edits"]["items"]
@@ -577,14 +591,12 @@ async def test_edits_that_change_nothing_are_left_out_and_alone_are_no_change(
     client.permission_answers.extend(["allow_once"])
     same = {"path": "index.js", "old_text": "  shell: true,", "new_text": "  shell: true,"}
     right = {"path": "index.js", "old_text": "  stdio: 'inherit',", "new_text": "  stdio: 'pipe',"}
-    openai.enqueue(
-        intent("change"),
-        reply(kind="edits", answer="Hecho.", edits=[same]),
-        reply(kind="edits", answer="Hecho.", edits=[same, right]),
+    _, repair = await sent_back_once(
+        openai,
+        client,
+        "En index.js cambia stdio de 'inherit' a 'pipe'.",
+        *edits_twice("Hecho.", [same], [same, right]),
     )
-    result = await chat(client, "En index.js cambia stdio de 'inherit' a 'pipe'.")
-    assert result["stopReason"] == "end_turn", json.dumps(result)
-    repair = openai.requests[2]["messages"][-1]["content"]
     assert "each edit's new_text is its old_text" in repair, repair
     assert (guided_env.workspace / "index.js").read_text() == index_js.replace("inherit", "pipe")
 
