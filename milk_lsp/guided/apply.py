@@ -86,7 +86,7 @@ def held_places(
     return [(path, number) for score, path, number in best if score < 0][:PLACES_SHOWN]
 
 
-NEAR_LINES = 2
+REPEAT_LINES = 2
 """An added line standing this close to its edit's old text is there already."""
 _BLANKS = re.compile(r"\s+")
 
@@ -117,7 +117,7 @@ def crossed_edits(edits: Sequence[Edit], texts: Mapping[str, str | None]) -> lis
         first_line, last_line = text.count("\n", 0, start), text.count("\n", 0, end)
         near = {
             _plain(line)
-            for line in lines[max(0, first_line - NEAR_LINES) : last_line + NEAR_LINES + 1]
+            for line in lines[max(0, first_line - REPEAT_LINES) : last_line + REPEAT_LINES + 1]
         }
         kept = {_plain(line) for line in edit.old_text.split("\n")}
         for line in edit.new_text.split("\n"):

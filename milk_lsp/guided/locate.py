@@ -129,6 +129,8 @@ class Located:
     """Definitions the request names."""
     files: tuple[str, ...] = ()
     """Files the request names."""
+    written: tuple[str, ...] = ()
+    """Of `files`, those it writes as paths (`src/command.js`): where it asks a change."""
     ranked: tuple[str, ...] = ()
     """Files whose lines were read, best first."""
     texts: dict[str, str] = field(default_factory=dict)
@@ -294,6 +296,7 @@ class Locator:
             repo_map=self.repo_map(budget.map),
             names=named.names,
             files=named.files,
+            written=named.written,
             ranked=tuple(order),
             texts=read,
         )

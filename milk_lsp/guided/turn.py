@@ -34,7 +34,6 @@ from milk_lsp.agents.base import (
     UsageEvent,
 )
 from milk_lsp.agents.local.client import LocalClient
-from milk_lsp.agents.local.judge.asked import asked
 from milk_lsp.agents.local.judge.scope import reach
 from milk_lsp.agents.local.reply.runaway import RunawayWatch
 from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
@@ -272,7 +271,7 @@ class GuidedTurn:
         except NotTheShape as exc:
             attempt.problems = [str(exc)]
             return
-        # a schema for a known intent leaves the field out (`shape.FIELDS`)
+        # a server without schemas may leave the intent out: the one the model gave first
         attempt.reply = parsed if parsed.intent else parsed.model_copy(update={"intent": intent})
 
     async def _read(
@@ -346,7 +345,8 @@ class GuidedTurn:
             ]
             attempt.signal = LocalSignal.EDIT_NOT_MADE
             return
-        texts = {edit.path: await self._tools.text_of(edit.path) for edit in edits}
+        paths = dict.fromkeys(edit.path for edit in edits)
+        texts = {path: await self._tools.text_of(path) for path in paths}
         crossed = crossed_edits(edits, texts)
         if crossed:
             attempt.problems, attempt.signal = crossed, LocalSignal.FAILED_EDIT
@@ -362,7 +362,7 @@ class GuidedTurn:
                 progress=self._progress,
                 request=request,
                 names=located.names,
-                files=asked(request, self._locator.index).written,
+                files=located.written,
                 locator=self._locator,
             )
         ) as events:
