@@ -141,6 +141,11 @@ class ModelCall:
         return float(predicted) / 1000 if predicted is not None else self.seconds
 
     @property
+    def prompt_seconds(self) -> float:
+        """Seconds spent evaluating the prompt: llama.cpp's `prompt_ms` (0 without timings)."""
+        return float(self.timings.get("prompt_ms", 0)) / 1000
+
+    @property
     def cache_n(self) -> int:
         return int(self.timings.get("cache_n", 0))
 

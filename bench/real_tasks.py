@@ -291,6 +291,8 @@ async def run_task(
         "promptCached": cache_n,
         "generated": sum(c.generated for c in calls),
         "generatingSeconds": round(sum(c.generating_seconds for c in calls), 1),
+        "promptSeconds": round(sum(c.prompt_seconds for c in calls), 1),
+        "callSeconds": [round(c.seconds, 1) for c in calls],
         "repliesAtCap": sum(c.generated >= turns.n_predict for c in calls),
         "secondsAtCap": round(
             sum(c.generating_seconds for c in calls if c.generated >= turns.n_predict), 1
