@@ -5,14 +5,16 @@ Opt-in and slow (tens of minutes on 2 cores); not a test and not in CI.
 The project (`--project`) is python-slugify 8.0.4 (`bench/real_tasks_slugify.py`, 15 tasks),
 humanize 4.12.3 (`bench/real_tasks_humanize.py`, 13 tasks), the JavaScript package cross-env
 7.0.3 from npm (`bench/real_tasks_crossenv.py`, 15 tasks, questions in five human languages,
-edits checked with `node --check`) or the Go module google/uuid 1.3.0 as Debian ships it
+edits checked with `node --check`), the Go module google/uuid 1.3.0 as Debian ships it
 (`bench/real_tasks_uuid.py`, 12 tasks, questions in five human languages, edits checked by the
 diff and by `go build`, `go vet` and `go test`; needs Debian's `golang-go`, installed when
-missing and run as root), or the JavaScript package dotenv 16.4.5 from npm
+missing and run as root), the JavaScript package dotenv 16.4.5 from npm
 (`bench/real_tasks_dotenv.py`, 12 tasks written before any run and never tuned to, questions
-in five human languages, edits in three), pinned by sha256 and unpacked afresh before every task
-(`bench/real_tasks_suite.py` fetches and checks). Each task is
-a new session of the REAL milk-lsp (`python -m milk_lsp` over stdio, driven like an editor;
+in five human languages, edits in three) or the JavaScript package ini 5.0.0 from npm
+(`bench/real_tasks_ini.py`, 12 tasks on its one file `lib/ini.js`, held out like dotenv:
+questions in six human languages, edits in four, each edit also run in node), pinned by sha256
+and unpacked afresh before every task (`bench/real_tasks_suite.py` fetches and checks). Each
+task is a new session of the REAL milk-lsp (`python -m milk_lsp` over stdio, driven like an editor;
 every permission question answered `allow_once`), one `milk/chat` with route `auto` and
 `local.handOff: "auto"`, so a local failure may be handed to Claude without asking. Claude
 is the real Claude Code CLI (bundled in the claude-agent-sdk wheel) on the Messages-API
@@ -36,7 +38,7 @@ turn 1 in the same workspace and a session C turn 1 in a second workspace folder
 and C1 <= 15 % of A1's evaluated prompt tokens. After the tasks it prints `milk/stats` of the
 tasks' workspace: milk's own routing numbers for the run.
 
-    .venv/bin/python bench/real_tasks.py [--project slugify|humanize|crossenv|uuid|dotenv]
+    .venv/bin/python bench/real_tasks.py [--project slugify|humanize|crossenv|uuid|dotenv|ini]
         [--model-size 1.5b|0.5b] [--tasks a,b] [--strategies guided,agent]
         [--base-url URL --model M] [--server-tree DIR] [--json out.json]
 
@@ -87,6 +89,7 @@ from bench.real_tasks_advisor import advisor_totals, run_advisor_task
 from bench.real_tasks_crossenv import CROSSENV
 from bench.real_tasks_dotenv import DOTENV
 from bench.real_tasks_humanize import HUMANIZE
+from bench.real_tasks_ini import INI
 from bench.real_tasks_slugify import SLUGIFY
 from bench.real_tasks_suite import Project, Task, fetch_project, lay_out
 from bench.real_tasks_uuid import UUID
@@ -109,6 +112,7 @@ PROJECTS: dict[str, Project] = {
     "crossenv": CROSSENV,
     "uuid": UUID,
     "dotenv": DOTENV,
+    "ini": INI,
 }
 STRATEGIES = ("auto", "guided", "agent")
 """The values of `local.strategy` (milk_lsp/config.py `LocalConfig.strategy`)."""
