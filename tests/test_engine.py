@@ -25,6 +25,7 @@ from milk_lsp.agents.base import (
     TurnFailed,
 )
 from milk_lsp.agents.claude.command import ClaudeTurnRequest
+from milk_lsp.agents.local.reply.stream import LocalModelError
 from milk_lsp.config import MilkConfig
 from milk_lsp.engine import Engine
 from milk_lsp.engine.routing import Plan, RoutingState, escalate_plan, route_turn
@@ -32,6 +33,14 @@ from milk_lsp.sessions.model import Agent, RecordStatus, SessionState
 from milk_lsp.sessions.store import SessionStore
 from milk_lsp.wire import ChatParams
 from tests.test_turn import FakeBridge
+
+
+class ServerWithoutIntent:
+    """The scripted agent's model server: it fails milk's intent request (the loop then
+    runs without it, as after a real server's failure)."""
+
+    async def resolve_model(self) -> str:
+        raise LocalModelError(FailureReason.LOCAL_UNREACHABLE, "no intent request here")
 
 
 class ScriptedLocal:
@@ -42,6 +51,7 @@ class ScriptedLocal:
     def __init__(self, *turns: list[AgentEvent]) -> None:
         self.turns = list(turns)
         self.calls: list[dict[str, Any]] = []
+        self.client = ServerWithoutIntent()
 
     async def run(
         self, messages: list[dict[str, Any]], tools: Any, **options: Any

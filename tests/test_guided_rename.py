@@ -1,9 +1,9 @@
-"""A rename the model began, finished by milk (`milk_lsp.guided.rename`): which name becomes
+"""A rename the model began, finished by milk (`milk_lsp.guided.apply`): which name becomes
 which is read from the model's own edit, never from the request's words."""
 
 from __future__ import annotations
 
-from milk_lsp.guided.rename import renamed, rest_of_rename
+from milk_lsp.guided.apply import renamed, rest_of_rename
 
 UTIL = "// xtob converts hex characters.\nfunc hexPairToByte(x1, x2 byte) (byte, bool) {\n}\n"
 UUID = (

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from milk_lsp.guided.ask import INTENT_PROBES
 from tests.fakes.openai_server import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,3 +156,45 @@ def test_cli_ready_line_and_control_endpoints(tmp_path: Path) -> None:
         proc.wait(timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_an_unscripted_intent_request_is_answered_apart_from_the_script() -> None:
+    intent = {"type": "json_schema", "json_schema": {"name": "milk_intent", "schema": {}}}
+
+    def said(events: list[Any]) -> str:
+        return "".join(
+            e["choices"][0]["delta"].get("content") or ""
+            for e in events
+            if isinstance(e, dict) and e.get("choices")
+        )
+
+    with FakeOpenAIServer([{"text": "the loop's reply"}]) as server:
+        first = said(stream(server.base_url, response_format=intent))
+        second = said(stream(server.base_url))
+        server.enqueue({"text": '{"intent": "change"}'})
+        scripted = said(stream(server.base_url, response_format=intent))
+        requests, every = server.requests, server.all_requests
+    assert json.loads(first) == {"intent": "question"}  # the script's reply left for the loop
+    assert second == "the loop's reply"
+    assert json.loads(scripted) == {"intent": "change"}  # a scripted intent is the script's
+    assert len(every) == 3 and every[0]["response_format"] == intent
+    assert requests == every[1:]
+
+
+def test_milk_s_probes_of_the_model_s_reading_are_answered_apart_from_the_script() -> None:
+    intent = {"type": "json_schema", "json_schema": {"name": "milk_intent", "schema": {}}}
+    with FakeOpenAIServer([{"text": '{"intent": "change"}'}]) as server:
+        readings = []
+        for reads in (True, False):
+            server.reads_intent = reads
+            for text, _ in INTENT_PROBES:
+                messages = [{"role": "user", "content": text}]
+                events = stream(server.base_url, response_format=intent, messages=messages)
+                said = "".join(
+                    e["choices"][0]["delta"].get("content") or ""
+                    for e in events
+                    if isinstance(e, dict) and e.get("choices")
+                )
+                readings.append(json.loads(said)["intent"])
+        assert server.pending() == 1 and server.requests == []
+    assert readings == [meant for _, meant in INTENT_PROBES] + ["change", "change"]

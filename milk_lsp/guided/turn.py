@@ -31,26 +31,23 @@ from milk_lsp.agents.base import (
     ToolStatus,
     TurnDone,
     TurnFailed,
-    UsageEvent,
 )
 from milk_lsp.agents.local.client import LocalClient
 from milk_lsp.agents.local.judge.scope import reach
-from milk_lsp.agents.local.reply.runaway import RunawayWatch
 from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
 from milk_lsp.agents.local.rounds import request_body
 from milk_lsp.agents.local.tool_specs import READ_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided import prompt
 from milk_lsp.guided.apply import Applied, apply_edits, call_id, crossed_edits
+from milk_lsp.guided.ask import Ask
 from milk_lsp.guided.citations import sources_block
 from milk_lsp.guided.locate import Budget, Chunk, Located, Locator
 from milk_lsp.guided.project_check import check_for, chunks_at, named_chunks, places
 from milk_lsp.guided.shape import (
     GuidedReply,
     NotTheShape,
-    intent_format,
     old_texts,
-    parse_intent,
     parse_reply,
     parse_size,
     response_format,
@@ -61,8 +58,6 @@ from milk_lsp.guided.verify import Verdict, check_answer
 logger = logging.getLogger(__name__)
 
 REPLY_TOKENS = 2048
-INTENT_TOKENS = 24
-"""`{"intent": "question"}` (or `{"size": "one place"}`), laid out on lines, and its end."""
 WIDE_AS_READ = (
     "the local model reads it as a change of many places (several files, new files or a design)"
 )
@@ -107,6 +102,7 @@ class GuidedTurn:
         hand_off_wide: bool = False,
     ) -> None:
         self._client = client
+        self._requests = Ask(client, progress)
         self._locator = locator
         self._tools = tools
         self._root = root
@@ -146,14 +142,15 @@ class GuidedTurn:
             shown_request, located, self._history, offer_escalation=self._offer_escalation
         )
         intent: str | None = None
-        async for said in self._read(model, prompt.intent_messages(request), intent_format()):
-            if isinstance(said, str):
-                intent = parse_intent(said)
+        async for said in self._requests.intent(model, request):
+            if isinstance(said, str | None):
+                intent = said
             else:
                 yield said
         wide = self._wide
         if wide is None and self._hand_off_wide and intent == "change":
-            async for said in self._read(model, prompt.size_messages(request), size_format()):
+            sizing = self._requests.read(model, prompt.size_messages(request), size_format())
+            async for said in sizing:
                 if isinstance(said, str):
                     wide = WIDE_AS_READ if parse_size(said) == "many" else None
                 else:
@@ -255,7 +252,7 @@ class GuidedTurn:
         reply = Reply()
         self._progress("the local model is writing its reply…")
         shape = response_format(intent, edit_paths, shown)
-        async for event in self._stream(model, body, shape, reply):
+        async for event in self._requests.stream(model, body, shape, reply):
             yield event
         attempt.text = "".join(reply.text)
         if reply.stopped is not None:
@@ -273,61 +270,6 @@ class GuidedTurn:
             return
         # a server without schemas may leave the intent out: the one the model gave first
         attempt.reply = parsed if parsed.intent else parsed.model_copy(update={"intent": intent})
-
-    async def _read(
-        self, model: str, messages: list[dict[str, Any]], shape: dict[str, Any]
-    ) -> AsyncGenerator[AgentEvent | str, None]:
-        """One tiny request about the user's message alone (no code): what it asks for, or
-        how much a change reaches (`prompt.SIZE_SYSTEM`); its reply's text is yielded last.
-        The size is asked apart, and only of a change Claude could take: in the intent request
-        it turned 4 of the bench's 31 questions into changes. Asked alone, Qwen2.5-Coder-
-        1.5B sized all 10 of the bench's Claude-sized requests "many" and none of its 26
-        edits; of 22 requests none of the benches had, in six languages, the 8 Claude-sized
-        ones and none of the 12 edits."""
-        body = request_body(model, messages, [], self._client.settings, False)
-        body["max_tokens"] = INTENT_TOKENS
-        reply = Reply()
-        self._progress("the local model is reading what the request asks for…")
-        async for event in self._stream(model, body, shape, reply):
-            yield event
-        yield "".join(reply.text)
-
-    async def _stream(
-        self, model: str, body: dict[str, Any], shape: dict[str, Any], reply: Reply
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Stream one request into `reply`, constrained to `shape` where the server takes
-        JSON schemas (one that answers it with HTTP 400, 422 or 501 is asked again without,
-        remembered per model); yields its usage. A reply that repeats itself is ended
-        there (`reply.stopped`): a schema bounds its length, not its sense, and SmolLM2
-        wrote one sentence again and again to the 2,048-token cap, twice."""
-        while True:
-            constrained = self._client.takes_json_schema(model)
-            if constrained:
-                body["response_format"] = shape
-            else:
-                body.pop("response_format", None)
-            pieces = 0
-            watch = RunawayWatch((), calls=False)
-            try:
-                async with aclosing(self._client.stream_reply(body, reply)) as stream:
-                    async for event in stream:
-                        if isinstance(event, UsageEvent):
-                            yield event
-                        elif isinstance(event, TextDelta):
-                            pieces += 1
-                            if pieces % 50 == 0:
-                                self._progress(f"the local model is writing ({pieces} tokens)…")
-                            stop = watch.feed(event.text)
-                            if stop is not None:
-                                reply.stopped = stop.why
-                                break
-            except LocalModelError as exc:
-                if constrained and exc.http_status in (400, 422, 501):
-                    self._client.refuses_json_schema(model)
-                    reply.text.clear()
-                    continue
-                raise
-            return
 
     async def _edits(
         self, reply: GuidedReply, attempt: _Attempt, request: str, located: Located

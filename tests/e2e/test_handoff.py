@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from milk_lsp.guided.ask import INTENT_PROBES
 from tests.e2e.conftest import Env, Harness, MilkClient, request
 from tests.e2e.test_escalation import (
     escalated_update,
@@ -459,6 +460,83 @@ async def test_a_good_local_turn_is_untouched(
     assert result["stopReason"] == "end_turn"
     assert result.get("escalated") is None
     assert client.permission_requests == []
+    assert api.main_requests() == []
+
+
+RETURN_ASK = "make greet return a list of its greetings"
+"""A change with no old text written in it: only the model's reading says it is one."""
+
+
+async def test_the_agent_loop_asks_the_intent_first_and_a_change_answered_in_words_is_not_made(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    """Issue 38: the agent loop asks what the request asks for, as a guided turn does; a
+    change it then answers in words, nothing changed, is the change not made (uuid's
+    "change the error message…" had ended `end_turn` with steps to do it by hand)."""
+    openai.enqueue(
+        intent("change"),
+        {"tool_calls": [READ]},
+        {"text": "Change `return 'hello'` to `return ['hello']` in `greet`."},
+        {"text": "You can make that edit yourself."},  # after milk asked for the change
+    )
+    api.enqueue({"text": CLAUDE_ANSWER})
+    client = await start(harness, claude_env, "auto", strategy="agent")
+    client.permission_answers = ["allow_once"] * 2
+    result = await chat(client, claude_env, RETURN_ASK)
+    asked = openai.requests[0]
+    assert asked["response_format"]["json_schema"]["name"] == "milk_intent"
+    assert [m["role"] for m in asked["messages"]] == ["system", "user"]  # the request alone
+    assert asked["messages"][-1]["content"] == RETURN_ASK
+    assert "tools" in openai.requests[1]  # then the loop
+    assert result["stopReason"] == "end_turn", result
+    assert result["escalated"]["signal"] == "edit_not_made", result["escalated"]
+    assert result["text"].endswith(CLAUDE_ANSWER)
+
+
+async def test_the_agent_loop_leaves_a_question_answered_in_words_alone(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    """The same words read as a question: answered from the file, the answer stands."""
+    openai.enqueue(
+        intent("question"),
+        {"tool_calls": [READ]},
+        {"text": "`greet` in `hello.py` returns 'hello'."},
+    )
+    client = await start(harness, claude_env, "auto", strategy="agent")
+    result = await chat(client, claude_env, "what does greet return?")
+    assert result["stopReason"] == "end_turn", result
+    assert result.get("escalated") is None
+    assert api.main_requests() == []
+    assert len(openai.requests) == 3
+
+
+async def test_a_model_that_reads_every_request_as_a_change_is_not_relied_on(
+    harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
+) -> None:
+    """milk tries the model's reading once (a plain question, a plain change); read alike,
+    as SmolLM2-135M reads them, the model's reading of requests decides nothing, and the
+    user is told once."""
+    openai.reads_intent = False
+    openai.enqueue(
+        {"tool_calls": [READ]},
+        {"text": "`greet` in `hello.py` returns 'hello'."},
+        {"tool_calls": [READ]},
+        {"text": "`greet` in `hello.py` has no parameters."},
+    )
+    client = await start(harness, claude_env, "auto", strategy="agent")
+    result = await chat(client, claude_env, "what does greet return?")
+    again = await chat(client, claude_env, "does greet take parameters?")
+    for turn in (result, again):
+        assert turn["stopReason"] == "end_turn", turn
+        assert turn.get("escalated") is None
+    probes = [
+        body["messages"][-1]["content"]
+        for body in openai.all_requests
+        if body.get("response_format", {}).get("json_schema", {}).get("name") == "milk_intent"
+    ]
+    assert probes == [text for text, _ in INTENT_PROBES]  # once, and no request read after
+    notices = [u["message"] for u in client.turn_updates(result["turnId"]) if u["kind"] == "notice"]
+    assert any("does not rely on fake-model's reading" in n for n in notices), notices
     assert api.main_requests() == []
 
 

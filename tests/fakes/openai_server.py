@@ -25,7 +25,9 @@ clears them, ``GET /_state`` returns ``{"pending", "disconnects", "openStreams"}
 
 Endpoints: ``GET /v1/models`` lists one model (``fake-model`` unless configured);
 ``POST /v1/chat/completions`` pops the next scripted response (an empty queue answers the
-text "ok"); ``GET /health`` answers ``{"status": "ok"}``. Requests with ``stream: false``
+text "ok"; milk's intent request, when the next response is not an intent, is answered
+``{"intent": "question"}`` (milk's probes of the model's reading: rightly) without popping
+and left out of ``requests``: see ``unscripted_intent``); ``GET /health`` answers ``{"status": "ok"}``. Requests with ``stream: false``
 get a plain JSON ``chat.completion`` built from the same script entry.
 
 Scripted responses (one dict per chat request; unknown keys are ignored):
@@ -83,6 +85,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from milk_lsp.guided.ask import INTENT_PROBES
 from tests.fakes._loopback import (
     LoopbackHandler,
     QuietThreadingServer,
@@ -93,6 +96,8 @@ from tests.fakes._loopback import (
 )
 
 DEFAULT_MODEL = "fake-model"
+PROBES = dict(INTENT_PROBES)
+"""milk's probes of a model's reading of requests, and the intent each means."""
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _ALNUM = string.ascii_letters + string.digits
 
@@ -159,11 +164,12 @@ class _Handler(LoopbackHandler):
     def _send_json(self, status: int, payload: Any) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), "application/json")
 
-    def _record(self, body: Any) -> None:
+    def _record(self, body: Any) -> dict[str, Any]:
         headers = {k.lower(): v for k, v in self.headers.items()}
         record = {"method": self.command, "path": self.path, "headers": headers, "body": body}
         with self.fake.lock:
             self.fake.records.append(record)
+        return record
 
     def _drop(self) -> None:
         """Close the connection at once, mid-response."""
@@ -212,7 +218,7 @@ class _Handler(LoopbackHandler):
         if path == "/_script":
             self._replace_script(body)
             return
-        self._record(body)
+        record = self._record(body)
         if path.startswith("/api/") and self.fake.ollama is not None:
             self._answer_ollama(path, body)
             return
@@ -222,7 +228,12 @@ class _Handler(LoopbackHandler):
         if not isinstance(body, dict):
             self._send_json(400, {"error": {"message": "body is not a JSON object"}})
             return
-        response = self.fake.pop_response()
+        response = self.fake.unscripted_intent(body)
+        if response is None:
+            response = self.fake.pop_response()
+        else:
+            with self.fake.lock:
+                record["unscripted"] = True
         try:
             if body.get("stream"):
                 self._answer_stream(response, body)
@@ -556,6 +567,10 @@ class FakeOpenAIServer(ScriptedLoopbackServer):
         self.ollama: dict[str, Any] | None = None
         """Set: the server also answers as Ollama's native API (`_answer_ollama`): keys
         ``version``, ``loaded`` (the ``/api/ps`` entries), ``parameters`` (``/api/show``)."""
+        self.default_intent = "question"
+        """What an unscripted intent request is answered (`unscripted_intent`)."""
+        self.reads_intent = True
+        """Whether milk's probes of the model's reading are answered right."""
         self._disconnects = 0
         self.events_sent: list[int] = []
         """Per streamed answer, in order of their ends: the SSE events written before it
@@ -563,6 +578,32 @@ class FakeOpenAIServer(ScriptedLoopbackServer):
         self._open_streams = 0
         self._changed = threading.Condition(self.lock)
         self._connections: set[socket.socket] = set()
+
+    def unscripted_intent(self, body: dict[str, Any]) -> Response | None:
+        """The answer to milk's intent request (`response_format` named `milk_intent`) when
+        the script's next response is not one (a JSON object with an `intent`): the intent
+        `default_intent`, the queue left as it is. Scripts written for the agent loop before
+        it asked the intent stay true; a test of the intent scripts it. milk's own probes of
+        the model's reading (`guided.ask.INTENT_PROBES`) are answered right, or, with
+        `reads_intent` False, both "change" (as SmolLM2-135M answers them)."""
+        shape = body.get("response_format")
+        schema = shape.get("json_schema") if isinstance(shape, dict) else None
+        if not isinstance(schema, dict) or schema.get("name") != "milk_intent":
+            return None
+        messages = body.get("messages") or [{}]
+        probe = PROBES.get(str(messages[-1].get("content")))
+        if probe is not None:  # milk trying the model's reading: a model that reads well
+            said = probe if self.reads_intent else "change"
+            return {"text": json.dumps({"intent": said})}
+        with self.lock:
+            ready = next((r for r in self._queue if "when" not in r), None)
+        text = ready.get("text") if ready is not None else None
+        try:
+            loaded = json.loads(text) if isinstance(text, str) else None
+        except json.JSONDecodeError:
+            loaded = None
+        scripted = isinstance(loaded, dict) and "intent" in loaded
+        return None if scripted else {"text": json.dumps({"intent": self.default_intent})}
 
     def _attach(self, server: ThreadingHTTPServer) -> None:
         assert isinstance(server, _Server)
@@ -579,10 +620,19 @@ class FakeOpenAIServer(ScriptedLoopbackServer):
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """The JSON bodies of the chat-completion requests, in order."""
+        """The JSON bodies of the chat-completion requests the script answered, in order
+        (an unscripted intent request, `unscripted_intent`, is in `all_requests` only)."""
+        return [body for body, unscripted in self._chat_requests() if not unscripted]
+
+    @property
+    def all_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of every chat-completion request, in order."""
+        return [body for body, _ in self._chat_requests()]
+
+    def _chat_requests(self) -> list[tuple[dict[str, Any], bool]]:
         with self.lock:
             return [
-                copy.deepcopy(r["body"])
+                (copy.deepcopy(r["body"]), bool(r.get("unscripted")))
                 for r in self.records
                 if r["method"] == "POST" and str(r["path"]).split("?")[0].endswith("/completions")
             ]

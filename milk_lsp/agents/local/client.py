@@ -119,6 +119,7 @@ class LocalClient:
         self._listed_model: str | None = None
         self._ignores_tool_choice: set[str] = set()
         self._refuses_json_schema: set[str] = set()
+        self._reads_intent: dict[str, bool] = {}
         self._drops_tools: bool | None = None
         """The server's template renders no tools (None: not asked yet)."""
         self._ollama: dict[str | None, OllamaInfo | None] = {}
@@ -253,6 +254,14 @@ class LocalClient:
     def refuses_json_schema(self, model: str) -> None:
         """The server refused `response_format` for `model`: the reply is validated instead."""
         self._refuses_json_schema.add(model)
+
+    def reads_intent(self, model: str) -> bool | None:
+        """Whether `model` told a question from a change when milk tried it (None: not
+        tried on this server yet; `guided.ask.Ask.intent`)."""
+        return self._reads_intent.get(model)
+
+    def remember_reads_intent(self, model: str, reads: bool) -> None:
+        self._reads_intent[model] = reads
 
     async def drops_tools(self) -> bool:
         """Whether the server's chat template drops tool definitions (llama.cpp's

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from milk_lsp.agents.base import (
+    AgentEvent,
     EscalationRequested,
     LocalGaveUp,
     LocalSignal,
@@ -46,6 +48,7 @@ from milk_lsp.engine.routing import Plan
 from milk_lsp.engine.turn import Turn
 from milk_lsp.guided.answers import AgentAnswers
 from milk_lsp.guided.apply import check_after, check_before
+from milk_lsp.guided.ask import intent_of
 from milk_lsp.guided.locate import Locator
 from milk_lsp.guided.project_check import CheckOutcome, ProjectCheck, check_for
 from milk_lsp.local_model.provider import LocalModels
@@ -199,9 +202,10 @@ class LocalPart:
         notes: str,
         history: list[TurnRecord],
     ) -> LocalOutcome:
-        """The model drives the tool loop (`local.strategy` agent). Its edits are judged
-        as a guided turn's are: the project's own check runs before the first edit and
-        after the loop (`project_check`)."""
+        """The model drives the tool loop (`local.strategy` agent), once it has said what
+        it reads the request as (`guided.ask.intent_of`, as a guided turn asks). Its edits
+        are judged as a guided turn's are: the project's own check runs before the first
+        edit and after the loop (`project_check`)."""
         root = Path(index.root)
         project = None if plan.advises else check_for(root)  # a plan's: after its steps
         baseline: list[CheckOutcome | None] = []
@@ -225,17 +229,35 @@ class LocalPart:
             texts=tools,
             conversation=[str(message["content"]) for message in messages],
         )
-        run = agent.run(
-            messages,
-            tools,
-            offer_escalation=plan.offer_escalation,
-            cut_short=plan.watches_local,
-            change_requested=spelled_out_change(user_ask, index),
-            look_first=judge.about_workspace and text.strip() == user_ask.strip(),
-            judge=judge,
-            check=tools if turn.config.local.check_command else None,
-        )
-        outcome = await fold_local_events(turn, agent, run, self._progress(turn))
+        spelled_out = spelled_out_change(user_ask, index)
+
+        async def run() -> AsyncGenerator[AgentEvent, None]:
+            # what the model reads the request as, asked first (a plan's step is a change
+            # by its plan): a change it then answers in words changed nothing
+            intent = None
+            if not plan.advises and not spelled_out:
+                reading = intent_of(agent.client, user_ask, self._progress(turn))
+                async with aclosing(reading) as said_all:
+                    async for said in said_all:
+                        if isinstance(said, str | None):
+                            intent = said
+                        else:
+                            yield said
+            loop = agent.run(
+                messages,
+                tools,
+                offer_escalation=plan.offer_escalation,
+                cut_short=plan.watches_local,
+                change_requested=spelled_out or intent == "change",
+                look_first=judge.about_workspace and text.strip() == user_ask.strip(),
+                judge=judge,
+                check=tools if turn.config.local.check_command else None,
+            )
+            async with aclosing(loop) as events:
+                async for event in events:
+                    yield event
+
+        outcome = await fold_local_events(turn, agent, run(), self._progress(turn))
         self._say_checks(turn, tools)
         broken = await self._put_back_broken(turn, tools)
         if broken is not None and not isinstance(outcome, LocalGaveUp | EscalationRequested):
