@@ -43,7 +43,7 @@ from milk_lsp.agents.local.judge.edit_intent import (
 from milk_lsp.agents.local.replace import EditDoesNotApply, replace_once
 from milk_lsp.agents.local.tool_specs import EDIT_FILE
 from milk_lsp.agents.local.tools import WorkspaceTools
-from milk_lsp.guided.locate import USES_MAX, Locator, whole_word
+from milk_lsp.guided.locate import IDENTIFIER, USES_MAX, Locator, whole_word
 from milk_lsp.guided.project_check import CheckOutcome, ProjectCheck, run_check
 from milk_lsp.guided.shape import Edit
 
@@ -394,13 +394,12 @@ async def _apply(
 
 RENAME_CONTEXT_LINES = 3
 """Lines added around a use, each side, at most, until its old text is unique."""
-_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 
 
 def renamed(old_text: str, new_text: str) -> tuple[str, str] | None:
     """(old name, new name) when `new_text` is `old_text` with one identifier replaced by
     another wherever it stands; None for any other edit."""
-    before, after = set(_IDENTIFIER.findall(old_text)), set(_IDENTIFIER.findall(new_text))
+    before, after = set(IDENTIFIER.findall(old_text)), set(IDENTIFIER.findall(new_text))
     gone, added = before - after, after - before
     if len(gone) != 1 or len(added) != 1:
         return None

@@ -75,7 +75,8 @@ class Ask:
                 yield NoticeEvent(
                     "info",
                     f"milk does not rely on {model}'s reading of requests: it read a plain"
-                    " question and a plain change alike",
+                    " question and a plain change alike. Its replies are still checked; a"
+                    " larger model (local.model) reads requests apart",
                 )
         if not reads:
             yield None

@@ -63,7 +63,7 @@ SHORT_KINDS = frozenset({"constant", "variable"})
 `_debug`, shown beside `populate`, got the JSDoc comment asked for `populate`)."""
 MAP_NAMES = 8
 """Names listed per file in the repository map."""
-_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _TEST_NAME = re.compile(r"(?:[Tt]est|Benchmark|Example|Fuzz)[A-Z_0-9]|test$|Test$")
 """A test's own name (`TestParse`, `test_parse`): not what makes a file central."""
 _MORE_FILES = "(and {} more files)"
@@ -320,7 +320,7 @@ class Locator:
         uses (`USES_MAX`); files read for it join `read`."""
         found: list[Chunk] = []
         for name in names:
-            if not _IDENTIFIER.fullmatch(name) or not self.index.has_definition(name):
+            if not IDENTIFIER.fullmatch(name) or not self.index.has_definition(name):
                 continue
             word = whole_word(name)
             places: list[tuple[str, int]] = []
@@ -501,7 +501,7 @@ def _used(
     """The short definitions of `chunk`'s file (`SHORT_DEFINITION`) that it uses, each as a
     chunk, those overlapping `chunk` or a `shown` one left out."""
     path, lines = chunk.path, split[chunk.path]
-    names = {name for line in chunk.lines for name in _IDENTIFIER.findall(line)}
+    names = {name for line in chunk.lines for name in IDENTIFIER.findall(line)}
     return [
         extra
         for name, (first, last) in _short_definitions(path, split, short).items()
