@@ -730,3 +730,104 @@ def test_an_answer_about_a_name_the_model_never_saw_is_a_guess(index: WorkspaceI
     attached = f"{question}\n\n<attachment cli.py>\n{read}\n</attachment>"
     from_selection = AgentAnswers(question, attached, index)
     assert from_selection.judge("It is 2.", [], looked=False, finish=None).unseen is None
+
+
+# ---- an agent's answer in the cited shape ------------------------------------------------
+
+CITED_SHAPE = [
+    # (question, answer, the places milk cites; () when the answer rests on nothing new)
+    ("What does add in calc.py return?", "It returns `a + b`.", ("calc.py:6",)),
+    ("Was gibt add zurück?", "Die Summe: `return a + b`.", ("calc.py:6",)),
+    ("add は何を返しますか？", "`add` は `a + b` を返します。", ("calc.py:6",)),
+    (
+        "Что делает Calculator?",
+        "Хранит `self.total` и прибавляет через `add_value()`.",
+        ("calc.py:15", "calc.py:17"),
+    ),
+    (
+        "How wide is a report row?",
+        "`REPORT_WIDTH` is 80: rows are `ljust`ed to it.",
+        ("pkg/report.py:1", "pkg/report.py:5"),
+    ),
+    ("Where is main defined?", "In `cli.py`.", ()),
+    # a rewrite kept as a block: the lines of it the file has are cited
+    (
+        "How would add take three numbers?",
+        '```python\ndef add(a, b, c=0):\n    """Return the sum of a and b."""\n    return a + b + c\n```',
+        ("calc.py:5",),
+    ),
+]
+
+
+READS = [
+    f"{CALC}\n[calc.py: lines 1-20 of 20]",
+    f"{CLI}\n[cli.py: lines 1-11 of 11]",
+    f"{REPORT}\n[pkg/report.py: lines 1-5 of 5]",
+]
+"""What read_file showed the model: each file's text, then its place."""
+
+
+@pytest.mark.parametrize(("question", "answer", "places"), CITED_SHAPE)
+def test_milk_cites_the_code_a_plain_agent_answer_quotes(
+    index: WorkspaceIndex, question: str, answer: str, places: tuple[str, ...]
+) -> None:
+    """Issue 38: every local answer that ends as done shows its sources, each checked. An
+    agent's plain answer quoting the file's own code is cited by milk (a `finish` need
+    not repeat it); a file the request did not name is evidence too."""
+    judged = AgentAnswers(question, question, index).judge(answer, READS, looked=True, finish=None)
+    assert tuple(f"{c.path}:{c.line}" for c in judged.citations) == places
+    assert not judged.uncited, judged
+    assert judged.problems == (), judged.problems
+
+
+UNCITED = [
+    # code written about the workspace that no file here holds, the request's own names
+    # aside, in any language: nothing the answer rests on checks
+    ("What does the Calculator class in calc.py do?", "It keeps a total; `compute_total()`."),
+    ("Was gibt add in calc.py zurück?", "Es gibt `add.result` zurück."),
+    ("calc.py の add は何を返しますか？", "`sum_of(a, b)` を返します。"),
+    ("Что делает add в calc.py?", "Она вызывает `calc.total_sum()`."),
+    ("What prefix must an option of cli.py have?", "It must start with `++`."),
+]
+PROSE = [
+    # prose alone: a right answer and a non-answer differ only in words, so neither is held
+    # to the shape (milk cites what it can; the checks above still run)
+    ("What does greet return?", "greet returns hello."),
+    ("Was macht die Option --precision von cli.py?", "Dazu habe ich nicht genug Informationen."),
+    ("Что делает add в calc.py?", "Функция add в calc.py складывает."),
+]
+
+
+@pytest.mark.parametrize(("question", "answer"), PROSE)
+def test_prose_alone_is_not_held_to_the_cited_shape(
+    index: WorkspaceIndex, question: str, answer: str
+) -> None:
+    judged = AgentAnswers(question, question, index).judge(answer, READS, looked=True, finish=None)
+    assert not judged.uncited, judged
+
+
+@pytest.mark.parametrize(("question", "answer"), UNCITED)
+def test_an_agent_answer_resting_on_nothing_new_is_not_in_the_cited_shape(
+    index: WorkspaceIndex, question: str, answer: str
+) -> None:
+    judged = AgentAnswers(question, question, index).judge(answer, READS, looked=True, finish=None)
+    assert judged.uncited and judged.citations == (), judged
+    # the same answer with a `finish` citing a line of the file is in the shape
+    cited = finish_of(
+        {
+            "intent": "question",
+            "outcome": "answered",
+            "answer": answer,
+            "citations": [{"path": "calc.py", "line": 6, "quote": "return a + b"}],
+        }
+    )
+    judged = AgentAnswers(question, question, index).judge(answer, READS, looked=True, finish=cited)
+    assert not judged.uncited and [c.line for c in judged.citations] == [6]
+
+
+def test_a_general_answer_needs_no_citation(index: WorkspaceIndex) -> None:
+    question = "How do I reverse a list?"
+    judged = AgentAnswers(question, question, index).judge(
+        "Use `items[::-1]`.", [], looked=False, finish=None
+    )
+    assert not judged.uncited and judged.citations == ()

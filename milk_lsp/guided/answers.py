@@ -6,8 +6,10 @@ The agent loop's model ends with `finish(intent, outcome, answer, citations, pro
 with plain text. Either way the answer is a `GuidedReply` of kind `answer`: each quote is
 looked up in its file, each path must exist or be declared proposed, each workspace name
 and value must be in what the model was shown (its successful tool results, milk's look,
-the attachments). Its tools showed it the lines, so a citation is not required of it, but
-a citation given is checked. Nothing reads the answer's or the request's wording.
+the attachments). An answer stating paths, names or values of this workspace cites the lines
+it rests on, in `finish`, as a guided answer does: every local answer that ends as done
+shows its sources, each checked (an uncited one gets the one repair, then hands off).
+Nothing reads the answer's or the request's wording.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 import uuid
 from collections.abc import Sequence
 
-from milk_lsp.agents.base import ToolCallEvent, ToolResultEvent, ToolStatus
+from milk_lsp.agents.base import Cited, ToolCallEvent, ToolResultEvent, ToolStatus
 from milk_lsp.agents.local.judge.asked import asked, code_shaped
 from milk_lsp.agents.local.judge.edit_intent import rewritten_code
 from milk_lsp.agents.local.judge.finish import Finish
@@ -27,8 +29,8 @@ from milk_lsp.agents.local.judge.watch import Grounded, Look
 from milk_lsp.agents.local.tool_specs import LIST_DIRECTORY, READ_FILE, SEARCH_TEXT, LocalTools
 from milk_lsp.guided.citations import sources_block
 from milk_lsp.guided.locate import Located
-from milk_lsp.guided.shape import GuidedReply, citations_of
-from milk_lsp.guided.verify import check_answer, paths_in
+from milk_lsp.guided.shape import QUOTE_MAX, GuidedReply, citations_of
+from milk_lsp.guided.verify import WRITTEN, check_answer, find_quote, paths_in
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
@@ -124,7 +126,24 @@ class AgentAnswers:
         )
         seen = "\n".join([self._message, *self._conversation, *self._looked, *tool_outputs])
         verdict = check_answer(reply, Located(seen=seen), self._index, self._question, cite=False)
+        wrote = written(answer, self._index, self._question)
+        if not citations:  # milk cites what the answer quotes from the files the turn showed
+            verdict.citations = quoted_from(wrote, answer, seen, self._index)
         claims = len(verdict.citations) + _claims_in(answer)
+        named = [
+            path
+            for path in paths_in(answer, self._index)
+            if self._index.has_path(path) and path not in self._question
+        ]
+        # code written about this workspace rests on something the request did not say:
+        # a line that holds it, or a file the request did not name (prose alone, which
+        # only words tell from a non-answer, is left to the checks above)
+        uncited = (
+            bool(wrote)
+            and (self.about_workspace or verdict.claims > 0)
+            and not verdict.citations
+            and not named
+        )
         return Grounded(
             claims,
             tuple(verdict.problems),
@@ -133,6 +152,7 @@ class AgentAnswers:
             citations=tuple(verdict.citations),
             proposed=tuple(verdict.proposed),
             sources=sources_block(verdict.citations, verdict.proposed),
+            uncited=UNCITED if uncited else "",
         )
 
     def _names_code(self) -> bool:
@@ -235,6 +255,84 @@ class AgentAnswers:
 
 
 _CODE = re.compile(r"`[^`\n]+`")
+_NAME_SPAN = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)(?:\(\))?")
+_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+UNCITED = (
+    "nothing the answer writes as code is in a file here, and it cites no line: give it"
+    " with finish, citing each line it rests on (path, line, the exact quoted text)"
+)
+"""Why an agent's answer is not in the cited shape (`watch.Grounded.uncited`)."""
+QUOTED_FILES = 12
+"""Files milk looks a plain answer's code up in, at most (the ones it and the turn name)."""
+QUOTED_CITATIONS = 6
+
+
+def written(answer: str, index: WorkspaceIndex, request: str) -> list[list[str]]:
+    """What the answer writes as code or quoted text that the request does not (it proves
+    nothing of the answer), each with the forms it is looked up in: a fenced block whole,
+    then each of its lines (a rewrite keeps some of them); a name written as code (`add()`,
+    `Calculator.add_value()`) as written, then its last part."""
+    groups = [
+        [piece]
+        for block in _FENCE.findall(answer)
+        if block.strip()
+        for piece in [block, *(line for line in block.splitlines() if len(line.strip()) >= 12)]
+    ]
+    for span in ("".join(found).strip() for found in WRITTEN.findall(_FENCE.sub(" ", answer))):
+        name = _NAME_SPAN.fullmatch(span)
+        groups.append([span, name.group(1).rsplit(".", 1)[-1]] if name else [span])
+    return [
+        kept
+        for group in groups
+        if (
+            kept := [q for q in group if not index.has_path(q.strip()) and q.strip() not in request]
+        )
+    ]
+
+
+def quoted_from(
+    groups: list[list[str]], answer: str, seen: str, index: WorkspaceIndex
+) -> list[Cited]:
+    """What the answer writes (`written`), found verbatim in a file that defines a name it
+    writes, or that the answer or the turn named, as citations milk checked: an agent's
+    plain answer in the cited shape without a `finish` call."""
+    if not groups:
+        return []
+    # the files defining what it names first: a name's line there is its definition
+    named = [
+        path
+        for group in groups
+        for name in _IDENTIFIERS.findall(group[-1])
+        if len(name) > 2
+        for path in index.definers(name, limit=2)
+    ]
+    named += [*sorted(paths_in(answer, index)), *_PATHS.findall(seen)]
+    files = [path for path in dict.fromkeys(filter(None, map(index.file_for, named)))]
+    texts: dict[str, str] = {}
+    for path in files[:QUOTED_FILES]:
+        try:
+            texts[path] = (index.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    cited: list[Cited] = []
+    for group in groups:
+        found = next(
+            (
+                (path, where, quote)
+                for quote in group
+                for path, text in texts.items()
+                if (where := find_quote(text, quote, 0)) is not None
+            ),
+            None,
+        )
+        if found is None:
+            continue
+        path, (first, last), quote = found
+        if not any(c.path == path and c.line <= first and last <= c.end_line for c in cited):
+            cited.append(Cited(path, first, last, quote.strip()[:QUOTE_MAX]))
+        if len(cited) >= QUOTED_CITATIONS:
+            break
+    return cited
 
 
 def _claims_in(answer: str) -> int:

@@ -44,6 +44,8 @@ class Verdict:
     problems: list[str] = field(default_factory=list)
     """Each failed check, in words the model can act on (the repair request) and the user
     reads (the hand-off)."""
+    claims: int = 0
+    """How many paths, workspace names, options and values the answer states."""
 
     @property
     def ok(self) -> bool:
@@ -181,6 +183,12 @@ def _elsewhere(
     return found[0] if len(found) == 1 else (path, None)
 
 
+UNCITED = (
+    "the answer names files or code of the workspace but cites no line:"
+    " add citations (path, line, the exact quoted text)"
+)
+
+
 def check_answer(
     reply: GuidedReply,
     located: Located,
@@ -261,17 +269,17 @@ def check_answer(
     for path in declared - set(verdict.proposed):
         if not index.has_path(path):
             verdict.proposed.append(path)
-    if restates(reply.answer, request):
+    # an answer resting on checked lines says what they hold, even in the request's words
+    # ("¿la cadena 'false' o un booleano?" → "un booleano", citing the line that makes it)
+    if not verdict.citations and restates(reply.answer, request):
         verdict.problems.append(
             "the answer only restates the request: answer it from the lines shown, or, if it"
             " asks for a change, give the change as edits"
         )
     verdict.problems.extend(misplaced(answer, index))
+    verdict.claims = claims
     if cite and claims and not reply.citations:
-        verdict.problems.append(
-            "the answer names files or code of the workspace but cites no line:"
-            " add citations (path, line, the exact quoted text)"
-        )
+        verdict.problems.append(UNCITED)
     return verdict
 
 
@@ -324,7 +332,7 @@ def _paths_out(answer: str) -> str:
 
 RESTATED_MIN_WORDS = 5
 _WORD = re.compile(r"\w+")
-_WRITTEN = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|(?<!\w)'([^'\n]+)'(?!\w)")
+WRITTEN = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|(?<!\w)'([^'\n]+)'(?!\w)")
 """Text written as code or in straight quotes."""
 
 
@@ -339,7 +347,7 @@ def restates(answer: str, request: str) -> bool:
     asked = {word.lower() for word in _WORD.findall(request)}
     if len(said) < RESTATED_MIN_WORDS:
         return False
-    if any("".join(span).strip() not in request for span in _WRITTEN.findall(answer)):
+    if any("".join(span).strip() not in request for span in WRITTEN.findall(answer)):
         return False
     heads = {word[:3] for word in asked if len(word) >= 3}
     return all(word in asked or (len(word) >= 3 and word[:3] in heads) for word in said)

@@ -120,7 +120,8 @@ class RecordingClient:
         return "".join(
             c.content.text
             for c in chunks
-            if agent is None or (c.field_meta or {}).get("milk", {}).get("agent") == agent
+            if c.content.type == "text"  # a citation comes as a resource link after the text
+            and (agent is None or (c.field_meta or {}).get("milk", {}).get("agent") == agent)
         )
 
     async def wait_for(self, predicate: Any, seconds: float = 20.0) -> Any:

@@ -454,7 +454,9 @@ async def test_no_claude_ends_error_naming_the_signal(
 async def test_a_good_local_turn_is_untouched(
     harness: Harness, claude_env: Env, api: FakeAnthropicAPI, openai: FakeOpenAIServer
 ) -> None:
-    openai.enqueue({"tool_calls": [READ]}, {"text": "hello.py defines greet()."})
+    openai.enqueue(
+        {"tool_calls": [READ]}, {"text": "`hello.py` defines `greet()`, returning `'hello'`."}
+    )
     client = await start(harness, claude_env, "auto")
     result = await chat(client, claude_env, "what does hello.py do?")
     assert result["stopReason"] == "end_turn"

@@ -34,7 +34,11 @@ verification, `milk_lsp/guided/answers.py`), no phrase list decides anything, an
 check is sent back once before the hand-off (so a bad model's script plays its reply again:
 `Bad.served`). What only words could tell (`OUTSIDE_KNOWLEDGE`: a made-up name near nothing
 here, a module name that is no path, "defined in" a file that only imports it, a guess to
-"what does this project do?", a refusal in words alone) is kept as strict xfails.
+"what does this project do?", a refusal in words alone) is kept as strict xfails. An answer
+to a question about the workspace that writes code or quoted text and rests on nothing the
+request did not say (no citation, none of what it writes in a file here, no file the
+request did not name) is not in the cited shape and fails as a guided answer's would (a
+made-up function alone).
 `test_judging_languages.py` has the suites on real code of four languages.
 
 That is 44 false-positive cases (0 flagged, 0 corrective messages, 0 answers shown twice,
@@ -136,10 +140,17 @@ def say(text: str) -> dict[str, Any]:
     return {"text": text, "chunk_chars": 7}
 
 
-def finish(text: str, intent: str = "change", outcome: str = "changed") -> dict[str, Any]:
+def finish(
+    text: str, intent: str = "change", outcome: str = "changed", cites: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """A reply that ends the turn with `finish`: what the model read the request as, how it
-    says the turn ended, and its answer (issue 38: the agent loop's checked end)."""
-    arguments = {"intent": intent, "outcome": outcome, "answer": text}
+    says the turn ended, its answer and its citations (`path:line:quote`; issue 38: the
+    agent loop's checked end)."""
+    citations = [
+        {"path": path, "line": int(line), "quote": quote}
+        for path, line, quote in (cite.split(":", 2) for cite in cites)
+    ]
+    arguments = {"intent": intent, "outcome": outcome, "answer": text, "citations": citations}
     return {
         "text": text,
         "chunk_chars": 7,
@@ -188,7 +199,7 @@ def assert_shown_once(shown: str, answer: str) -> None:
 def assert_clean_lsp_turn(
     client: MilkClient, result: dict[str, Any], openai: FakeOpenAIServer, case: Good
 ) -> None:
-    assert result["stopReason"] == "end_turn", result
+    assert result["stopReason"] == "end_turn", result.get("error")
     assert result.get("error") is None, result["error"]
     assert result.get("escalated") is None, result["escalated"]
     assert result["agent"] == "local"
@@ -386,8 +397,8 @@ GOOD_CHAT: dict[str, Any] = {
         [
             read("calc.py"),
             say(
-                "`add` uses float arithmetic, so `add(0.1, 0.2)` gives `0.30000000000000004`; "
-                'pass `decimal.Decimal("0.1")` values instead, or use `math.fsum` for many values.'
+                "`add` returns `a + b` in float arithmetic; pass `decimal.Decimal` values "
+                "instead, or use `math.fsum` for many values."
             ),
         ],
     ),
@@ -445,9 +456,12 @@ GOOD_CHAT: dict[str, Any] = {
         "How can I test main in cli.py?",
         [
             read("cli.py"),
-            say(
+            finish(
                 'Call `main(["1", "2"])` from a test and read what it printed with '
-                "`capsys.readouterr()`; compare floats with `pytest.approx`."
+                "`capsys.readouterr()`; compare floats with `pytest.approx`.",
+                "question",
+                "answered",
+                ("cli.py:6:def main(argv=None):", "cli.py:16:print(round(total, args.precision))"),
             ),
         ],
     ),
@@ -465,9 +479,12 @@ GOOD_CHAT: dict[str, Any] = {
         "How do I serve greet from hello.py over HTTP?",
         [
             read("hello.py"),
-            say(
+            finish(
                 'Wrap it with FastAPI: `app = FastAPI()` and a `@app.get("/greet")` handler '
-                'that returns `{"message": greet()}`; then run `uvicorn hello:app --reload`.'
+                'that returns `{"message": greet()}`; then run `uvicorn hello:app --reload`.',
+                "question",
+                "answered",
+                ("hello.py:1:def greet():",),
             ),
         ],
         route="local",
@@ -847,6 +864,13 @@ BAD: dict[str, Bad] = {
         "It is an alias of `--digits`.",
         "`--precision` is an alias of `--digits`, handled by `parse_digits()`.",
     ),
+    # an answer to a question about the workspace writing code that rests on nothing the
+    # request did not say already: no citation, none of its code found in a file, no file
+    # the request did not name (an agent's answer is in the cited shape as a guided one is)
+    "a-made-up-function-alone": Bad(
+        "What does the Calculator class in calc.py do?",
+        [read("calc.py"), say("It keeps a total; `compute_total()` returns it, rounded.")],
+    ),
 }
 
 
@@ -881,15 +905,11 @@ OUTSIDE_KNOWLEDGE: dict[str, Bad] = {
     # (the cost of never flagging `AbortController` or `or_insert_with` in a right answer);
     # a module name that is no path; a real file named for a definition it does not hold
     # ("defined in" and "used in" differ only in words); a guess about a question that names
-    # nothing of the workspace ("this project" is words); a refusal in words alone. Citations (`finish`) and the
-    # guided strategy are the answer to each.
+    # nothing of the workspace ("this project" is words); a refusal in words alone. Citations
+    # (`finish`) and the guided strategy are the answer to each.
     "a-made-up-class-alone": Bad(
         "What is in hello.py?",
         [read("hello.py"), say("It has the `GreetingService` class with `greet()`.")],
-    ),
-    "a-made-up-function-alone": Bad(
-        "What does the Calculator class in calc.py do?",
-        [read("calc.py"), say("It keeps a total; `compute_total()` returns it, rounded.")],
     ),
     # a reply saying in words alone that it cannot answer (bench/real_tasks, humanize):
     # "It greets." names and states no more, and is a right answer
@@ -984,7 +1004,7 @@ async def test_milks_own_look_reads_the_definition_a_question_names_as_a_plain_w
     openai.enqueue(say(guess), say(answer))
     ask = "What is the default value of the format parameter of naturalsize?"
     result = await chat(client, env, ask, route="local")
-    assert result["stopReason"] == "end_turn", result
+    assert result["stopReason"] == "end_turn", result.get("error")
     sent = openai.requests[1]["messages"][-1]["content"]
     assert sent.startswith("milk looked in the workspace"), sent
     assert "The definitions the question names" in sent
@@ -1029,7 +1049,7 @@ async def test_a_which_file_question_gets_the_definition_with_its_file(
     client = await start(harness, env)
     openai.enqueue(say("It is in utils.py."), say("naturalsize is defined in `sizes.py`."))
     result = await chat(client, env, "Which file defines the function naturalsize?", route="local")
-    assert result["stopReason"] == "end_turn", result
+    assert result["stopReason"] == "end_turn", result.get("error")
     sent = openai.requests[1]["messages"][-1]["content"]
     assert "sizes.py, lines" in sent and "def naturalsize(" in sent, sent
     assert "sizes.py:4" in sent, sent  # the search's hit on the def line
@@ -1095,7 +1115,7 @@ async def test_a_bad_answer_on_route_auto_is_handed_to_claude(
     api.enqueue({"text": CLAUDE_ANSWER})
     client = await start(harness, claude_env, handOff="auto")
     result = await chat(client, claude_env, case.ask, route="auto")
-    assert result["stopReason"] == "end_turn", result
+    assert result["stopReason"] == "end_turn", result.get("error")
     assert result["agent"] == "claude"
     escalated = result["escalated"]
     assert escalated["by"] == "fallback", escalated

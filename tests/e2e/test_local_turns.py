@@ -89,7 +89,7 @@ async def test_multi_round_tools_collapse_and_cut_in_bricks(
         {"tool_calls": [read], "style": "ollama"},
         {"tool_calls": [read], "style": "repeat_names"},
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
-        {"text": "greet returns hello."},
+        {"text": "`greet` returns `'hello'`."},
     )
     # route local: the same call three times is not cut short (on auto it is a hand-off)
     result = await request(
@@ -109,7 +109,9 @@ async def test_multi_round_tools_collapse_and_cut_in_bricks(
     assert brick.count("[Tool: read_file]") == 2
     assert "  [2 more read_file calls collapsed]\n" in brick
     assert "\n... (truncated)" in brick
-    assert brick.endswith("Assistant (local): greet returns hello.\n")
+    # the answer, then the sources milk checked (the code it quotes, found in hello.py)
+    assert "Assistant (local): `greet` returns `'hello'`.\n" in brick, brick[-200:]
+    assert brick.endswith("Sources (checked by milk):\n- hello.py:2\n"), brick[-200:]
 
 
 async def test_need_tag_split_across_chunks(harness: Harness, env: Env, openai) -> None:

@@ -124,8 +124,7 @@ class Nudge:
 
 @dataclass(frozen=True)
 class Grounded:
-    """A final answer checked against the workspace (`milk_lsp.guided.verify`, the same
-    check as a guided answer's)."""
+    """A final answer checked against the workspace as a guided one is (`guided.verify`)."""
 
     claims: int
     """How many paths, names and values of this workspace the answer states."""
@@ -142,6 +141,8 @@ class Grounded:
     """Paths the answer proposes creating, declared so in `finish`."""
     sources: str = ""
     """The text shown after the answer: its sources (`guided.citations.sources_block`)."""
+    uncited: str = ""
+    """Why the answer is not in the cited shape local answers end in ("": it is)."""
     rewrites: bool = False
     """A code block of the answer rewrites lines the turn was shown
     (`edit_intent.rewritten_code`): a change written out instead of made, unless `finish`
@@ -428,13 +429,12 @@ class TurnWatch:
             )
         if grounded.unseen:
             return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, grounded.unseen)
-        if grounded.problems:
+        problems = grounded.problems + ((grounded.uncited,) if grounded.uncited else ())
+        if problems:
             if not self._answer_nudged:
                 self._answer_nudged = True  # once: the model may fix what the check found
-                return Nudge(_answer_repair(grounded.problems), _ANSWER_REPAIR_SHOWN)
-            return self.gave_up(
-                LocalSignal.UNGROUNDED_ANSWER, "; ".join(grounded.problems[:_PROBLEMS_SAID])
-            )
+                return Nudge(_answer_repair(problems), _ANSWER_REPAIR_SHOWN)
+            return self.gave_up(LocalSignal.UNGROUNDED_ANSWER, "; ".join(problems[:_PROBLEMS_SAID]))
         if grounded.claims and self._tried and not self._found_something:
             return self.gave_up(
                 LocalSignal.UNGROUNDED_ANSWER,
