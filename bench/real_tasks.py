@@ -725,7 +725,13 @@ def main() -> None:
         "once per strategy, side by side (default: local.strategy not sent, the server's own)",
     )
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--turn-timeout", type=float, default=300.0, help="seconds per turn")
+    parser.add_argument(
+        "--turn-timeout",
+        type=float,
+        default=360.0,
+        help="seconds per turn: past milk's own local.turnBudgetSeconds (300), so a turn that"
+        " runs to its budget is milk's hand-off, not the bench's timeout",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--slots",
