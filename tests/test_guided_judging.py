@@ -729,3 +729,27 @@ def test_a_toss_up_between_the_kinds_is_no_reading() -> None:
     )
     assert reply.alternatives == [{"question": -0.9, "change": -1.0}]
     assert undecided(reply.alternatives)
+
+
+def test_a_quote_too_short_to_prove_anything_is_no_citation(tmp_path: Path) -> None:
+    """dotenv's override-ja: a citation quoting `}` was "not in lib/main.js", twice, and the
+    turn went to Claude; it proves nothing either way, so it is left out, and the answer
+    stands on its other citations (or, with none, is an answer that cites no line)."""
+    from milk_lsp.guided.verify import proves_nothing
+
+    assert proves_nothing("}") and proves_nothing("12| }") and proves_nothing(" ) ")
+    assert not proves_nothing("n * y")
+    question = "Was gibt parse für einen zu langen String zurück?"
+    index, located = locate(tmp_path, "javascript-ms", question)
+    kept = answer(
+        "Nichts: `parse` kehrt bei mehr als 100 Zeichen zurück.",
+        ("index.js", 50, "if (str.length > 100) {"),
+        ("index.js", 52, "}"),
+    )
+    verdict = check_answer(kept, located, index, question)
+    assert verdict.ok, verdict.problems
+    assert [c.line for c in verdict.citations] == [50]
+    alone = answer("Nichts: siehe `index.js`.", ("index.js", 52, "}"))
+    verdict = check_answer(alone, located, index, question)
+    assert verdict.citations == [] and not any("is not in" in p for p in verdict.problems)
+    assert any("cites no line" in problem for problem in verdict.problems), verdict.problems

@@ -52,6 +52,12 @@ class Verdict:
         return not self.problems
 
 
+def proves_nothing(quote: str) -> bool:
+    """Fewer than `MIN_QUOTE` characters besides blanks and milk's line-number gutter."""
+    kept = "".join(_NUMBERED.sub("", line) for line in quote.splitlines())
+    return len("".join(kept.split())) < MIN_QUOTE
+
+
 def find_quote(text: str, quote: str, hint: int) -> tuple[int, int] | None:
     """The lines (first, last) where `quote` occurs in `text`, the occurrence nearest the
     line `hint`; blanks at line ends and milk's line-number gutter are not part of it."""
@@ -135,6 +141,8 @@ def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex)
     """Each citation looked up in its file (the text milk read, else the index's path)."""
     verdict = Verdict()
     for citation in reply.citations:
+        if proves_nothing(citation.quote):
+            continue  # `}` proves nothing and disproves nothing: no citation at all
         path = index.file_for(_LINE_SUFFIX.sub("", citation.path.strip()).lstrip("./"))
         if path is None:
             verdict.problems.append(f"the citation's path {citation.path} is not a file here")
@@ -278,7 +286,7 @@ def check_answer(
         )
     verdict.problems.extend(misplaced(answer, index))
     verdict.claims = claims
-    if cite and claims and not reply.citations:
+    if cite and claims and not verdict.citations:
         verdict.problems.append(UNCITED)
     return verdict
 
