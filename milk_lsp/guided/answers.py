@@ -6,10 +6,10 @@ The agent loop's model ends with `finish(intent, outcome, answer, citations, pro
 with plain text. Either way the answer is a `GuidedReply` of kind `answer`: each quote is
 looked up in its file, each path must exist or be declared proposed, each workspace name
 and value must be in what the model was shown (its successful tool results, milk's look,
-the attachments). An answer stating paths, names or values of this workspace cites the lines
-it rests on, in `finish`, as a guided answer does: every local answer that ends as done
-shows its sources, each checked (an uncited one gets the one repair, then hands off).
-Nothing reads the answer's or the request's wording.
+the attachments). Every local answer that ends as done shows its sources, each checked:
+`finish`'s citations, else what milk finds of the answer's own code in the files
+(`quoted_from`); code about this workspace that rests on nothing the request did not say
+gets the one repair, then hands off. Nothing reads the answer's or the request's wording.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class AgentAnswers:
             citations=tuple(verdict.citations),
             proposed=tuple(verdict.proposed),
             sources=sources_block(verdict.citations, verdict.proposed),
-            uncited=UNCITED if uncited else "",
+            uncited=UNCITED_CODE if uncited else "",
         )
 
     def _names_code(self) -> bool:
@@ -257,7 +257,7 @@ class AgentAnswers:
 _CODE = re.compile(r"`[^`\n]+`")
 _NAME_SPAN = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)(?:\(\))?")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
-UNCITED = (
+UNCITED_CODE = (
     "nothing the answer writes as code is in a file here, and it cites no line: give it"
     " with finish, citing each line it rests on (path, line, the exact quoted text)"
 )
@@ -306,7 +306,7 @@ def quoted_from(
         if len(name) > 2
         for path in index.definers(name, limit=2)
     ]
-    named += [*sorted(paths_in(answer, index)), *_PATHS.findall(seen)]
+    named += [*sorted(paths_in(answer, index)), *reversed(_PATHS.findall(seen))]  # latest first
     files = [path for path in dict.fromkeys(filter(None, map(index.file_for, named)))]
     texts: dict[str, str] = {}
     for path in files[:QUOTED_FILES]:

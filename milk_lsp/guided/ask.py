@@ -56,8 +56,7 @@ def undecided(alternatives: list[dict[str, float]]) -> bool:
             for kind in KINDS
         }
         if any(chances.values()):
-            low, high = sorted(chances.values())[0], max(chances.values())
-            return low >= UNDECIDED_RATIO * high
+            return min(chances.values()) >= UNDECIDED_RATIO * max(chances.values())
     return False
 
 

@@ -191,12 +191,6 @@ def _elsewhere(
     return found[0] if len(found) == 1 else (path, None)
 
 
-UNCITED = (
-    "the answer names files or code of the workspace but cites no line:"
-    " add citations (path, line, the exact quoted text)"
-)
-
-
 def check_answer(
     reply: GuidedReply,
     located: Located,
@@ -287,7 +281,10 @@ def check_answer(
     verdict.problems.extend(misplaced(answer, index))
     verdict.claims = claims
     if cite and claims and not verdict.citations:
-        verdict.problems.append(UNCITED)
+        verdict.problems.append(
+            "the answer names files or code of the workspace but cites no line:"
+            " add citations (path, line, the exact quoted text)"
+        )
     return verdict
 
 
