@@ -471,7 +471,7 @@ def main() -> None:
                 looked = bool(case.evidence)
                 grounded = answers.judge(case.answer, case.evidence, looked=looked, finish=None)
                 samples.append(time.perf_counter() - started)
-            missing = grounded.problems or grounded.unseen
+            missing = grounded.problems or grounded.unseen or grounded.uncited
             flagged[case.kind] = flagged.get(case.kind, 0) + bool(missing)
             about[case.kind] = about.get(case.kind, 0) + answers.about_workspace
         print(

@@ -209,11 +209,6 @@ def test_a_renamed_definitions_uses_are_located_each_with_a_line_around(tmp_path
 
 # good replies: none may be flagged
 GOOD = [
-    (  # an either-or question answered in its own words, resting on the line it cites
-        "javascript-ms",
-        "Gibt parse eine Zahl oder einen String zurück?",
-        answer("parse gibt eine Zahl zurück.", ("index.js", 44, "* @return {Number}")),
-    ),
     (
         "go-uuid",
         "Какую версию даёт NewSHA1?",
@@ -375,17 +370,20 @@ BAD = [
         answer("Höchstens 101 Zeichen.", ("index.js", 50, "if (str.length > 100) {")),
         "states 101",
     ),
-    (  # a change request "answered" with itself, in the past tense, no edit, no citation
-        # (with one the model read it as a change: its answer is then no edit, see turn.py)
+    (  # a change request "answered" with itself, in the past tense, and no edit
         "go-uuid",
         "Add a doc comment to the function NewRandomFromReader in version4.go.",
-        answer("Added a doc comment to the function NewRandomFromReader in version4.go."),
+        answer(
+            "Added a doc comment to the function NewRandomFromReader in version4.go.",
+            ("version4.go", 47, "func NewRandomFromReader(r io.Reader) (UUID, error) {"),
+        ),
         "only restates the request",
     ),
-    (  # the either-or question in its own words, citing nothing
+    (  # an either-or question answered in its own words: right or wrong, only words tell
+        # (ini's false-string-es: "la cadena 'false'", citing decode's first line, is wrong)
         "javascript-ms",
         "Gibt parse eine Zahl oder einen String zurück?",
-        answer("parse gibt eine Zahl zurück."),
+        answer("parse gibt einen String zurück.", ("index.js", 44, "* @return {Number}")),
         "only restates the request",
     ),
     (  # a claim with no citation at all

@@ -271,9 +271,7 @@ def check_answer(
     for path in declared - set(verdict.proposed):
         if not index.has_path(path):
             verdict.proposed.append(path)
-    # an answer resting on checked lines says what they hold, even in the request's words
-    # ("¿la cadena 'false' o un booleano?" → "un booleano", citing the line that makes it)
-    if not verdict.citations and restates(reply.answer, request):
+    if restates(reply.answer, request):
         verdict.problems.append(
             "the answer only restates the request: answer it from the lines shown, or, if it"
             " asks for a change, give the change as edits"
