@@ -681,54 +681,6 @@ def test_an_answer_whose_value_has_no_word_does_not_restate_the_question() -> No
     assert restates("Added a doc comment to `NewRandom` in version4.go.", asked)
 
 
-def test_a_toss_up_between_the_kinds_is_no_reading() -> None:
-    """The token that chose the kind, its likeliest alternatives (`top_logprobs`): a reading
-    relied on only when one kind is clearly likelier; the structure, never the words."""
-    import math
-
-    from milk_lsp.agents.local.reply.stream import Reply, apply_chunk
-    from milk_lsp.guided.ask import undecided
-
-    def tops(**chances: float) -> dict[str, float]:
-        return {token.replace("_", " "): math.log(p) for token, p in chances.items()}
-
-    assert undecided([tops(_=0.9), tops(question=0.387, change=0.386, command=0.05)])
-    assert not undecided([tops(question=0.675, change=0.194)])
-    assert not undecided([tops(change=0.452, rename=0.439, question=0.027)])
-    assert not undecided([tops(document=0.27, add=0.25, change=0.24)])  # one kind alone
-    assert not undecided([])  # a server that sends no alternatives
-    # `"question` as one token, and a partial token of a kind, count as that kind
-    assert undecided([{'"question': math.log(0.4), "ch": math.log(0.35)}])
-    reply = Reply()
-    apply_chunk(
-        reply,
-        {
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": {},
-                    "logprobs": {
-                        "content": [
-                            {
-                                "token": "question",
-                                "logprob": -0.9,
-                                "top_logprobs": [
-                                    {"token": "question", "logprob": -0.9},
-                                    {"token": "change", "logprob": -1.0},
-                                    {"token": "broken"},
-                                ],
-                            },
-                            "not a token",
-                        ]
-                    },
-                }
-            ]
-        },
-    )
-    assert reply.alternatives == [{"question": -0.9, "change": -1.0}]
-    assert undecided(reply.alternatives)
-
-
 def test_a_quote_too_short_to_prove_anything_is_no_citation(tmp_path: Path) -> None:
     """dotenv's override-ja: a citation quoting `}` was "not in lib/main.js", twice, and the
     turn went to Claude; it proves nothing either way, so it is left out, and the answer

@@ -6,7 +6,6 @@ asks all its requests so; the agent loop asks the intent request so before it st
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Any
@@ -17,7 +16,7 @@ from milk_lsp.agents.local.reply.runaway import RunawayWatch
 from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
 from milk_lsp.agents.local.rounds import request_body
 from milk_lsp.guided import prompt
-from milk_lsp.guided.shape import KINDS, intent_format, parse_intent
+from milk_lsp.guided.shape import intent_format, parse_intent
 
 logger = logging.getLogger(__name__)
 
@@ -32,34 +31,6 @@ request is relied on: SmolLM2-135M read every request as a change ("Say hi.", "W
 2+2?"), and a change answered in words fails; Qwen2.5-Coder-1.5B read all the bench's."""
 
 
-TOP_ALTERNATIVES = 5
-UNDECIDED_RATIO = 0.5
-"""The less likely kind at least this share of the likelier one's probability: a toss-up.
-Qwen2.5-Coder-1.5B read 57 of 58 requests of nine languages right, each kind at least
-three times as likely as the other, save one Japanese question read both ways in two runs
-(0.387 "question", 0.386 "change")."""
-
-
-def undecided(alternatives: list[dict[str, float]]) -> bool:
-    """Whether the token that chose the kind weighed both kinds nearly alike (a server
-    that sent no alternatives decided)."""
-    for tops in alternatives:
-        chances = {
-            kind: max(
-                (
-                    math.exp(logprob)
-                    for token, logprob in tops.items()
-                    if len(bare := token.strip(' "')) >= 2 and kind.startswith(bare)
-                ),
-                default=0.0,
-            )
-            for kind in KINDS
-        }
-        if any(chances.values()):
-            return min(chances.values()) >= UNDECIDED_RATIO * max(chances.values())
-    return False
-
-
 class Ask:
     """Constrained requests to one model server (`client`), saying what they wait for
     through `progress`."""
@@ -69,11 +40,7 @@ class Ask:
         self._progress = progress
 
     async def read(
-        self,
-        model: str,
-        messages: list[dict[str, Any]],
-        shape: dict[str, Any],
-        reply: Reply | None = None,
+        self, model: str, messages: list[dict[str, Any]], shape: dict[str, Any]
     ) -> AsyncGenerator[AgentEvent | str, None]:
         """One tiny request about the user's message alone (no code): what it asks for, or
         how much a change reaches (`prompt.SIZE_SYSTEM`); its reply's text is yielded last.
@@ -81,13 +48,10 @@ class Ask:
         it turned 4 of the bench's 31 questions into changes. Asked alone, Qwen2.5-Coder-
         1.5B sized all 10 of the bench's Claude-sized requests "many" and none of its 26
         edits; of 22 requests none of the benches had, in six languages, the 8 Claude-sized
-        ones and none of the 12 edits. `reply`: where the caller reads the tokens'
-        alternatives (asked for then)."""
+        ones and none of the 12 edits."""
         body = request_body(model, messages, [], self._client.settings, False)
         body["max_tokens"] = READ_TOKENS
-        if reply is not None:
-            body["logprobs"], body["top_logprobs"] = True, TOP_ALTERNATIVES
-        reply = reply or Reply()
+        reply = Reply()
         self._progress("the local model is reading what the request asks for…")
         async for event in self.stream(model, body, shape, reply):
             yield event
@@ -117,15 +81,8 @@ class Ask:
         if not reads:
             yield None
             return
-        reply = Reply()
-        async for said in self.read(model, prompt.intent_messages(request), intent_format(), reply):
-            if not isinstance(said, str):
-                yield said
-            elif undecided(reply.alternatives):
-                logger.info("the model's reading of the request is a toss-up: not relied on")
-                yield None
-            else:
-                yield parse_intent(said)
+        async for said in self.read(model, prompt.intent_messages(request), intent_format()):
+            yield parse_intent(said) if isinstance(said, str) else said
 
     async def stream(
         self, model: str, body: dict[str, Any], shape: dict[str, Any], reply: Reply
@@ -157,17 +114,11 @@ class Ask:
                                 reply.stopped = stop.why
                                 break
             except LocalModelError as exc:
-                refused = exc.http_status in (400, 422, 501)
-                if refused and "logprobs" in body:  # a server without them: asked without
-                    body.pop("logprobs")
-                    body.pop("top_logprobs", None)
-                elif constrained and refused:
+                if constrained and exc.http_status in (400, 422, 501):
                     self._client.refuses_json_schema(model)
-                else:
-                    raise
-                reply.text.clear()
-                reply.alternatives.clear()
-                continue
+                    reply.text.clear()
+                    continue
+                raise
             return
 
 

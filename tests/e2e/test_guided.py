@@ -5,7 +5,6 @@ once, and shows the checked citations."""
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from typing import Any
 
@@ -623,36 +622,3 @@ async def test_an_answer_that_repeats_itself_is_asked_again_without_it(
     assert "assistant" not in [message["role"] for message in repair]
     assert "it repeated itself" in repair[-1]["content"], repair[-1]["content"]
     assert result["text"].startswith("`parse_nested` stops past")
-
-
-async def test_a_reading_the_model_weighs_both_ways_is_not_relied_on(
-    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
-) -> None:
-    """ini's array-suffix-ja: "question" 0.387, "change" 0.386; read as a change, the model
-    edited `encode`. A toss-up is no reading: the reply's shape is the model's to choose
-    (answer or edits), and its answer is checked as any."""
-    tossup = [{"{": -0.01}, {"question": math.log(0.387), "change": math.log(0.386)}]
-    openai.enqueue(
-        {"text": json.dumps({"intent": "change"}), "alternatives": tossup},
-        reply(
-            intent="question",
-            answer="`parse_nested` stops past `MAX_DEPTH`.",
-            citations=[{"path": "parser.py", "line": 1, "quote": "MAX_DEPTH = 256"}],
-        ),
-    )
-    result = await chat(client, "parse_nested はどこまで入れ子を読みますか？")
-    assert result["stopReason"] == "end_turn", result
-    assert openai.requests[0]["logprobs"] is True
-    schema = openai.requests[1]["response_format"]["json_schema"]["schema"]
-    assert schema["properties"]["kind"]["enum"] == ["answer", "edits", "escalate"]
-    # a clear reading is relied on: the same request, "change" three times as likely
-    openai.enqueue(
-        {
-            "text": json.dumps({"intent": "change"}),
-            "alternatives": [{"change": math.log(0.75), "question": math.log(0.2)}],
-        },
-        reply(intent="change", kind="escalate", reason="too much"),
-    )
-    await chat(client, "parse_nested はどこまで入れ子を読みますか？")
-    schema = openai.requests[3]["response_format"]["json_schema"]["schema"]
-    assert schema["properties"]["kind"]["enum"] == ["edits", "escalate"]

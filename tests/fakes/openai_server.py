@@ -32,8 +32,6 @@ get a plain JSON ``chat.completion`` built from the same script entry.
 
 Scripted responses (one dict per chat request; unknown keys are ignored):
 
-* ``{"alternatives": [{token: logprob, …}, …]}`` beside ``text``: sent as the tokens'
-  ``logprobs`` (``top_logprobs``) when the request asked for them.
 * ``{"text": "...", "chunk_chars": 3, "reasoning": "...", "finish_reason": "stop"}``: the
   llama.cpp shapes: a first delta ``{"role": "assistant", "content": null}``, the reasoning
   as ``reasoning_content`` pieces, the content pieces, a finish chunk, a usage chunk with
@@ -451,19 +449,6 @@ class _Handler(LoopbackHandler):
         for piece in _pieces(text or "", size):
             events.append(chunk({"content": piece}))
             pieces += 1
-        if response.get("alternatives") and request.get("logprobs"):
-            # per token, its likeliest tokens, as llama.cpp sends `top_logprobs`
-            content = [
-                {
-                    "token": max(tops, key=tops.get),
-                    "logprob": max(tops.values()),
-                    "top_logprobs": [{"token": t, "logprob": lp} for t, lp in tops.items()],
-                }
-                for tops in response["alternatives"]
-            ]
-            events.append(
-                _event({"choices": [{"index": 0, "delta": {}, "logprobs": {"content": content}}]})
-            )
 
         def fragment(i: int, call: dict[str, Any], call_id: str | None, **function: Any) -> Any:
             entry: dict[str, Any] = {"index": i} if with_index else {}

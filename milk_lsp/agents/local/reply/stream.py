@@ -62,9 +62,6 @@ class Reply:
     """`data: [DONE]` arrived (or a whole non-streamed completion was read)."""
     stopped: str | None = None
     """Why milk ended the request before the server did (`runaway`), in words."""
-    alternatives: list[dict[str, float]] = field(default_factory=list)
-    """Per generated token, the likeliest tokens and their log-probabilities, where the
-    request asked for them (`top_logprobs`) and the server sent them."""
 
 
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
@@ -114,31 +111,10 @@ def apply_chunk(reply: Reply, chunk: Any) -> list[AgentEvent]:
             elif isinstance(delta.get("function_call"), dict):
                 # the deprecated single-call field, only when `tool_calls` is absent
                 reply.fragments.append({"index": 0, "function": delta["function_call"]})
-        logprobs = choice.get("logprobs")
-        if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
-            reply.alternatives.extend(_alternatives(logprobs["content"]))
         finish_reason = choice.get("finish_reason")
         if isinstance(finish_reason, str) and finish_reason:
             reply.finish_reason = finish_reason
     return events
-
-
-def _alternatives(tokens: list[Any]) -> list[dict[str, float]]:
-    """Each token's `top_logprobs` as token → log-probability (malformed entries left out)."""
-    found: list[dict[str, float]] = []
-    for token in tokens:
-        tops = token.get("top_logprobs") if isinstance(token, dict) else None
-        if isinstance(tops, list):
-            found.append(
-                {
-                    str(top["token"]): float(top["logprob"])
-                    for top in tops
-                    if isinstance(top, dict)
-                    and isinstance(top.get("logprob"), int | float)
-                    and "token" in top
-                }
-            )
-    return found
 
 
 def usage_event(usage: Mapping[str, Any]) -> UsageEvent:
