@@ -141,8 +141,12 @@ def check_citations(reply: GuidedReply, located: Located, index: WorkspaceIndex)
     """Each citation looked up in its file (the text milk read, else the index's path)."""
     verdict = Verdict()
     for citation in reply.citations:
-        if proves_nothing(citation.quote):
-            continue  # `}` proves nothing and disproves nothing: no citation at all
+        if proves_nothing(citation.quote):  # `}` is in every file: it shows nothing
+            verdict.problems.append(
+                f"the quote {_short(citation.quote)!r} is too short to show anything: quote"
+                " the whole line the answer rests on"
+            )
+            continue
         path = index.file_for(_LINE_SUFFIX.sub("", citation.path.strip()).lstrip("./"))
         if path is None:
             verdict.problems.append(f"the citation's path {citation.path} is not a file here")
