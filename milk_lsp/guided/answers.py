@@ -308,10 +308,11 @@ def quoted_from(
     ]
     named += [*sorted(paths_in(answer, index)), *reversed(_PATHS.findall(seen))]  # latest first
     files = [path for path in dict.fromkeys(filter(None, map(index.file_for, named)))]
-    texts: dict[str, str] = {}
+    texts: dict[str, str] = {}  # a file larger than the index reads (minified) is left out
     for path in files[:QUOTED_FILES]:
         try:
-            texts[path] = (index.root / path).read_text(encoding="utf-8", errors="replace")
+            if (index.root / path).stat().st_size <= index.max_file_bytes:
+                texts[path] = (index.root / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
     cited: list[Cited] = []
