@@ -126,15 +126,11 @@ class AgentAnswers:
         )
         seen = "\n".join([self._message, *self._conversation, *self._looked, *tool_outputs])
         verdict = check_answer(reply, Located(seen=seen), self._index, self._question, cite=False)
-        wrote = written(answer, self._index, self._question)
+        wrote, paths = written(answer, self._index, self._question), paths_in(answer, self._index)
         if not citations:  # milk cites what the answer quotes from the files the turn showed
-            verdict.citations = quoted_from(wrote, answer, seen, self._index)
+            verdict.citations = quoted_from(wrote, paths, seen, self._index)
         claims = len(verdict.citations) + _claims_in(answer)
-        named = [
-            path
-            for path in paths_in(answer, self._index)
-            if self._index.has_path(path) and path not in self._question
-        ]
+        named = [p for p in paths if self._index.has_path(p) and p not in self._question]
         # code written about this workspace rests on something the request did not say:
         # a line that holds it, or a file the request did not name (prose alone, which
         # only words tell from a non-answer, is left to the checks above)
@@ -291,11 +287,11 @@ def written(answer: str, index: WorkspaceIndex, request: str) -> list[list[str]]
 
 
 def quoted_from(
-    groups: list[list[str]], answer: str, seen: str, index: WorkspaceIndex
+    groups: list[list[str]], paths: set[str], seen: str, index: WorkspaceIndex
 ) -> list[Cited]:
     """What the answer writes (`written`), found verbatim in a file that defines a name it
-    writes, or that the answer or the turn named, as citations milk checked: an agent's
-    plain answer in the cited shape without a `finish` call."""
+    writes, or that the answer (its `paths`) or the turn named, as citations milk checked:
+    an agent's plain answer in the cited shape without a `finish` call."""
     if not groups:
         return []
     # the files defining what it names first: a name's line there is its definition
@@ -306,7 +302,7 @@ def quoted_from(
         if len(name) > 2
         for path in index.definers(name, limit=2)
     ]
-    named += [*sorted(paths_in(answer, index)), *reversed(_PATHS.findall(seen))]  # latest first
+    named += [*sorted(paths), *reversed(_PATHS.findall(seen))]  # the latest first
     files = [path for path in dict.fromkeys(filter(None, map(index.file_for, named)))]
     texts: dict[str, str] = {}  # a file larger than the index reads (minified) is left out
     for path in files[:QUOTED_FILES]:
