@@ -68,6 +68,39 @@ def changed_lines(before: list[str], now: list[str]) -> set[int]:
     return changed
 
 
+def blank_space_only(edited: dict[str, tuple[str | None, str | None]]) -> str | None:
+    """Why edits that changed nothing but blank space, and added trailing blank space, made
+    no change: every edited file, its line ends and blank lines aside, reads as before, and
+    one holds more lines ending in spaces or tabs than before (a 1.5B model asked for spaces
+    around `=` added lines of two spaces after six lines). Removing trailing blanks, or
+    adding empty lines, is asked for; adding invisible ones never is. None otherwise.
+    `edited`: each file's text before the turn and now (None: not there)."""
+    grew: list[str] = []
+    for path, (was, now) in edited.items():
+        if was is None or now is None:
+            return None  # a file made or removed is a change
+        if was == now:
+            continue
+        if _code_lines(was) != _code_lines(now):
+            return None
+        if _trailing_blanks(now) > _trailing_blanks(was):
+            grew.append(path)
+    if not grew:
+        return None
+    return (
+        f"the edits of {', '.join(grew)} only add blank space (spaces or tabs ending lines,"
+        " lines of nothing else): they change no code"
+    )
+
+
+def _code_lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines() if line.strip()]
+
+
+def _trailing_blanks(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line != line.rstrip())
+
+
 def line_spans(numbers: set[int]) -> str:
     """`{3, 4, 5, 9}` as "3-5, 9"."""
     ordered = sorted(numbers)

@@ -46,6 +46,7 @@ from milk_lsp.agents.local.tools import WorkspaceTools
 from milk_lsp.guided.locate import IDENTIFIER, USES_MAX, Locator, whole_word
 from milk_lsp.guided.project_check import CheckOutcome, ProjectCheck, run_check
 from milk_lsp.guided.shape import Edit
+from milk_lsp.text import blank_space_only
 
 MAX_APPLIED = 8
 """Edits of one reply applied at most."""
@@ -215,6 +216,9 @@ async def apply_edits(
             f"{whose} changed no file (each was already as its edit would leave it, or the"
             " edits put it back): make the change the request asks"
         )
+        applied.signal = LocalSignal.EDIT_NOT_MADE
+    if not applied.problems and (blank := blank_space_only(edited)) is not None:
+        applied.problems.append(f"{blank}: make the change the request asks")
         applied.signal = LocalSignal.EDIT_NOT_MADE
     if not applied.problems and request is not None:
         away = (

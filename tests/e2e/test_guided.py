@@ -269,6 +269,24 @@ async def test_edits_that_leave_every_file_as_it_was_are_not_a_change_made(
     assert (guided_env.workspace / "parser.py").read_text() == PARSER
 
 
+async def test_edits_that_only_add_blank_space_are_not_a_change_made(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    """Asked in French for spaces around `=`, the model adds lines of two spaces after each
+    line (ini's whitespace-default-fr): the files parse and differ, but no code changed. It
+    is sent back once with that reason, and the second such reply ends failed, the file put
+    back, never as done."""
+    client.permission_answers.extend(["allow_session"])
+    blank = {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = 256\n  "}
+    made = reply(kind="edits", answer="Espaces ajoutés.", edits=[blank])
+    openai.enqueue(intent("change"), made, made)
+    result = await chat(client, "Mets des espaces autour du = dans parse_nested (depth = 0).")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_not_made"
+    assert "only add blank space" in openai.requests[2]["messages"][-1]["content"]
+    assert (guided_env.workspace / "parser.py").read_text() == PARSER
+
+
 async def test_a_server_without_json_schemas_gets_the_shape_checked(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:

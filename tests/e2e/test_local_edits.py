@@ -486,6 +486,29 @@ async def test_an_edit_elsewhere_than_the_quoted_change_is_edit_not_made(
     assert any("milk put cli.py back" in n for n in notices), notices
 
 
+async def test_edits_that_only_add_blank_space_are_edit_not_made(
+    client: MilkClient, env: Env, openai: FakeOpenAIServer
+) -> None:
+    """The agent loop's model adds a line of spaces and says the change is made: the real
+    diff holds no code, so the turn is not a success and the file is put back."""
+    client.permission_answers.append("allow_once")
+    cli = env.workspace / "cli.py"
+    cli.write_text("parser = make(description='Slug')\n")
+    openai.enqueue(
+        edit(
+            path="cli.py",
+            old_text="parser = make(description='Slug')",
+            new_text="parser = make(description='Slug')\n    ",
+        ),
+        {"text": "Отступы добавлены."},
+    )
+    result = await chat(client, "Добавь пробелы вокруг = в cli.py")
+    assert result["stopReason"] == "error", result
+    assert result["error"]["data"]["signal"] == "edit_not_made"
+    assert "only add blank space" in result["error"]["message"]
+    assert cli.read_text() == "parser = make(description='Slug')\n"
+
+
 async def test_the_quoted_change_made_ends_well(
     client: MilkClient, env: Env, openai: FakeOpenAIServer
 ) -> None:

@@ -55,7 +55,7 @@ from milk_lsp.local_model.provider import LocalModels
 from milk_lsp.prompts import local as prompts
 from milk_lsp.sessions.model import Agent, Session, SessionState, TurnRecord
 from milk_lsp.sessions.service import Sessions
-from milk_lsp.text import cut
+from milk_lsp.text import blank_space_only, cut
 from milk_lsp.workspace.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
@@ -349,7 +349,8 @@ class LocalPart:
         whoever goes on (Claude, the user) starts from the files as the user left them."""
         edited = await _edited_texts(tools)
         why = (
-            unmade_change(user_ask, edited)
+            blank_space_only(edited)
+            or unmade_change(user_ask, edited)
             or unwritten_member(user_ask, edited, index)
             or no_new_file(reach(user_ask, index).new_files, edited)
             or edits_elsewhere(
