@@ -10,9 +10,12 @@ edits checked with `node --check`), the Go module google/uuid 1.3.0 as Debian sh
 diff and by `go build`, `go vet` and `go test`; needs Debian's `golang-go`, installed when
 missing and run as root), the JavaScript package dotenv 16.4.5 from npm
 (`bench/real_tasks_dotenv.py`, 12 tasks written before any run and never tuned to, questions
-in five human languages, edits in three) or the JavaScript package ini 5.0.0 from npm
+in five human languages, edits in three), the JavaScript package ini 5.0.0 from npm
 (`bench/real_tasks_ini.py`, 12 tasks on its one file `lib/ini.js`, held out like dotenv:
-questions in six human languages, edits in four, each edit also run in node), pinned by sha256
+questions in six human languages, edits in four, each edit also run in node) or the
+JavaScript package semver 7.8.6 from npm (`bench/real_tasks_semver.py`, 12 tasks on its 50
+small CommonJS files, held out like ini: questions in six human languages, edits in five, each
+on one file and also run in node), pinned by sha256
 and unpacked afresh before every task (`bench/real_tasks_suite.py` fetches and checks). Each
 task is a new session of the REAL milk-lsp (`python -m milk_lsp` over stdio, driven like an editor;
 every permission question answered `allow_once`), one `milk/chat` with route `auto` and
@@ -38,7 +41,8 @@ turn 1 in the same workspace and a session C turn 1 in a second workspace folder
 and C1 <= 15 % of A1's evaluated prompt tokens. After the tasks it prints `milk/stats` of the
 tasks' workspace: milk's own routing numbers for the run.
 
-    .venv/bin/python bench/real_tasks.py [--project slugify|humanize|crossenv|uuid|dotenv|ini]
+    .venv/bin/python bench/real_tasks.py
+        [--project slugify|humanize|crossenv|uuid|dotenv|ini|semver]
         [--model-size 1.5b|0.5b] [--tasks a,b] [--strategies guided,agent]
         [--base-url URL --model M] [--server-tree DIR] [--json out.json]
 
@@ -90,6 +94,7 @@ from bench.real_tasks_crossenv import CROSSENV
 from bench.real_tasks_dotenv import DOTENV
 from bench.real_tasks_humanize import HUMANIZE
 from bench.real_tasks_ini import INI
+from bench.real_tasks_semver import SEMVER
 from bench.real_tasks_slugify import SLUGIFY
 from bench.real_tasks_suite import Project, Task, fetch_project, lay_out
 from bench.real_tasks_uuid import UUID
@@ -113,6 +118,7 @@ PROJECTS: dict[str, Project] = {
     "uuid": UUID,
     "dotenv": DOTENV,
     "ini": INI,
+    "semver": SEMVER,
 }
 STRATEGIES = ("auto", "guided", "agent")
 """The values of `local.strategy` (milk_lsp/config.py `LocalConfig.strategy`)."""
