@@ -664,6 +664,57 @@ def test_a_long_named_definition_leaves_room_for_the_lines_of_other_files(tmp_pa
     assert len(copies) == 1, located.context()
 
 
+LOAD_SETTINGS_PY = (
+    "def load_settings(path):\n"
+    + "".join(f"    value_{n} = read_key(path, 'key_{n}')  # the setting {n}\n" for n in range(60))
+    + "    raw = read_key(path, 'mode')\n"
+    + "    if raw.lower() == 'off':\n"
+    + "        return False\n"
+    + "    return raw\n"
+)
+SETTINGS_README = "".join(
+    f"- load_settings reads the settings file, setting {n}\n" for n in range(25)
+) + "Turn a setting off with `off`.\n"
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Was gibt load_settings zurück, wenn der Wert off ist?",
+        "What does load_settings return when the value is off?",
+        "load_settings は値が off のとき何を返しますか？",
+    ],
+)
+def test_a_rare_word_deep_in_a_named_definition_is_shown_past_its_head(
+    tmp_path: Path, request_text: str
+) -> None:
+    """ini's "when decode reads enabled=false, is it the string 'false'?": the line that
+    answers was deep in `decode`, past its chunk, and the README's lines holding the
+    question's common words were shown instead. Among the located files' lines `off` is
+    rare and `load`, `settings` are everywhere, and a line inside `load_settings` holds its
+    name's terms: the deciding line is shown."""
+    files = {"settings.py": LOAD_SETTINGS_PY, "README.md": SETTINGS_README}
+    located = located_in(tmp_path, files, request_text)
+    assert ("settings.py", 63) in shown_lines(located), located.context()
+
+
+def test_the_words_of_a_named_files_path_rank_none_of_its_lines(tmp_path: Path) -> None:
+    """slugify's "In slugify/__main__.py rename the option --no-lowercase …": `main`, a word
+    of the file's path, chose the file; inside it the lines of `def main()` are no closer to
+    the request than any other, and the option's line is shown."""
+    main = (
+        "import argparse\n\n\ndef parse_args(argv):\n    parser = argparse.ArgumentParser()\n"
+        + "".join(f'    parser.add_argument("--opt-{n}", help="Option {n}")\n' for n in range(12))
+        + '    parser.add_argument("--no-color", action="store_false", dest="color")\n'
+        + "    return parser.parse_args(argv)\n\n\ndef main(argv=None):\n"
+        + "".join(f"    step_{n}(argv)  # main step {n}\n" for n in range(20))
+        + "\n\nif __name__ == '__main__':\n    main()\n"
+    )
+    request_text = "In tool/__main__.py rename the option --no-color to --plain (same dest)."
+    located = located_in(tmp_path, {"tool/__main__.py": main}, request_text)
+    assert ("tool/__main__.py", 17) in shown_lines(located), located.context()
+
+
 def test_an_answer_whose_value_has_no_word_does_not_restate_the_question() -> None:
     """python-slugify's "What is the value of the constant DEFAULT_SEPARATOR …?" answered
     with every word of the question and the value `-`, which has no word: it says something

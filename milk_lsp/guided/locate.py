@@ -6,8 +6,9 @@ Three sources, in this order of trust:
   language), each definition given whole (up to `DEFINITION_MAX_LINES`);
 - the request's terms (`words`: identifiers split and stemmed) ranked over the workspace:
   files by the inverse document frequency of the terms they hold (BM25's weight without its
-  length term: a file's tokens are kept once each by the index), then the best lines of the
-  best files, each widened to a few lines around it;
+  length term: a file's tokens are kept once each by the index), then the best lines of
+  those files (`words.ranked_lines`: a term weighs by how few of their lines hold it, a
+  line inside a definition holds its name's terms), each widened to a few lines around it;
 - a short map of the repository: paths and the names each defines (aider's repo map), the
   best-ranked files first.
 
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from milk_lsp.agents.local.judge.asked import asked
-from milk_lsp.guided.words import path_terms, terms, word_terms
+from milk_lsp.guided.words import path_terms, ranked_lines, terms, word_terms
 from milk_lsp.workspace.index import WorkspaceIndex
 
 MAX_FILES = 10
@@ -260,7 +261,6 @@ class Locator:
         read: dict[str, str] = {}
         chunks: list[Chunk] = []
         spent = 0
-        pending: list[tuple[float, str, int]] = []
         split: dict[str, list[str]] = {}
         short: dict[str, dict[str, tuple[int, int]]] = {}
         for path in order:
@@ -283,10 +283,7 @@ class Locator:
                 if head is not None and spent + head.size <= budget.chunks:
                     chunks.append(head)
                     spent += head.size
-            for number, line in enumerate(lines, 1):
-                score = _line_score(line, weights)
-                if score > 0:
-                    pending.append((score, path, number))
+        pending = ranked_lines(split, weights, self._code_terms(), named.files, PROSE_WEIGHT)
         for use in await self._uses(named.names, texts, read, chunks):
             if spent + use.size <= budget.chunks:
                 chunks.append(use)
@@ -422,11 +419,6 @@ async def _read(path: str, texts: FileTexts, read: dict[str, str]) -> str | None
 def whole_word(name: str) -> re.Pattern[str]:
     """`name` as a whole identifier, not inside a longer one (`xtob`, not `xtobs`)."""
     return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
-
-
-def _line_score(line: str, weights: dict[str, float]) -> float:
-    held = set(terms(line))
-    return sum(value for term, value in weights.items() if term in held)
 
 
 def _add_ranked(

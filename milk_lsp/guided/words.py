@@ -2,15 +2,20 @@
 (`parseNestedArray` and `parse_nested_array` both give `pars`, `nest`, `array`), lower-cased
 and stemmed (Snowball's English stemmer: identifiers are English in most code, and a stem
 of another language's word simply matches nothing). No word is dropped by a list: a term
-every file has weighs nothing in the ranking (`locate`'s inverse document frequency).
+every file has weighs nothing in the ranking (`locate`'s inverse document frequency), and
+a term most lines of the located files hold weighs little among their lines (`ranked_lines`).
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import regex
     from snowballstemmer import stemmer as Stemmer
 
@@ -64,3 +69,53 @@ def terms(text: str) -> list[str]:
 def path_terms(path: str) -> tuple[str, ...]:
     """The terms of a file's path (`src/nested_parser.py`: `src`, `nest`, `parser`, …)."""
     return tuple(dict.fromkeys(terms(path.replace("/", " ").replace(".", " "))))
+
+
+def ranked_lines(
+    split: dict[str, list[str]],
+    weights: dict[str, float],
+    code: frozenset[str],
+    named_files: Iterable[str],
+    prose: float,
+) -> list[tuple[float, str, int]]:
+    """(score, path, line number) of each line of the located files (`split`) holding a
+    term of the request (`weights`: a term held by no file weighs nothing). A term weighs
+    by how few of these lines hold it (`weights` rank files, but within a handful of files
+    every file holds `if` and `no`, while `'false'` is on a few lines), times
+    `prose` unless a definition's name holds it (`code`). A line inside a definition
+    whose name holds a term of the request holds that term too: ini's `valueRaw ===
+    'false'`, deep in `decode` past its chunk, answers "when decode reads enabled=false…".
+    The terms of the files the request names (`named_files`) are left out: they chose the
+    file and say nothing of its lines (`__main__.py` is no question about `main`)."""
+    from milk_lsp.code import definitions, language_for  # off start-up
+
+    wanted = {term for term, value in weights.items() if value}
+    wanted -= {term for path in named_files for term in path_terms(path)}
+    held: dict[tuple[str, int], set[str]] = {}
+    counts: Counter[str] = Counter()
+    total = 0
+    for path, lines in split.items():
+        total += len(lines)
+        for number, line in enumerate(lines, 1):
+            found = wanted.intersection(terms(line))
+            if found:
+                held[path, number] = found
+                counts.update(found)
+    weight = {
+        term: math.log((total - count + 0.5) / (count + 0.5) + 1.0)
+        * (1.0 if term in code else prose)
+        for term, count in counts.items()
+    }
+    within: dict[tuple[str, int], set[str]] = {}
+    for path in {path for path, _ in held}:
+        language = language_for(path)
+        if language is None:
+            continue
+        for definition in definitions("\n".join(split[path]), language):
+            named = wanted.intersection(word_terms(definition.name))
+            for number in range(definition.first_line, definition.last_line + 1) if named else ():
+                within.setdefault((path, number), set()).update(named)
+    return [
+        (sum(weight.get(term, 0.0) for term in found | within.get(place, set())), *place)
+        for place, found in held.items()
+    ]
