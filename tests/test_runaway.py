@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from milk_lsp.agents.base import NoticeEvent, TurnDone, UsageEvent
+from milk_lsp.agents.base import LocalGaveUp, LocalSignal, NoticeEvent, TurnDone, UsageEvent
 from milk_lsp.agents.local.agent import LocalAgent
 from milk_lsp.agents.local.reply.runaway import RunawayWatch, Stop, repeating_period
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -163,11 +163,16 @@ async def test_a_written_call_then_2000_tokens_of_repetition_is_ended_and_run(
     assert "I will now read" not in json.dumps(sent_back)
 
 
-async def test_a_looping_answer_is_ended_and_judged_as_it_was_kept(
+async def test_a_looping_answer_is_ended_and_asked_for_once_more(
     server: FakeOpenAIServer,
 ) -> None:
+    """A final reply milk ended as it ran on may be a plan or half an answer (semver's
+    range-cache-size: "To answer this question, I need to find …", then blank space on and
+    on, ended the turn as done): the model is asked once for its answer, and the next reply
+    is judged as any is."""
     server.enqueue(
-        {"text": "x = 1 is in a.py.\n" + "And so on and so forth.\n" * 300, "delay": 0.001}
+        {"text": "x = 1 is in a.py.\n" + "And so on and so forth.\n" * 300, "delay": 0.001},
+        {"text": "x = 1 is in a.py."},
     )
     agent = LocalAgent(settings_for(server))
     try:
@@ -177,9 +182,37 @@ async def test_a_looping_answer_is_ended_and_judged_as_it_was_kept(
     assert events[-1] == TurnDone()
     assert server.wait_for_disconnects(1)
     assert server.events_sent[0] < 300 * 24 // 3
-    # the server's usage never came: milk's estimate stands in for it
+    asked = server.requests[1]["messages"][-1]
+    assert asked["role"] == "user" and "ran on and milk ended it" in asked["content"]
+    assert "it repeated itself" in asked["content"]
+    notices = [event.message for event in events if isinstance(event, NoticeEvent)]
+    assert any("for its answer again" in notice for notice in notices), notices
+    # the server's usage never came for the ended reply: milk's estimate stands in for it
     usage = [event for event in events if isinstance(event, UsageEvent)]
-    assert len(usage) == 1 and usage[0].input_tokens > 0 and usage[0].output_tokens > 0
+    assert len(usage) == 2 and usage[0].input_tokens > 0 and usage[0].output_tokens > 0
+
+
+@pytest.mark.parametrize(
+    "runaway",
+    [
+        "Чтобы ответить, мне нужно найти класс `Range`.\n" + "Я ищу дальше.\n" * 300,
+        "To answer this I need to find the `Range` class." + " " * 3000,
+    ],
+)
+async def test_a_reply_that_runs_on_twice_is_no_answer(
+    server: FakeOpenAIServer, runaway: str
+) -> None:
+    server.enqueue({"text": runaway, "delay": 0.001}, {"text": runaway, "delay": 0.001})
+    agent = LocalAgent(settings_for(server))
+    try:
+        events = await collect(agent, StandInTools())
+    finally:
+        await agent.aclose()
+    gave_up = events[-1]
+    assert isinstance(gave_up, LocalGaveUp), events[-1]
+    assert gave_up.signal == LocalSignal.NO_ANSWER
+    assert gave_up.detail.startswith("the local model's reply ran on again"), gave_up.detail
+    assert len(server.requests) == 2
 
 
 @pytest.mark.parametrize(

@@ -117,6 +117,14 @@ logger = logging.getLogger(__name__)
 
 _RAW_ARGS_CHARS = 500
 """Characters of invalid tool arguments quoted back to the model."""
+RAN_ON = (
+    "milk: your reply ran on and milk ended it, so it is no answer yet. Give your answer"
+    " again, short, with finish, citing each line it rests on. Why it was ended: "
+)
+"""Sent once when milk ended a final reply as it ran on (`runaway`): the kept text may be a
+plan ("To answer this, I need to find…") or half an answer, and only the files could tell."""
+RAN_ON_SHOWN = "milk asked the local model for its answer again: milk had ended its reply"
+RAN_ON_TWICE = "the local model's reply ran on again and milk ended it, with no answer: "
 
 
 # -- the agent ---------------------------------------------------------------------------------
@@ -233,7 +241,7 @@ class LocalAgent:
         used_ids: set[str] = set()
         max_rounds = self.settings.max_tool_rounds
         rounds = 0
-        noticed_text_calls = False
+        noticed_text_calls, ran_on_asked = False, False
         require_call = (
             look_first and bool(tools is not None and tools.names) and self.client.obeys(model)
         )
@@ -384,6 +392,16 @@ class LocalAgent:
                         yield length_notice()
                     yield verdict
                     return
+                if reply.stopped is not None and finish is None:
+                    # milk ended it as it ran on: what it kept may be a plan or half an answer
+                    if ran_on_asked or rounds >= max_rounds:
+                        yield watch.gave_up(LocalSignal.NO_ANSWER, RAN_ON_TWICE + reply.stopped)
+                        return
+                    ran_on_asked, rounds = True, rounds + 1
+                    conversation.append({"role": "assistant", "content": answer})
+                    conversation.append({"role": "user", "content": RAN_ON + reply.stopped})
+                    yield NoticeEvent("info", RAN_ON_SHOWN)
+                    continue
                 if check is not None and check.pending_check() is not None:
                     check_failure = None  # new edits: what the check says now is what counts
                     checking = run_check(check, f"milk-check-{secrets.token_hex(4)}")
