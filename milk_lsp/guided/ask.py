@@ -16,12 +16,14 @@ from milk_lsp.agents.local.reply.runaway import RunawayWatch
 from milk_lsp.agents.local.reply.stream import LocalModelError, Reply
 from milk_lsp.agents.local.rounds import request_body
 from milk_lsp.guided import prompt
-from milk_lsp.guided.shape import intent_format, parse_intent
+from milk_lsp.guided.shape import intent_format, parse_intent, parse_words, words_format
 
 logger = logging.getLogger(__name__)
 
 READ_TOKENS = 24
 """`{"intent": "question"}` (or `{"size": "one place"}`), laid out on lines, and its end."""
+WORDS_TOKENS = 96
+"""`{"words": […]}` with six words of up to 40 characters, laid out on lines."""
 INTENT_PROBES = (
     ("What does the function parse return?", "question"),
     ("Rename the function parse to parse_text.", "change"),
@@ -56,6 +58,18 @@ class Ask:
         async for event in self.stream(model, body, shape, reply):
             yield event
         yield "".join(reply.text)
+
+    async def words(self, model: str, request: str) -> AsyncGenerator[AgentEvent | list[str]]:
+        """What the model would search the code for, for the user's `request` alone
+        (`prompt.WORDS_SYSTEM`), yielded last after the request's events; none when its
+        reply is not in the shape."""
+        body = request_body(model, prompt.words_messages(request), [], self._client.settings, False)
+        body["max_tokens"] = WORDS_TOKENS
+        reply = Reply()
+        self._progress("the local model is naming what to look for in the code…")
+        async for event in self.stream(model, body, words_format(), reply):
+            yield event
+        yield parse_words("".join(reply.text)) if reply.stopped is None else []
 
     async def intent(self, model: str, request: str) -> AsyncGenerator[AgentEvent | str | None]:
         """What the model reads the user's `request` as ("question", "change"), yielded last

@@ -243,17 +243,29 @@ class Locator:
             self._code = (names, made)
         return self._code[1]
 
-    async def locate(self, request: str, texts: FileTexts, budget: Budget | None = None) -> Located:
-        """The bounded context for `request` (see the module)."""
+    def speaks_code(self, request: str) -> bool:
+        """Whether the request holds a piece of a definition's name, or names a definition
+        or file: one that does not (all in Japanese) locates nothing of its own."""
+        named, code = asked(request, self.index), self._code_terms()
+        weights = self.weights(request)
+        return bool(named.names or named.files) or any(w and t in code for t, w in weights.items())
+
+    async def locate(
+        self, request: str, texts: FileTexts, budget: Budget | None = None, words: str = ""
+    ) -> Located:
+        """The bounded context for `request` (see the module); `words`: what the local
+        model would search the code for (`prompt.WORDS_SYSTEM`), ranked and matched as the
+        request's own words are, while what the request names stays the request's."""
         budget = budget or Budget()
         named = asked(request, self.index)
+        hinted = asked(words, self.index).names if words else ()
         order: dict[str, str] = {}
         for path in named.files:
             order.setdefault(path, "named in the request")
-        for name in named.names:
+        for name in dict.fromkeys([*named.names, *hinted]):
             for path in sorted(self.index.definers(name, limit=3), key=_declares_only):
                 order.setdefault(path, f"defines {name}")
-        weights = self.weights(request)
+        weights = self.weights(f"{request}\n{words}")
         for path, _ in self.rank_files(request, MAX_FILES * 2, weights):
             if len(order) >= MAX_FILES:
                 break
@@ -268,7 +280,7 @@ class Locator:
             if text is None:
                 continue
             lines = split[path] = text.splitlines()
-            for whole in _definition_chunks(path, text, lines, named.names):
+            for whole in _definition_chunks(path, text, lines, [*named.names, *hinted]):
                 chunk = _head(whole, int(budget.chunks * DEFINITION_SHARE))
                 if spent + chunk.size <= budget.chunks:
                     for item in [chunk, *_used(chunk, split, short, chunks)]:

@@ -49,6 +49,22 @@ Reply with one JSON object: {"size": "…"}"""
 questions into changes (none without it)."""
 
 
+WORDS_SYSTEM = """\
+The user's message is about the code of their project. Write the English words and code \
+names a programmer would search that code for, to answer or do what it asks: at most six, \
+each one word or name. Reply with one JSON object: {"words": ["…"]}"""
+"""Asked only of a message that holds no word of the code (`Locator.speaks_code`): a
+question all in Japanese or Russian otherwise locates nothing but the repository map."""
+
+
+def words_messages(request: str) -> list[dict[str, Any]]:
+    """The short request that asks what to search the code for, from the message alone."""
+    return [
+        {"role": "system", "content": WORDS_SYSTEM},
+        {"role": "user", "content": request},
+    ]
+
+
 def intent_messages(request: str) -> list[dict[str, Any]]:
     """The short request that asks the model what the user's message asks for, alone
     (without the located code, where a 1.5B model read "Give its path" as a change)."""

@@ -217,6 +217,35 @@ def _edit_item(path: str, texts: Sequence[str] | None) -> dict[str, Any]:
     return {**item, "properties": properties}
 
 
+WORDS_MAX = 6
+"""Words a `words` reply gives at most, each `WORD_CHARS` long at most."""
+WORD_CHARS = 40
+WORDS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"words": {"type": "array", "items": _string(WORD_CHARS), "maxItems": WORDS_MAX}},
+    "required": ["words"],
+    "additionalProperties": False,
+}
+
+
+def words_format() -> dict[str, Any]:
+    """The `response_format` of the request that asks what to search the code for."""
+    return _schema_format("milk_words", WORDS_SCHEMA)
+
+
+def parse_words(text: str) -> list[str]:
+    """The words of a reply in `WORDS_SCHEMA`'s shape (bounded as it bounds them); none for
+    anything else."""
+    try:
+        data = json.loads(object_text(text))
+    except json.JSONDecodeError:
+        return []
+    words = data.get("words") if isinstance(data, dict) else None
+    if not isinstance(words, list):
+        return []
+    return [w.strip()[:WORD_CHARS] for w in words[:WORDS_MAX] if isinstance(w, str) and w.strip()]
+
+
 def intent_format() -> dict[str, Any]:
     """The `response_format` of the request that asks what the user's message asks for."""
     return _schema_format("milk_intent", INTENT_SCHEMA)

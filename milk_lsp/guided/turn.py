@@ -57,6 +57,9 @@ from milk_lsp.guided.verify import Verdict, check_answer
 
 logger = logging.getLogger(__name__)
 
+WORDS_MIN_CHARS = 12
+"""A request shorter than this (blanks aside: "hi", "thanks!") is searched for nothing; one
+this long holding no word of the code (a question all in Japanese) is (`Ask.words`)."""
 REPLY_TOKENS = 2048
 WIDE_AS_READ = (
     "the local model reads it as a change of many places (several files, new files or a design)"
@@ -132,15 +135,26 @@ class GuidedTurn:
                 f"the guided local turn failed unexpectedly: {type(exc).__name__}: {exc}",
             )
 
+    async def _located_by_words(
+        self, model: str, request: str
+    ) -> AsyncGenerator[AgentEvent | Located, None]:
+        """A request holding no word of the code located again with the words the model
+        would search it for (`Ask.words`), yielded last; nothing when it named none."""
+        words: list[str] = []
+        async for named in self._requests.words(model, request):
+            if isinstance(named, list):
+                words = named
+            else:
+                yield named
+        if words:
+            joined = " ".join(words)
+            yield NoticeEvent("info", f"milk looked for what the local model named: {joined}")
+            yield await self._locator.locate(request, self._tools, self._budget, joined)
+
     async def _run(self, request: str, shown_request: str) -> AsyncGenerator[AgentEvent, None]:
         self._progress("locating the code the request is about…")
         located = await self._locator.locate(request, self._tools, self._budget)
-        for event in shown_reads(located):
-            yield event
         model = await self._client.resolve_model()
-        conversation = prompt.messages(
-            shown_request, located, self._history, offer_escalation=self._offer_escalation
-        )
         intent: str | None = None
         async for said in self._requests.intent(model, request):
             if isinstance(said, str | None):
@@ -163,6 +177,19 @@ class GuidedTurn:
                 " once the local model read it as a change",
             )
             return
+        if len("".join(request.split())) >= WORDS_MIN_CHARS and not self._locator.speaks_code(
+            request
+        ):
+            async for found in self._located_by_words(model, request):
+                if isinstance(found, Located):
+                    located = found
+                else:
+                    yield found
+        for event in shown_reads(located):
+            yield event
+        conversation = prompt.messages(
+            shown_request, located, self._history, offer_escalation=self._offer_escalation
+        )
         # the files an edit may name: those shown (located, or named by a failed check) and
         # the new files the request names
         new_files = reach(request, self._locator.index).new_files

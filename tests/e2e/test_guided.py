@@ -47,6 +47,12 @@ def intent(value: str) -> dict[str, Any]:
     return {"text": json.dumps({"intent": value})}
 
 
+def words(*value: str) -> dict[str, Any]:
+    """The scripted reply to the request that asks what to search the code for (asked of a
+    request that holds no word of the code)."""
+    return {"text": json.dumps({"words": list(value)})}
+
+
 def size(value: str) -> dict[str, Any]:
     """The scripted reply to the request that asks how much a change reaches."""
     return {"text": json.dumps({"size": value})}
@@ -179,25 +185,47 @@ async def test_an_invented_file_is_a_false_claim_unless_declared_proposed(
     assert cited["proposed"][0]["path"] == "limits.py"
 
 
+GERMAN_EDIT = reply(
+    kind="edits",
+    answer="MAX_DEPTH ist jetzt 512.",
+    edits=[{"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = 512"}],
+)
+
+
 async def test_an_edit_asked_in_german_is_made_and_judged_by_the_diff(
     guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
 ) -> None:
+    """ "Setze die maximale Tiefe auf 512." holds no word of the code (`maximale` is no
+    `MAX`): the model, asked with the request alone, names what to search for, and the
+    code it names is located and shown with the request."""
     client.permission_answers.append("allow_once")
-    openai.enqueue(
-        intent("change"),
-        reply(
-            kind="edits",
-            answer="MAX_DEPTH ist jetzt 512.",
-            edits=[
-                {"path": "parser.py", "old_text": "MAX_DEPTH = 256", "new_text": "MAX_DEPTH = 512"}
-            ],
-        ),
-    )
+    openai.enqueue(intent("change"), words("MAX_DEPTH", "depth"), GERMAN_EDIT)
     result = await chat(client, "Setze die maximale Tiefe auf 512.")
     assert result["stopReason"] == "end_turn", result
     assert (guided_env.workspace / "parser.py").read_text().startswith("MAX_DEPTH = 512\n")
     assert result["changes"][0]["uri"].endswith("/parser.py")
-    schema = openai.requests[1]["response_format"]["json_schema"]["schema"]
+    asked = openai.requests[1]
+    assert asked["response_format"]["json_schema"]["name"] == "milk_words"
+    assert [m["role"] for m in asked["messages"]] == ["system", "user"]  # no code sent
+    notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
+    assert "milk looked for what the local model named: MAX_DEPTH depth" in notices, notices
+    guided = openai.requests[2]
+    assert "MAX_DEPTH = 256" in guided["messages"][-1]["content"]
+    schema = guided["response_format"]["json_schema"]["schema"]
+    edit_path = schema["properties"]["edits"]["items"]["properties"]["path"]
+    assert edit_path["enum"] == ["parser.py"]
+
+
+async def test_a_request_in_no_word_of_the_code_whose_words_name_nothing_locates_nothing(
+    guided_env: Env, openai: FakeOpenAIServer, client: MilkClient
+) -> None:
+    client.permission_answers.append("allow_once")
+    openai.enqueue(intent("change"), {"text": "Tiefe"}, GERMAN_EDIT)
+    result = await chat(client, "Setze die maximale Tiefe auf 512.")
+    assert result["stopReason"] == "end_turn", result
+    notices = [u["message"] for u in kinds(client, result["turnId"], "notice")]
+    assert not any("milk looked for" in notice for notice in notices), notices
+    schema = openai.requests[2]["response_format"]["json_schema"]["schema"]
     edit_path = schema["properties"]["edits"]["items"]["properties"]["path"]
     assert "enum" not in edit_path  # nothing located: the map's files are all it knows
 

@@ -26,7 +26,7 @@ from tests.e2e.test_escalation import (
     no_leftovers,
     session_of,
 )
-from tests.e2e.test_guided import intent, reply, size
+from tests.e2e.test_guided import intent, reply, size, words
 from tests.fakes.anthropic_api import FakeAnthropicAPI, appended_system_text
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -636,12 +636,13 @@ async def test_a_change_stays_local_when_small_or_hand_off_is_not_automatic(
     api: FakeAnthropicAPI,
     openai: FakeOpenAIServer,
 ) -> None:
-    openai.enqueue(*replies, reply(kind="escalate", reason="too big for me"))
+    # a request holding no word of the code: the model names what to look for, then answers
+    openai.enqueue(*replies, words("async", "callback"), reply(kind="escalate", reason="too big"))
     client = await start(harness, claude_env, hand_off, strategy="guided")
     client.permission_answers = ["deny"]
     result = await chat(client, claude_env, MANY_ASK)
     names = [body["response_format"]["json_schema"]["name"] for body in openai.requests]
-    assert names == [*asked, "milk_guided_reply"], "the local model was asked with the code"
+    assert names == [*asked, "milk_words", "milk_guided_reply"], "asked with the code"
     assert (result.get("escalated") or {}).get("signal") != "wide_request", result
 
 
