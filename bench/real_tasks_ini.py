@@ -15,11 +15,18 @@ sample through `encode` and `decode`, and the change behaves as asked.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.real_tasks_suite import Check, Project, Task, for_claude, js_edited, mentions
+from bench.real_tasks_suite import (
+    Check,
+    Project,
+    Task,
+    for_claude,
+    js_edited,
+    mentions,
+    node_runs,
+)
 
 INI_JS = "lib/ini.js"
 CORE = ("encode", "decode", "safe", "unsafe", "isQuoted")
@@ -49,24 +56,8 @@ def _behaves(extra: str = "") -> Callable[[Path], str]:
     `ini` in scope) pass, else node's first error line."""
 
     def run(workspace: Path) -> str:
-        try:
-            done = subprocess.run(
-                ["node", "-e", SMOKE + extra, str(workspace / INI_JS)],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-                cwd=workspace,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"node did not run: {exc}"
-        if done.returncode == 0:
-            return ""
-        said = done.stderr.splitlines()
-        # the error's own line (`AssertionError [ERR_ASSERTION]: <what>`), then what it saw
-        lines = [line for line in said if re.match(r"[A-Z]\w*Error\b", line)] or [done.stderr]
-        lines += [line.strip() for line in said if re.match(r"\s+(actual|expected): ", line)]
-        return f"{INI_JS} misbehaves in node: {' '.join(lines).strip()[:300]}"
+        script, target = SMOKE + extra, str(workspace / INI_JS)
+        return node_runs(script, target, workspace, f"{INI_JS} misbehaves in node")
 
     return run
 

@@ -18,11 +18,18 @@ increments and matches ranges on a few samples, and the change behaves as asked.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.real_tasks_suite import Check, Project, Task, for_claude, js_edited, mentions
+from bench.real_tasks_suite import (
+    Check,
+    Project,
+    Task,
+    for_claude,
+    js_edited,
+    mentions,
+    node_runs,
+)
 
 SUBSET_JS = "ranges/subset.js"
 LRUCACHE_JS = "internal/lrucache.js"
@@ -69,24 +76,8 @@ def _behaves(rel: str, extra: str = "") -> Callable[[Path], str]:
     `rel`, the file edited."""
 
     def run(workspace: Path) -> str:
-        try:
-            done = subprocess.run(
-                ["node", "-e", SMOKE + extra, str(workspace)],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-                cwd=workspace,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"node did not run: {exc}"
-        if done.returncode == 0:
-            return ""
-        said = done.stderr.splitlines()
-        # the error's own line (`AssertionError [ERR_ASSERTION]: <what>`), then what it saw
-        lines = [line for line in said if re.match(r"[A-Z]\w*Error\b", line)] or [done.stderr]
-        lines += [line.strip() for line in said if re.match(r"\s+(actual|expected): ", line)]
-        return f"semver misbehaves in node after the edit of {rel}: {' '.join(lines).strip()[:300]}"
+        what = f"semver misbehaves in node after the edit of {rel}"
+        return node_runs(SMOKE + extra, str(workspace), workspace, what)
 
     return run
 

@@ -370,6 +370,29 @@ def node_check(path: Path) -> str:
     return f"{path.name} does not parse (node --check): {lines[0].strip()}"
 
 
+def node_runs(script: str, argument: str, cwd: Path, what: str) -> str:
+    """'' when `node -e script argument` exits 0 in `cwd` (a script of asserts on an edited
+    package), else `what` followed by node's error line and what it saw."""
+    try:
+        done = subprocess.run(
+            ["node", "-e", script, argument],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=cwd,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"node did not run: {exc}"
+    if done.returncode == 0:
+        return ""
+    said = done.stderr.splitlines()
+    # the error's own line (`AssertionError [ERR_ASSERTION]: <what>`), then what it saw
+    lines = [line for line in said if re.match(r"[A-Z]\w*Error\b", line)] or [done.stderr]
+    lines += [line.strip() for line in said if re.match(r"\s+(actual|expected): ", line)]
+    return f"{what}: {' '.join(lines).strip()[:300]}"
+
+
 def js_edited(rel: str, keep: tuple[str, ...], test: Callable[[str], str]) -> Check:
     """`edited` for JavaScript: right when `rel` passes `node --check`, still defines `keep`,
     and `test(source)` finds no fault."""
