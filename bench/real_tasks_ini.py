@@ -23,8 +23,10 @@ from bench.real_tasks_suite import (
     Project,
     Task,
     for_claude,
-    js_edited,
+    js_edited_and_run,
+    js_renamed,
     mentions,
+    no_text,
     node_runs,
 )
 
@@ -65,34 +67,7 @@ def _behaves(extra: str = "") -> Callable[[Path], str]:
 def ini_edited(test: Callable[[str], str], extra: str = "") -> Check:
     """`js_edited` on `lib/ini.js` (parses, keeps `CORE`, `test(source)` finds no fault), then
     the module loaded in node behaves (`_behaves(extra)`)."""
-    by_text = js_edited(INI_JS, CORE, test)
-    behaves = _behaves(extra)
-
-    def check(workspace: Path, reply: str) -> tuple[bool, str]:
-        right, seen = by_text(workspace, reply)
-        if not right:
-            return right, seen
-        fault = behaves(workspace)
-        return not fault, fault or f"{seen}; node runs it as asked"
-
-    return check
-
-
-def _renamed(source: str) -> str:
-    if re.search(r"\bsplitSections\b", source):
-        return "splitSections still there"
-    defined = bool(
-        re.search(r"\bfunction\s+splitOnSeparator\s*\(", source)
-        or re.search(r"\b(?:const|let|var)\s+splitOnSeparator\s*=", source)
-    )
-    named = len(re.findall(r"(?<![\w$.])splitOnSeparator\b", source))
-    found = f"splitOnSeparator defined={defined}, named {named} time(s)"
-    return "" if defined and named >= 3 else found
-
-
-def _nothing(_: str) -> str:
-    """No text to look for: node checks the behaviour."""
-    return ""
+    return js_edited_and_run(INI_JS, CORE, test, _behaves(extra))
 
 
 def _jsdoc(source: str) -> str:
@@ -174,7 +149,7 @@ INI = Project(
             "edit",
             "In lib/ini.js rename the function splitSections to splitOnSeparator, and update "
             "every call of it.",
-            ini_edited(_renamed),
+            ini_edited(js_renamed("splitSections", "splitOnSeparator")),
         ),
         Task(
             "whitespace-default-fr",
@@ -182,7 +157,7 @@ INI = Project(
             "Dans lib/ini.js, fais en sorte que encode mette par défaut des espaces autour du "
             "signe = (a = 1 au lieu de a=1). Avec l'option whitespace: false, on doit toujours "
             "obtenir la sortie compacte.",
-            ini_edited(_nothing, WHITESPACE),
+            ini_edited(no_text, WHITESPACE),
         ),
         Task(
             "jsdoc-unsafe-de",
@@ -196,14 +171,14 @@ INI = Project(
             "edit",
             "Сделай в lib/ini.js так, чтобы decode пропускал и строки, начинающиеся с //, как "  # noqa: RUF001
             "комментарии, так же как строки с ; и #.",  # noqa: RUF001
-            ini_edited(_nothing, SLASH_COMMENTS),
+            ini_edited(no_text, SLASH_COMMENTS),
         ),
         Task(
             "bare-key-empty",
             "edit",
             "When decode reads a key with no = after it, it sets the value to true. Change "
             "lib/ini.js so such a key gets an empty string instead.",
-            ini_edited(_nothing, BARE_KEY),
+            ini_edited(no_text, BARE_KEY),
         ),
         Task(
             "split-esm-types",

@@ -26,8 +26,10 @@ from bench.real_tasks_suite import (
     Project,
     Task,
     for_claude,
-    js_edited,
+    js_edited_and_run,
+    js_renamed,
     mentions,
+    no_text,
     node_runs,
 )
 
@@ -87,34 +89,7 @@ def semver_edited(
 ) -> Check:
     """`js_edited` on `rel` (parses, keeps `keep`, `test(source)` finds no fault), then the
     package loaded in node behaves (`_behaves(rel, extra)`)."""
-    by_text = js_edited(rel, keep, test)
-    behaves = _behaves(rel, extra)
-
-    def check(workspace: Path, reply: str) -> tuple[bool, str]:
-        right, seen = by_text(workspace, reply)
-        if not right:
-            return right, seen
-        fault = behaves(workspace)
-        return not fault, fault or f"{seen}; node runs it as asked"
-
-    return check
-
-
-def _nothing(_: str) -> str:
-    """No text to look for: node checks the behaviour."""
-    return ""
-
-
-def _renamed(source: str) -> str:
-    if re.search(r"\bhigherGT\b", source):
-        return "higherGT still there"
-    defined = bool(
-        re.search(r"\bfunction\s+strongestLowerBound\s*\(", source)
-        or re.search(r"\b(?:const|let|var)\s+strongestLowerBound\s*=", source)
-    )
-    named = len(re.findall(r"(?<![\w$.])strongestLowerBound\b", source))
-    found = f"strongestLowerBound defined={defined}, named {named} time(s)"
-    return "" if defined and named >= 3 else found
+    return js_edited_and_run(rel, keep, test, _behaves(rel, extra))
 
 
 def _lru_class(source: str) -> str:
@@ -240,7 +215,12 @@ SEMVER = Project(
             "edit",
             "In ranges/subset.js rename the helper function higherGT to strongestLowerBound, "
             "and update every call of it.",
-            semver_edited(SUBSET_JS, ("subset", "simpleSubset", "lowerLT"), _renamed, SUBSET),
+            semver_edited(
+                SUBSET_JS,
+                ("subset", "simpleSubset", "lowerLT"),
+                js_renamed("higherGT", "strongestLowerBound"),
+                SUBSET,
+            ),
         ),
         Task(
             "lru-max-fr",
@@ -267,13 +247,13 @@ SEMVER = Project(
             "edit",
             "Добавь в functions/cmp.js оператор '<>' как синоним '!=': "
             "cmp('1.2.3', '<>', '1.2.4') должен возвращать true.",
-            semver_edited(CMP_JS, ("cmp",), _nothing, CMP_ALIAS),
+            semver_edited(CMP_JS, ("cmp",), no_text, CMP_ALIAS),
         ),
         Task(
             "major-null-zh",
             "edit",
             "修改 functions/major.js，让 major 在版本号无效时返回 null，而不是抛出异常。",  # noqa: RUF001
-            semver_edited(MAJOR_JS, ("major",), _nothing, MAJOR_NULL),
+            semver_edited(MAJOR_JS, ("major",), no_text, MAJOR_NULL),
         ),
         Task(
             "typescript-tokenizer",

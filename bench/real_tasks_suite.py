@@ -370,6 +370,46 @@ def node_check(path: Path) -> str:
     return f"{path.name} does not parse (node --check): {lines[0].strip()}"
 
 
+def js_edited_and_run(
+    rel: str, keep: tuple[str, ...], test: Callable[[str], str], behaves: Callable[[Path], str]
+) -> Check:
+    """`js_edited`, then the edited workspace run (`behaves`: '' when node runs it as asked,
+    else what went wrong)."""
+    by_text = js_edited(rel, keep, test)
+
+    def check(workspace: Path, reply: str) -> tuple[bool, str]:
+        right, seen = by_text(workspace, reply)
+        if not right:
+            return right, seen
+        fault = behaves(workspace)
+        return not fault, fault or f"{seen}; node runs it as asked"
+
+    return check
+
+
+def js_renamed(old: str, new: str, named_at_least: int = 3) -> Callable[[str], str]:
+    """A `js_edited` test: `old` is gone, `new` is defined (a function or a binding) and
+    named at least `named_at_least` times, its definition included."""
+
+    def test(source: str) -> str:
+        if re.search(rf"\b{old}\b", source):
+            return f"{old} still there"
+        defined = bool(
+            re.search(rf"\bfunction\s+{new}\s*\(", source)
+            or re.search(rf"\b(?:const|let|var)\s+{new}\s*=", source)
+        )
+        named = len(re.findall(rf"(?<![\w$.]){new}\b", source))
+        found = f"{new} defined={defined}, named {named} time(s)"
+        return "" if defined and named >= named_at_least else found
+
+    return test
+
+
+def no_text(_: str) -> str:
+    """A `js_edited` test with no text to look for: node checks the behaviour."""
+    return ""
+
+
 def node_runs(script: str, argument: str, cwd: Path, what: str) -> str:
     """'' when `node -e script argument` exits 0 in `cwd` (a script of asserts on an edited
     package), else `what` followed by node's error line and what it saw."""
