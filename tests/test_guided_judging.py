@@ -392,6 +392,22 @@ BAD = [
         answer("Dans `src/eval.rs`, fonction `matches_req`."),
         "cites no line",
     ),
+    (  # a file named beside a citation of another (semver's range-cache-size: `internal/re.js`
+        # with a line of `trim-comparator-whitespace.js`), asked in Spanish
+        "go-uuid",
+        "¿En qué archivo se define NewRandom?",
+        answer("En `hash.go`.", ("version4.go", 39, "func NewRandom() (UUID, error) {")),
+        "names hash.go but cites no line of it",
+    ),
+    (  # the same, asked in Japanese, the answer's file real but holding none of what it says
+        "python-isodate",
+        "ISO8601Error はどのファイルで定義されていますか？",
+        answer(
+            "`isodate/isotzinfo.py` です。",
+            ("isodate/isoerror.py", 6, "class ISO8601Error(ValueError):"),
+        ),
+        "names isodate/isotzinfo.py but cites no line of it",
+    ),
     (  # a citation of a file that does not exist
         "javascript-ms",
         "Wie lang darf der String sein?",
