@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from milk_lsp.guided.citations import SOURCES_HEADING
 from tests.real_model import fetch
 
 Check = Callable[[Path, str], tuple[bool, str]]
@@ -281,10 +282,13 @@ def lay_out(sdist: Path, workspace: Path) -> None:
 
 
 def mentions(*patterns: str) -> Check:
-    """Right when the reply matches every regex (case-insensitive)."""
+    """Right when the reply matches every regex (case-insensitive), milk's "Sources" block
+    after it left out: it lists the files the citations are from, which the answer may
+    contradict ("defined in `dce.go`" citing uuid.go had counted right)."""
 
     def check(_: Path, reply: str) -> tuple[bool, str]:
-        missing = [p for p in patterns if not re.search(p, reply, re.IGNORECASE)]
+        said = reply.split(SOURCES_HEADING, 1)[0]
+        missing = [p for p in patterns if not re.search(p, said, re.IGNORECASE)]
         return not missing, f"answer lacks {' and '.join(missing)}" if missing else "answer found"
 
     return check
