@@ -427,6 +427,43 @@ def test_a_wrong_reply_is_caught(
     assert any(problem in said for said in verdict.problems), verdict.problems
 
 
+@pytest.mark.parametrize(
+    ("answer_text", "flagged"),
+    [
+        ("The cache `max` holds 100 entries.", True),  # the heading's start taken as a value
+        ("Кэш `max` вмещает 100 записей.", True),
+        ("`max` is set in the lines 100-103 shown.", False),  # a range of the lines shown
+        ("`max` は 100–103 行目で設定されます。", False),
+        ("The cache `max` holds 1000 entries.", False),
+    ],
+)
+def test_a_shown_ranges_ends_are_lines_not_values(
+    tmp_path: Path, answer_text: str, flagged: bool
+) -> None:
+    """semver's range-cache-size: asked how many entries the cache holds, the model answered
+    100, the start of a chunk's heading (`--- classes/range.js lines 100-103`); the cache's
+    `max = 1000` was shown too. A heading's number stands only as part of a range."""
+    from milk_lsp.guided.locate import Chunk
+
+    text = "".join(f"// line {n}\n" for n in range(1, 100)) + "function setup() {\n"
+    text += "  const max = 1000\n  use(max)\n}\n"
+    (tmp_path / "cache.js").write_text(text, encoding="utf-8")
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    lines = tuple(text.splitlines()[99:103])
+    located = Located(chunks=(Chunk("cache.js", 100, lines, "defines max"),), texts={})
+    reply = GuidedReply.model_validate(
+        {
+            "kind": "answer",
+            "answer": answer_text,
+            "citations": [{"path": "cache.js", "quote": "  const max = 1000"}],
+        }
+    )
+    verdict = check_answer(reply, located, index, "How many entries does the cache hold?")
+    said = [p for p in verdict.problems if "the answer states 100," in p]
+    assert bool(said) == flagged, verdict.problems
+
+
 def test_a_quote_is_found_where_it_really_is_and_the_gutter_is_ignored() -> None:
     text = "a = 1\nb = 2\n\ndef f():\n    return b\n"
     assert find_quote(text, "b = 2", 40) == (2, 2)

@@ -263,12 +263,15 @@ def check_answer(
         )
     shown = _numbers_in("\n".join([quotes, request, located.shown]))
     shown.update(str(n) for cited in verdict.citations for n in (cited.line, cited.end_line))
-    # the ranges of the lines shown, as their headings give them (`lines 48-60`)
-    shown.update(str(n) for chunk in located.chunks for n in (chunk.first, chunk.last))
+    # a range of the lines shown, as their headings give it (`lines 48-60`), names lines; its
+    # ends alone are no values (asked how many entries a cache holds, a 1.5B model answered
+    # 100, the start of `lines 100-103`)
+    heads = {str(n) for chunk in located.chunks for n in (chunk.first, chunk.last)}
+    stated = _RANGE.sub(lambda m: " " if {m[1], m[2]} & heads else m[0], _paths_out(answer))
     # a value is a claim about the workspace when the answer makes others, or cites it; an
     # agent's answer, whose tools showed it more than it cites, only when it cites
     valued = reply.citations if not cite else claims or reply.citations
-    values = _numbers_in(_paths_out(answer)) if valued else set()
+    values = _numbers_in(stated) if valued else set()
     unshown = values - shown
     # the files an agent's answer is about, looked up only when a value needs them
     writes = None if cite or not unshown else _writer(answer, request, index)
@@ -298,6 +301,9 @@ def check_answer(
     return verdict
 
 
+_RANGE = re.compile(r"(?<![\w.])(\d+)\s*[-\u2013]\s*(\d+)(?![\w.])")
+"""A range of numbers (`48-60`, with a hyphen or an en dash): lines, when an end is a shown
+range's."""
 _NUMBER = re.compile(r"(?<![\w.])(?<!\w-)\d+(?:\.\d+)*(?![\w.]*\w)")
 """A number as the text writes it; `1.2.3` is one (a version), `v2`, `x86_64`, the 53 of
 `--split-user-53` are none."""
