@@ -77,6 +77,29 @@ def test_a_general_question_is_not_about_the_workspace(
     assert not asked(question, index)
 
 
+def test_a_piece_of_a_word_and_a_word_of_two_letters_name_no_definition(tmp_path: Path) -> None:
+    """semver's jsdoc-truncate-de, "Füge der Funktion truncate in functions/truncate.js …
+    Rückgabewert …", was handed to Claude as reaching three files: `R` (from `Rückgabewert`:
+    its ASCII pieces) is a constant of internal/re.js, and `in` a name README.md defines."""
+    files = {
+        "functions/truncate.js": "const truncate = (v, t) => v\nmodule.exports = truncate\n",
+        "internal/re.js": "let R = 0\nconst createToken = (name) => { R++ }\n",
+        "lib/ops.js": "function is(x) { return x }\nconst caf = 'truncate the value'\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    index = WorkspaceIndex(tmp_path)
+    index.refresh()
+    request = (
+        "Füge der Funktion truncate in functions/truncate.js einen JSDoc-Kommentar hinzu,"
+        " der ihre Parameter und ihren Rückgabewert beschreibt."
+    )
+    assert asked(request, index).names == ("truncate",)
+    assert asked("What is the value truncate gives at the café?", index).names == ("truncate",)
+    assert asked("What is `R` in internal/re.js?", index).names == ("R",)  # as code, it is
+
+
 def test_a_file_name_written_as_code_is_about_the_workspace(index: WorkspaceIndex) -> None:
     assert asked("Could you change `utils` so inc takes strings?", index).files
     assert not asked("which utils do you like?", index).files

@@ -1,7 +1,7 @@
 """Which names of this workspace a message asks about, by structure, in any human language.
 
-The message's words are its runs of Latin letters, digits, `_` and `$` (so `greet関数` gives
-`greet`, and `Переименуй greet` gives `greet`); each that looks like an identifier is
+The message's words are its runs of ASCII letters, digits, `_`, `$` not inside a longer Latin
+word (`greet関数` gives `greet`, `Rückgabewert` none); each that looks like an identifier is
 matched against the names the workspace's files define (exactly, then ignoring case, then
 allowing one typo in a longer name: `naturalsise`) and, when written as code, against its
 file names without their extension (`utils`); its paths name files. No frame of any
@@ -9,7 +9,7 @@ language decides it ("where is … defined", "wo ist …"): a question in any la
 the same names as the English one.
 
 A short plain word (`add`, `main`, `set`) is too often a word of the sentence to stand for a
-definition alone: it counts when the message writes it as code (a span, quotes, a call), as
+definition alone (`in`, `R` never): it counts when the message writes it as code (a call), as
 does any word with code's shape (`_`, an inner capital, a digit, a dot), or when another,
 longer word of the message is in a file that defines it ("the precision parameter of main":
 the file defining `main` has `precision`; "the main difference between Python 2 and 3" has
@@ -95,11 +95,11 @@ _INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
 
 @cache
 def _patterns() -> tuple[regex.Pattern[str], re.Pattern[str]]:
-    """A message's words (runs of Latin letters, digits, `_`, `$`: the `regex` package's
-    scripts) and its quoted texts; made on the first question (off start-up)."""
+    """A message's words (runs of ASCII letters, digits, `_`, `$` no Latin letter touches:
+    `Rückgabewert` gives no `R`) and its quoted texts; made on the first question."""
     import regex
 
-    words = regex.compile(r"[\p{Latin}\p{Nd}_$]+(?:\.[\p{Latin}\p{Nd}_$]+)*")
+    words = regex.compile(r"(?<![\p{Latin}\d_$])[A-Za-z\d_$]+(?:\.[\w$]+)*(?![\p{Latin}\d_$])")
     return words, re.compile(quoted_pattern())
 
 
@@ -150,7 +150,7 @@ def asked(message: str, index: WorkspaceIndex) -> Asked:
             )
             for name in _names_for(token.rstrip("."), lookup, written_as_code):
                 names.setdefault(name, None)
-            if not written_as_code and token in lookup.exact and len(token) < PLAIN_MIN:
+            if not written_as_code and token in lookup.exact and 2 < len(token) < PLAIN_MIN:
                 short.append(token)
             if "." in token and (named := index.file_for(token)) is not None:
                 files.setdefault(named, None)  # `number.py`, `__main__.py`: a file's name
@@ -175,7 +175,7 @@ def _names_for(token: str, lookup: _Lookup, as_code: bool) -> Iterable[str]:
     if not parts:
         return ()
     word = parts[-1]
-    strong = as_code or len(word) >= PLAIN_MIN or not word.islower()
+    strong = as_code or len(word) >= PLAIN_MIN or (not word.islower() and len(word) > 2)
     if word in lookup.exact and (strong or len(parts) > 1):
         return (word,)
     if len(word) < PLAIN_MIN and not as_code:
