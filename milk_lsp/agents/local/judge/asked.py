@@ -9,7 +9,7 @@ language decides it ("where is … defined", "wo ist …"): a question in any la
 the same names as the English one.
 
 A short plain word (`add`, `main`, `set`) is too often a word of the sentence to stand for a
-definition alone (`in`, `R` never): it counts when the message writes it as code (a call), as
+definition alone: it counts when the message writes it as code (a span, quotes, a call), as
 does any word with code's shape (`_`, an inner capital, a digit, a dot), or when another,
 longer word of the message is in a file that defines it ("the precision parameter of main":
 the file defining `main` has `precision`; "the main difference between Python 2 and 3" has
@@ -150,7 +150,7 @@ def asked(message: str, index: WorkspaceIndex) -> Asked:
             )
             for name in _names_for(token.rstrip("."), lookup, written_as_code):
                 names.setdefault(name, None)
-            if not written_as_code and token in lookup.exact and 2 < len(token) < PLAIN_MIN:
+            if not written_as_code and token in lookup.exact and len(token) < PLAIN_MIN:
                 short.append(token)
             if "." in token and (named := index.file_for(token)) is not None:
                 files.setdefault(named, None)  # `number.py`, `__main__.py`: a file's name
@@ -175,7 +175,7 @@ def _names_for(token: str, lookup: _Lookup, as_code: bool) -> Iterable[str]:
     if not parts:
         return ()
     word = parts[-1]
-    strong = as_code or len(word) >= PLAIN_MIN or (not word.islower() and len(word) > 2)
+    strong = as_code or len(word) >= PLAIN_MIN or not word.islower()
     if word in lookup.exact and (strong or len(parts) > 1):
         return (word,)
     if len(word) < PLAIN_MIN and not as_code:
