@@ -214,13 +214,13 @@ def check_answer(
     quotes = "\n".join(citation.quote for citation in verdict.citations)
     claims = 0
     complete = index.refreshed_at is not None and not index.truncated
-    cited = {citation.path for citation in verdict.citations}
+    cited_paths = {citation.path for citation in verdict.citations}
     for path in sorted(_paths(answer, index)):
         claims += 1
         if path in request or not complete:
             continue  # an index not (fully) built proves no absence
         if index.has_path(path):
-            if cite and cited and index.file_for(path) not in cited:
+            if cite and cited_paths and index.file_for(path) not in cited_paths:
                 verdict.problems.append(
                     f"the answer names {path} but cites no line of it: cite the line of"
                     f" {path} it rests on, or name the file your cited lines are from"
