@@ -725,9 +725,10 @@ LOAD_SETTINGS_PY = (
     + "        return False\n"
     + "    return raw\n"
 )
-SETTINGS_README = "".join(
-    f"- load_settings reads the settings file, setting {n}\n" for n in range(25)
-) + "Turn a setting off with `off`.\n"
+SETTINGS_README = (
+    "".join(f"- load_settings reads the settings file, setting {n}\n" for n in range(25))
+    + "Turn a setting off with `off`.\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -766,6 +767,25 @@ def test_the_words_of_a_named_files_path_rank_none_of_its_lines(tmp_path: Path) 
     request_text = "In tool/__main__.py rename the option --no-color to --plain (same dest)."
     located = located_in(tmp_path, {"tool/__main__.py": main}, request_text)
     assert ("tool/__main__.py", 17) in shown_lines(located), located.context()
+
+
+def test_only_the_request_s_own_words_rank_a_named_file_s_lines() -> None:
+    """`ranked_lines` alone: the words of the path the request names (`tool/__main__.py`:
+    `tool`, `main`, `py`) rank no line of it, so `def main()` and its body are not ranked
+    for `main`, while the option's line is, for `no`, `color` and `dest`."""
+    from milk_lsp.guided.words import ranked_lines, terms
+
+    lines = [
+        "def main(argv=None):",
+        "    main_step(argv)  # runs first",
+        '    parser.add_argument("--no-color", dest="color")',
+    ]
+    request = "In tool/__main__.py rename the option --no-color to --plain (same dest)."
+    weights = dict.fromkeys(terms(request), 1.0)
+    ranked = ranked_lines(
+        {"tool/__main__.py": lines}, lambda _: [], weights, frozenset(), ["tool/__main__.py"]
+    )
+    assert [number for _, _, number in ranked] == [3]
 
 
 def test_an_answer_whose_value_has_no_word_does_not_restate_the_question() -> None:

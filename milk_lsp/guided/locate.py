@@ -25,11 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from milk_lsp.agents.local.judge.asked import asked
-from milk_lsp.guided.words import path_terms, ranked_lines, terms, word_terms
+from milk_lsp.guided.words import PROSE_WEIGHT, path_terms, ranked_lines, terms, word_terms
 from milk_lsp.workspace.index import WorkspaceIndex
+
+if TYPE_CHECKING:
+    from milk_lsp.code import Definition
 
 MAX_FILES = 10
 """Files whose lines are read and ranked (the named ones first)."""
@@ -51,10 +54,6 @@ the options are in another file)."""
 FILE_SPREAD = 0.5
 """A ranked line's score is multiplied by this for each line of its file taken before it:
 the best lines of several files before the fifth of one."""
-PROSE_WEIGHT = 0.5
-"""A request's term that no definition's name holds (`which`, `into`, `license`) weighs
-this much: a question's own words are rare in code files, so they outranked the code's
-(cross-env's "which env vars … on Windows?" showed README and LICENSE before `variable.js`)."""
 SHORT_DEFINITION = 3
 """A definition of at most this many lines that a ranked line uses is shown beside it: its
 value is often the answer (cross-env's `if (!pathLikeEnvVarWhitelist.has(varName))` was
@@ -140,6 +139,8 @@ class Located:
     """The text of each file read, as milk read it (the editor's unsaved text first)."""
     seen: str = ""
     """What else the model was shown: an agent turn's tool results and attachments."""
+    speaks_code: bool = True
+    """Whether the request holds a piece of a definition's name or names one or a file."""
 
     def context(self, numbered: bool = True) -> str:
         """The chunks' lines (the map goes with milk's instructions: it is the same for
@@ -243,13 +244,6 @@ class Locator:
             self._code = (names, made)
         return self._code[1]
 
-    def speaks_code(self, request: str) -> bool:
-        """Whether the request holds a piece of a definition's name, or names a definition
-        or file: one that does not (all in Japanese) locates nothing of its own."""
-        named, code = asked(request, self.index), self._code_terms()
-        weights = self.weights(request)
-        return bool(named.names or named.files) or any(w and t in code for t, w in weights.items())
-
     async def locate(
         self, request: str, texts: FileTexts, budget: Budget | None = None, words: str = ""
     ) -> Located:
@@ -265,7 +259,8 @@ class Locator:
         for name in dict.fromkeys([*named.names, *hinted]):
             for path in sorted(self.index.definers(name, limit=3), key=_declares_only):
                 order.setdefault(path, f"defines {name}")
-        weights = self.weights(f"{request}\n{words}")
+        own, code = self.weights(request), self._code_terms()
+        weights = self.weights(f"{request}\n{words}") if words else own
         for path, _ in self.rank_files(request, MAX_FILES * 2, weights):
             if len(order) >= MAX_FILES:
                 break
@@ -273,17 +268,16 @@ class Locator:
         read: dict[str, str] = {}
         chunks: list[Chunk] = []
         spent = 0
-        split: dict[str, list[str]] = {}
-        short: dict[str, dict[str, tuple[int, int]]] = {}
+        parsed = _Parsed()
         for path in order:
             text = await _read(path, texts, read)
             if text is None:
                 continue
-            lines = split[path] = text.splitlines()
-            for whole in _definition_chunks(path, text, lines, [*named.names, *hinted]):
+            lines = parsed.lines[path] = text.splitlines()
+            for whole in _definition_chunks(path, parsed, [*named.names, *hinted]):
                 chunk = _head(whole, int(budget.chunks * DEFINITION_SHARE))
                 if spent + chunk.size <= budget.chunks:
-                    for item in [chunk, *_used(chunk, split, short, chunks)]:
+                    for item in [chunk, *_used(chunk, parsed, chunks)]:
                         if spent + item.size <= budget.chunks:
                             chunks.append(item)
                             spent += item.size
@@ -295,12 +289,12 @@ class Locator:
                 if head is not None and spent + head.size <= budget.chunks:
                     chunks.append(head)
                     spent += head.size
-        pending = ranked_lines(split, weights, self._code_terms(), named.files, PROSE_WEIGHT)
+        pending = ranked_lines(parsed.lines, parsed.definitions, weights, code, named.files)
         for use in await self._uses(named.names, texts, read, chunks):
             if spent + use.size <= budget.chunks:
                 chunks.append(use)
                 spent += use.size
-        _add_ranked(chunks, budget.chunks - spent, pending, list(order), split, short)
+        _add_ranked(chunks, budget.chunks - spent, pending, list(order), parsed)
         chunks = _merged(chunks, order)
         return Located(
             chunks=tuple(chunks),
@@ -310,6 +304,8 @@ class Locator:
             written=named.written,
             ranked=tuple(order),
             texts=read,
+            speaks_code=bool(named.names or named.files)
+            or any(value and term in code for term, value in own.items()),
         )
 
     def holders(self, name: str) -> list[str]:
@@ -438,8 +434,7 @@ def _add_ranked(
     room: int,
     pending: list[tuple[float, str, int]],
     order: list[str],
-    split: dict[str, list[str]],
-    short: dict[str, dict[str, tuple[int, int]]],
+    parsed: _Parsed,
 ) -> None:
     """Adds to `chunks`, within `room` characters, the ranked lines (`pending`: score,
     path, line number) best first, each with the lines around it (`WINDOWS`), a file's
@@ -460,7 +455,7 @@ def _add_ranked(
             score = -negative / FILE_SPREAD**count * FILE_SPREAD**now
             heapq.heappush(queue, (-score, file_rank, number, path, now))
             continue
-        lines = split[path]
+        lines = parsed.lines[path]
         if any(c.path == path and c.first <= number <= c.last for c in chunks):
             continue
         text = lines[number - 1].strip()
@@ -469,7 +464,7 @@ def _add_ranked(
         for before, after in WINDOWS:  # the usual lines around it, fewer when short of room
             piece = _window(path, lines, number, before, after, chunks)
             if piece is not None and piece.size <= room:
-                for chunk in [piece, *_used(piece, split, short, chunks)]:
+                for chunk in [piece, *_used(piece, parsed, chunks)]:
                     if chunk.size <= room:
                         chunks.append(chunk)
                         shown.update(line.strip() for line in chunk.lines)
@@ -478,37 +473,45 @@ def _add_ranked(
                 break
 
 
-def _short_definitions(
-    path: str, split: dict[str, list[str]], known: dict[str, dict[str, tuple[int, int]]]
-) -> dict[str, tuple[int, int]]:
-    """The file's constants and variables (`SHORT_KINDS`) of at most `SHORT_DEFINITION`
-    lines, by name: their lines."""
-    if path not in known:
-        from milk_lsp.code import definitions, language_for  # off start-up
+class _Parsed:
+    """The located files' lines and what each defines, each file parsed once per request:
+    its named definitions' chunks, the short ones a chunk uses and the lines inside each
+    definition (`words.ranked_lines`) all need its parse."""
 
-        language = language_for(path)
-        found = definitions("\n".join(split[path]), language) if language is not None else []
-        known[path] = {
-            item.name: (item.first_line, item.last_line)
-            for item in found
-            if item.kind in SHORT_KINDS and item.last_line - item.first_line < SHORT_DEFINITION
-        }
-    return known[path]
+    def __init__(self) -> None:
+        self.lines: dict[str, list[str]] = {}
+        self._found: dict[str, list[Definition]] = {}
+        self._short: dict[str, dict[str, tuple[int, int]]] = {}
+
+    def definitions(self, path: str) -> list[Definition]:
+        """What the file defines ([] in a language milk does not read)."""
+        if path not in self._found:
+            from milk_lsp.code import definitions, language_for  # off start-up
+
+            language = language_for(path)
+            text = "\n".join(self.lines[path])
+            self._found[path] = definitions(text, language) if language is not None else []
+        return self._found[path]
+
+    def short(self, path: str) -> dict[str, tuple[int, int]]:
+        """The file's `SHORT_KINDS` of at most `SHORT_DEFINITION` lines: name to lines."""
+        if path not in self._short:
+            self._short[path] = {
+                item.name: (item.first_line, item.last_line)
+                for item in self.definitions(path)
+                if item.kind in SHORT_KINDS and item.last_line - item.first_line < SHORT_DEFINITION
+            }
+        return self._short[path]
 
 
-def _used(
-    chunk: Chunk,
-    split: dict[str, list[str]],
-    short: dict[str, dict[str, tuple[int, int]]],
-    shown: list[Chunk],
-) -> list[Chunk]:
+def _used(chunk: Chunk, parsed: _Parsed, shown: list[Chunk]) -> list[Chunk]:
     """The short definitions of `chunk`'s file (`SHORT_DEFINITION`) that it uses, each as a
     chunk, those overlapping `chunk` or a `shown` one left out."""
-    path, lines = chunk.path, split[chunk.path]
+    path, lines = chunk.path, parsed.lines[chunk.path]
     names = {name for line in chunk.lines for name in IDENTIFIER.findall(line)}
     return [
         extra
-        for name, (first, last) in _short_definitions(path, split, short).items()
+        for name, (first, last) in parsed.short(path).items()
         if name in names
         and not any(c.path == path and c.first <= last and first <= c.last for c in [*shown, chunk])
         and (extra := _chunk(path, lines, first, last, f"defines {name}")) is not None
@@ -554,16 +557,14 @@ def _declares_only(path: str) -> bool:
     return path.endswith(DECLARATION_FILES)
 
 
-def _definition_chunks(path: str, text: str, lines: list[str], names: Iterable[str]) -> list[Chunk]:
+def _definition_chunks(path: str, parsed: _Parsed, names: Iterable[str]) -> list[Chunk]:
     """Each definition of `names` in the file, whole up to `DEFINITION_MAX_LINES`."""
-    from milk_lsp.code import definitions, language_for  # off start-up
-
     wanted = set(names)
-    language = language_for(path)
-    if not wanted or language is None:
+    if not wanted:
         return []
+    lines = parsed.lines[path]
     found: list[Chunk] = []
-    for definition in definitions(text, language):
+    for definition in parsed.definitions(path):
         if definition.name not in wanted:
             continue
         last = min(definition.last_line, definition.first_line + DEFINITION_MAX_LINES - 1)

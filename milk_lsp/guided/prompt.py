@@ -53,7 +53,7 @@ WORDS_SYSTEM = """\
 The user's message is about the code of their project. Write the English words and code \
 names a programmer would search that code for, to answer or do what it asks: at most six, \
 each one word or name. Reply with one JSON object: {"words": ["…"]}"""
-"""Asked only of a message that holds no word of the code (`Locator.speaks_code`): a
+"""Asked only of a message that holds no word of the code (`Located.speaks_code`): a
 question all in Japanese or Russian otherwise locates nothing but the repository map."""
 
 

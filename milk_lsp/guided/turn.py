@@ -177,9 +177,7 @@ class GuidedTurn:
                 " once the local model read it as a change",
             )
             return
-        if len("".join(request.split())) >= WORDS_MIN_CHARS and not self._locator.speaks_code(
-            request
-        ):
+        if len("".join(request.split())) >= WORDS_MIN_CHARS and not located.speaks_code:
             async for found in self._located_by_words(model, request):
                 if isinstance(found, Located):
                     located = found

@@ -14,13 +14,19 @@ from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     import regex
     from snowballstemmer import stemmer as Stemmer
 
+    from milk_lsp.code import Definition
+
 MIN_TERM = 2
 """A shorter piece (`a`, `x`) ranks nothing."""
+PROSE_WEIGHT = 0.5
+"""A request's term that no definition's name holds (`which`, `into`, `license`) weighs
+this much: a question's own words are rare in code files, so they outranked the code's
+(cross-env's "which env vars … on Windows?" showed README and LICENSE before `variable.js`)."""
 
 
 @cache
@@ -72,29 +78,28 @@ def path_terms(path: str) -> tuple[str, ...]:
 
 
 def ranked_lines(
-    split: dict[str, list[str]],
+    lines_of: dict[str, list[str]],
+    definitions_of: Callable[[str], Sequence[Definition]],
     weights: dict[str, float],
     code: frozenset[str],
     named_files: Iterable[str],
-    prose: float,
 ) -> list[tuple[float, str, int]]:
-    """(score, path, line number) of each line of the located files (`split`) holding a
+    """(score, path, line number) of each line of the located files (`lines_of`) holding a
     term of the request (`weights`: a term held by no file weighs nothing). A term weighs
     by how few of these lines hold it (`weights` rank files, but within a handful of files
     every file holds `if` and `no`, while `'false'` is on a few lines), times
-    `prose` unless a definition's name holds it (`code`). A line inside a definition
-    whose name holds a term of the request holds that term too: ini's `valueRaw ===
-    'false'`, deep in `decode` past its chunk, answers "when decode reads enabled=false…".
-    The terms of the files the request names (`named_files`) are left out: they chose the
-    file and say nothing of its lines (`__main__.py` is no question about `main`)."""
-    from milk_lsp.code import definitions, language_for  # off start-up
-
+    `PROSE_WEIGHT` unless a definition's name holds it (`code`). A line inside a definition
+    (`definitions_of` a file) whose name holds a term of the request holds that term too:
+    ini's `valueRaw === 'false'`, deep in `decode` past its chunk, answers "when decode
+    reads enabled=false…". The terms of the files the request names (`named_files`) are
+    left out: they chose the file and say nothing of its lines (`__main__.py` is no
+    question about `main`)."""
     wanted = {term for term, value in weights.items() if value}
     wanted -= {term for path in named_files for term in path_terms(path)}
     held: dict[tuple[str, int], set[str]] = {}
     counts: Counter[str] = Counter()
     total = 0
-    for path, lines in split.items():
+    for path, lines in lines_of.items():
         total += len(lines)
         for number, line in enumerate(lines, 1):
             found = wanted.intersection(terms(line))
@@ -103,15 +108,12 @@ def ranked_lines(
                 counts.update(found)
     weight = {
         term: math.log((total - count + 0.5) / (count + 0.5) + 1.0)
-        * (1.0 if term in code else prose)
+        * (1.0 if term in code else PROSE_WEIGHT)
         for term, count in counts.items()
     }
     within: dict[tuple[str, int], set[str]] = {}
     for path in {path for path, _ in held}:
-        language = language_for(path)
-        if language is None:
-            continue
-        for definition in definitions("\n".join(split[path]), language):
+        for definition in definitions_of(path):
             named = wanted.intersection(word_terms(definition.name))
             for number in range(definition.first_line, definition.last_line + 1) if named else ():
                 within.setdefault((path, number), set()).update(named)
